@@ -1,0 +1,7 @@
+"""sklearn_struct: structured-prediction estimators with the scikit-learn API.
+
+Run ``python -m sklearn_struct`` for a quick tour that fits every estimator on
+generated data next to a plain scikit-learn baseline.
+"""
+
+__version__ = "0.1.0.dev0"

@@ -1,0 +1,16 @@
+"""Input validation, packing of ragged data and joblib helpers shared by all estimators."""
+
+from .packing import edge_offsets, lengths_to_offsets, pack_sequences, unpack_sequences
+from .parallel import even_chunks, run_chunks
+from .validation import check_sequence_labels, check_sequences
+
+__all__ = [
+    "check_sequences",
+    "check_sequence_labels",
+    "pack_sequences",
+    "unpack_sequences",
+    "lengths_to_offsets",
+    "edge_offsets",
+    "run_chunks",
+    "even_chunks",
+]

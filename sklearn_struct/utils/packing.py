@@ -1,0 +1,56 @@
+"""Packing ragged sequence data into one matrix plus offsets, and back.
+
+Kernels in :mod:`sklearn_struct.oracles` work on one packed array of all tokens,
+``offsets`` of length ``n_sequences + 1`` marking where each sequence starts, so that a
+single call covers a whole data set (numba ``prange`` over sequences).
+
+Per-position edge arrays (one ``(L, L)`` table per transition) are packed the same way
+with ``edge_offsets = offsets - arange(n_sequences + 1)``: sequence ``i`` owns rows
+``edge_offsets[i]:edge_offsets[i + 1]``, i.e. ``n_tokens_i - 1`` transitions.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["pack_sequences", "unpack_sequences", "lengths_to_offsets", "edge_offsets"]
+
+
+def lengths_to_offsets(lengths):
+    """Offsets (n + 1,) of int64 from sequence lengths.
+
+    >>> lengths_to_offsets([3, 1, 2])
+    array([0, 3, 4, 6])
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+def edge_offsets(offsets):
+    """Offsets of per-position edge rows: sequence i owns ``n_tokens_i - 1`` of them."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    return offsets - np.arange(offsets.shape[0], dtype=np.int64)
+
+
+def pack_sequences(X):
+    """Stack a list of 2D arrays (or CSR matrices) into one matrix and offsets.
+
+    Returns a dense ndarray when every sequence is dense, else a CSR matrix.
+
+    >>> import numpy as np
+    >>> packed, offsets = pack_sequences([np.ones((2, 3)), np.zeros((1, 3))])
+    >>> packed.shape, offsets
+    ((3, 3), array([0, 2, 3]))
+    """
+    offsets = lengths_to_offsets([x.shape[0] for x in X])
+    if any(sp.issparse(x) for x in X):
+        packed = sp.vstack([sp.csr_matrix(x) for x in X], format="csr")
+    else:
+        packed = np.ascontiguousarray(np.concatenate([np.asarray(x) for x in X], axis=0))
+    return packed, offsets
+
+
+def unpack_sequences(packed, offsets):
+    """Split a packed array back into a list of per-sequence arrays (views where possible)."""
+    return [packed[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
