@@ -4,4 +4,8 @@ Run ``python -m sklearn_struct`` for a quick tour that fits every estimator on
 generated data next to a plain scikit-learn baseline.
 """
 
+from .nonlocal_crf import NonLocalCRF
+
 __version__ = "0.1.0.dev0"
+
+__all__ = ["NonLocalCRF"]

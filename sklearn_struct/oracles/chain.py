@@ -1,0 +1,516 @@
+"""Linear-chain oracles: forward-backward (log Z, node and edge marginals), Viterbi, sampling.
+
+All kernels take every sequence at once, packed: ``unary`` is ``(n_tokens, n_labels)`` of
+log-potentials for all tokens of all sequences and ``offsets`` ``(n_sequences + 1,)`` marks
+where each sequence starts. Transition log-potentials are either shared, ``(L, L)``, or
+per-position, ``(n_tokens - n_sequences, L, L)`` packed with
+:func:`sklearn_struct.utils.edge_offsets` (row ``k`` of sequence ``s`` is the transition
+from token ``k`` to token ``k + 1`` of that sequence).
+
+Speed and stability
+-------------------
+Forward-backward runs in probability space with per-token scaling (the classic scaled
+recursion): potentials are exponentiated once, after subtracting their maximum, and each
+step is a small matrix-vector product, which numba vectorises. That costs about ``3 L^2``
+multiply-adds per token (forward, backward, edge counts) and no ``exp`` in the inner loop.
+Scaling keeps every quantity in range, but a term can still underflow when potentials
+differ by more than ~700 in log space. The kernel therefore checks each sequence: if a
+scaling constant falls below ``1e-100`` (so that a flushed term could matter) or a result is
+not finite, that sequence alone is recomputed with log-sum-exp recursions, which are exact
+for any magnitude. Typical CRF potentials never take the slow path; potentials of 1e3 do,
+and stay correct.
+
+The summed edge counts used in training are accumulated as outer products per thread and
+multiplied by the shared transition table once at the end, so the ``(T - 1) x L x L``
+array of per-position edge marginals is never materialised unless asked for.
+"""
+
+import math
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from ..utils.packing import edge_offsets
+
+__all__ = ["forward_backward", "viterbi", "sample_chain", "check_chain_potentials"]
+
+# Below this scaling constant the probability-space recursion may have flushed a term
+# that matters (each flushed term is < 1e-308), so the sequence is redone in log space.
+_SCALE_FLOOR = 1e-100
+_EDGE_NONE, _EDGE_SUM, _EDGE_POSITION = 0, 1, 2
+# fastmath without 'nnan'/'ninf': -inf potentials (forbidden transitions) stay legal.
+_FM = {"nsz", "arcp", "contract", "reassoc"}
+
+
+# --------------------------------------------------------------------------------------
+# Kernels (one sequence at a time; the batch kernels below run them over chunks in prange)
+# --------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
+def _exp_shifted(log_table, out):
+    """out = exp(log_table - max) for an (L, L) table; returns the max (the shift to add back)."""
+    n, m = log_table.shape
+    shift = -np.inf
+    for i in range(n):
+        for j in range(m):
+            if log_table[i, j] > shift:
+                shift = log_table[i, j]
+    if shift == -np.inf:
+        out[:, :] = 0.0
+        return shift
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = math.exp(log_table[i, j] - shift)
+    return shift
+
+
+@njit(cache=True, nogil=True, fastmath=_FM)
+def _fb_scaled(unary, lo, hi, exp_trans, trans_shift, trans, per_position, elo,
+               node_out, edge_mode, edge_out, outer_acc, direct_acc, scale, u_buf, beta, beta_next, scratch):
+    """Scaled forward-backward for tokens lo:hi. Returns (log Z, ok); ok False means redo in log space.
+
+    Node marginals go to node_out[lo:hi]. Edge counts: mode SUM with shared transitions adds
+    sum_t alpha_{t-1} (x) v_t into outer_acc (multiplied by exp_trans later); with
+    per-position transitions it adds the full edge marginals into direct_acc; mode POSITION
+    writes them to edge_out[elo + t - 1].
+    """
+    n = hi - lo
+    L = unary.shape[1]
+    log_z = 0.0
+    # forward: alpha_t stored (scaled) in node_out[lo + t]; u_t kept in u_buf[t]
+    for t in range(n):
+        row = unary[lo + t]
+        m = -np.inf
+        for j in range(L):
+            if row[j] > m:
+                m = row[j]
+        if m == -np.inf:
+            return -np.inf, False
+        for j in range(L):
+            u_buf[t, j] = math.exp(row[j] - m)
+        a = node_out[lo + t]
+        if t == 0:
+            for j in range(L):
+                a[j] = u_buf[t, j]
+        else:
+            E = exp_trans
+            if per_position:
+                E = scratch
+                sh = _exp_shifted(trans[elo + t - 1], scratch)
+                if sh == -np.inf:
+                    return -np.inf, False
+                log_z += sh
+            else:
+                log_z += trans_shift
+            prev = node_out[lo + t - 1]
+            for j in range(L):
+                a[j] = 0.0
+            for i in range(L):
+                p = prev[i]
+                for j in range(L):
+                    a[j] += p * E[i, j]
+            for j in range(L):
+                a[j] *= u_buf[t, j]
+        c = 0.0
+        for j in range(L):
+            c += a[j]
+        if not (c >= _SCALE_FLOOR and c < np.inf):
+            return -np.inf, False
+        inv = 1.0 / c
+        for j in range(L):
+            a[j] *= inv
+        scale[t] = c
+        log_z += math.log(c) + m
+    # backward: beta_t scaled by the same constants, so alpha_t * beta_t are the marginals
+    for j in range(L):
+        beta[j] = 1.0
+    for t in range(n - 1, 0, -1):
+        E = exp_trans
+        if per_position:
+            E = scratch
+            _exp_shifted(trans[elo + t - 1], scratch)
+        inv = 1.0 / scale[t]
+        v = beta_next  # v_t = u_t * beta_t / c_t
+        for j in range(L):
+            v[j] = u_buf[t, j] * beta[j] * inv
+        prev = node_out[lo + t - 1]
+        if edge_mode == _EDGE_SUM and not per_position:
+            for i in range(L):
+                p = prev[i]
+                for j in range(L):
+                    outer_acc[i, j] += p * v[j]
+        elif edge_mode != _EDGE_NONE:
+            target = direct_acc if edge_mode == _EDGE_SUM else edge_out[elo + t - 1]
+            for i in range(L):
+                p = prev[i]
+                for j in range(L):
+                    target[i, j] += p * E[i, j] * v[j]
+        # finish node t now that beta_t is used, then step beta back
+        a = node_out[lo + t]
+        for j in range(L):
+            a[j] *= beta[j]
+        for i in range(L):
+            s = 0.0
+            for j in range(L):
+                s += E[i, j] * v[j]
+            beta[i] = s
+    a = node_out[lo]
+    for j in range(L):
+        a[j] *= beta[j]
+    for t in range(n):
+        for j in range(L):
+            if not (node_out[lo + t, j] < np.inf):
+                return -np.inf, False
+    return log_z, True
+
+
+@njit(cache=True, nogil=True)
+def _logsumexp_vec(v):
+    m = -np.inf
+    for x in v:
+        if x > m:
+            m = x
+    if m == -np.inf:
+        return m
+    s = 0.0
+    for x in v:
+        s += math.exp(x - m)
+    return m + math.log(s)
+
+
+@njit(cache=True, nogil=True)
+def _fb_log(unary, lo, hi, trans, per_position, elo, node_out, edge_mode, edge_out, direct_acc,
+            log_alpha, log_beta, tmp):
+    """Log-space forward-backward: exact for any magnitude; used when scaling is unsafe."""
+    n = hi - lo
+    L = unary.shape[1]
+    for j in range(L):
+        log_alpha[0, j] = unary[lo, j]
+    for t in range(1, n):
+        T = trans[elo + t - 1] if per_position else trans[0]
+        for j in range(L):
+            for i in range(L):
+                tmp[i] = log_alpha[t - 1, i] + T[i, j]
+            log_alpha[t, j] = _logsumexp_vec(tmp) + unary[lo + t, j]
+    log_z = _logsumexp_vec(log_alpha[n - 1])
+    if log_z == -np.inf:
+        return log_z
+    for j in range(L):
+        log_beta[n - 1, j] = 0.0
+    for t in range(n - 2, -1, -1):
+        T = trans[elo + t] if per_position else trans[0]
+        for i in range(L):
+            for j in range(L):
+                tmp[j] = T[i, j] + unary[lo + t + 1, j] + log_beta[t + 1, j]
+            log_beta[t, i] = _logsumexp_vec(tmp)
+    for t in range(n):
+        for j in range(L):
+            node_out[lo + t, j] = math.exp(log_alpha[t, j] + log_beta[t, j] - log_z)
+    if edge_mode != _EDGE_NONE:
+        for t in range(1, n):
+            T = trans[elo + t - 1] if per_position else trans[0]
+            target = direct_acc if edge_mode == _EDGE_SUM else edge_out[elo + t - 1]
+            for i in range(L):
+                for j in range(L):
+                    target[i, j] += math.exp(
+                        log_alpha[t - 1, i] + T[i, j] + unary[lo + t, j] + log_beta[t, j] - log_z
+                    )
+    return log_z
+
+
+@njit(cache=True, parallel=True)
+def _forward_backward_batch(unary, trans, per_position, offsets, edge_mode, n_chunks, max_len):
+    n_seq = offsets.shape[0] - 1
+    n_tok, L = unary.shape
+    eoffs = offsets - np.arange(n_seq + 1)
+    log_z = np.empty(n_seq)
+    node = np.empty((n_tok, L))
+    if edge_mode == _EDGE_POSITION:
+        edge_out = np.zeros((n_tok - n_seq, L, L))
+    else:
+        edge_out = np.zeros((0, L, L))
+    outer_acc = np.zeros((n_chunks, L, L))
+    direct_acc = np.zeros((n_chunks, L, L))
+    exp_trans = np.zeros((L, L))
+    trans_shift = 0.0
+    if not per_position:
+        trans_shift = _exp_shifted(trans[0], exp_trans)
+    bounds = np.linspace(0, n_seq, n_chunks + 1).astype(np.int64)
+    for c in prange(n_chunks):
+        scale = np.empty(max_len)
+        u_buf = np.empty((max_len, L))
+        beta = np.empty(L)
+        beta_next = np.empty(L)
+        scratch = np.empty((L, L))
+        log_alpha = np.empty((max_len, L))
+        log_beta = np.empty((max_len, L))
+        tmp = np.empty(L)
+        keep_outer = np.empty((L, L))
+        keep_direct = np.empty((L, L))
+        for s in range(bounds[c], bounds[c + 1]):
+            lo, hi, elo = offsets[s], offsets[s + 1], eoffs[s]
+            lz, ok = -np.inf, False
+            if trans_shift > -np.inf:
+                # a sequence that fails midway may have added partial edge terms: remember
+                # the accumulators so they can be restored before the log-space redo
+                if edge_mode == _EDGE_SUM:
+                    keep_outer[:, :] = outer_acc[c]
+                    keep_direct[:, :] = direct_acc[c]
+                lz, ok = _fb_scaled(unary, lo, hi, exp_trans, trans_shift, trans, per_position, elo,
+                                    node, edge_mode, edge_out, outer_acc[c], direct_acc[c], scale,
+                                    u_buf, beta, beta_next, scratch)
+                if not ok and edge_mode == _EDGE_SUM:
+                    outer_acc[c, :, :] = keep_outer
+                    direct_acc[c, :, :] = keep_direct
+            if not ok:
+                if edge_mode == _EDGE_POSITION:
+                    for k in range(elo, elo + hi - lo - 1):
+                        edge_out[k, :, :] = 0.0
+                lz = _fb_log(unary, lo, hi, trans, per_position, elo, node, edge_mode, edge_out,
+                             direct_acc[c], log_alpha, log_beta, tmp)
+            log_z[s] = lz
+    edge_sum = np.zeros((L, L))
+    if edge_mode == _EDGE_SUM:
+        for c in range(n_chunks):
+            edge_sum += outer_acc[c] * exp_trans + direct_acc[c]
+    return log_z, node, edge_sum, edge_out
+
+
+@njit(cache=True, parallel=True)
+def _viterbi_batch(unary, trans, per_position, offsets, n_chunks, max_len):
+    n_seq = offsets.shape[0] - 1
+    n_tok, L = unary.shape
+    eoffs = offsets - np.arange(n_seq + 1)
+    labels = np.empty(n_tok, dtype=np.int64)
+    scores = np.empty(n_seq)
+    bounds = np.linspace(0, n_seq, n_chunks + 1).astype(np.int64)
+    for c in prange(n_chunks):
+        back = np.empty((max_len, L), dtype=np.int32)
+        delta = np.empty(L)
+        new = np.empty(L)
+        for s in range(bounds[c], bounds[c + 1]):
+            lo, hi, elo = offsets[s], offsets[s + 1], eoffs[s]
+            for j in range(L):
+                delta[j] = unary[lo, j]
+            for t in range(1, hi - lo):
+                T = trans[elo + t - 1] if per_position else trans[0]
+                for j in range(L):
+                    best = -np.inf
+                    arg = 0
+                    for i in range(L):
+                        v = delta[i] + T[i, j]
+                        if v > best:
+                            best = v
+                            arg = i
+                    new[j] = best + unary[lo + t, j]
+                    back[t, j] = arg
+                delta[:] = new
+            best = -np.inf
+            arg = 0
+            for j in range(L):
+                if delta[j] > best:
+                    best = delta[j]
+                    arg = j
+            scores[s] = best
+            labels[hi - 1] = arg
+            for t in range(hi - lo - 1, 0, -1):
+                arg = back[t, arg]
+                labels[lo + t - 1] = arg
+    return labels, scores
+
+
+@njit(cache=True)
+def _sample_batch(unary, trans, per_position, offsets, uniforms, max_len):
+    """Forward filtering (log space), backward sampling with pre-drawn uniforms."""
+    n_seq = offsets.shape[0] - 1
+    L = unary.shape[1]
+    eoffs = offsets - np.arange(n_seq + 1)
+    labels = np.empty(unary.shape[0], dtype=np.int64)
+    log_alpha = np.empty((max_len, L))
+    w = np.empty(L)
+    tmp = np.empty(L)
+    for s in range(n_seq):
+        lo, hi, elo = offsets[s], offsets[s + 1], eoffs[s]
+        for j in range(L):
+            log_alpha[0, j] = unary[lo, j]
+        for t in range(1, hi - lo):
+            T = trans[elo + t - 1] if per_position else trans[0]
+            for j in range(L):
+                for i in range(L):
+                    tmp[i] = log_alpha[t - 1, i] + T[i, j]
+                log_alpha[t, j] = _logsumexp_vec(tmp) + unary[lo + t, j]
+        nxt = -1
+        for t in range(hi - lo - 1, -1, -1):
+            for i in range(L):
+                w[i] = log_alpha[t, i]
+                if nxt >= 0:
+                    T = trans[elo + t] if per_position else trans[0]
+                    w[i] += T[i, nxt]
+            lz = _logsumexp_vec(w)
+            r = uniforms[lo + t]
+            acc = 0.0
+            pick = L - 1
+            for i in range(L):
+                acc += math.exp(w[i] - lz)
+                if r < acc:
+                    pick = i
+                    break
+            labels[lo + t] = pick
+            nxt = pick
+    return labels
+
+
+# --------------------------------------------------------------------------------------
+# Python API: validation, then one kernel call
+# --------------------------------------------------------------------------------------
+
+
+def check_chain_potentials(unary, transition, offsets):
+    """Validate packed chain potentials; return (unary, trans3d, per_position, offsets).
+
+    Raises a ValueError naming the problem (and the sequence, where there is one).
+    ``-inf`` log-potentials are allowed (forbidden labels or transitions); NaN and ``+inf`` are not.
+    """
+    unary = np.ascontiguousarray(unary, dtype=np.float64)
+    if unary.ndim != 2 or unary.shape[1] == 0:
+        raise ValueError(f"unary must be 2D (n_tokens, n_labels) with n_labels >= 1, got shape {unary.shape}.")
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    if offsets.ndim != 1 or offsets.shape[0] < 2:
+        raise ValueError("offsets must be 1D with at least 2 entries (n_sequences + 1).")
+    if offsets[0] != 0 or offsets[-1] != unary.shape[0]:
+        raise ValueError(
+            f"offsets must start at 0 and end at n_tokens={unary.shape[0]}; got {offsets[0]} and {offsets[-1]}."
+        )
+    lengths = np.diff(offsets)
+    if np.any(lengths <= 0):
+        s = int(np.flatnonzero(lengths <= 0)[0])
+        raise ValueError(f"Sequence {s} is empty or offsets decrease there (length {lengths[s]}).")
+    n_seq, L = offsets.shape[0] - 1, unary.shape[1]
+    bad = np.isnan(unary) | (unary == np.inf)
+    if bad.any():
+        tok = int(np.flatnonzero(bad.any(axis=1))[0])
+        s = int(np.searchsorted(offsets, tok, side="right") - 1)
+        raise ValueError(f"Sequence {s}: unary potentials contain NaN or +inf (token {tok - offsets[s]}).")
+    trans = np.ascontiguousarray(transition, dtype=np.float64)
+    if trans.ndim == 2:
+        if trans.shape != (L, L):
+            raise ValueError(f"transition must have shape ({L}, {L}), got {trans.shape}.")
+        trans, per_position = trans[None], False
+    elif trans.ndim == 3:
+        n_edges = unary.shape[0] - n_seq
+        if trans.shape != (n_edges, L, L):
+            raise ValueError(
+                f"per-position transitions must have shape ({n_edges}, {L}, {L}) "
+                f"(n_tokens - n_sequences, L, L), got {trans.shape}."
+            )
+        per_position = True
+    else:
+        raise ValueError(f"transition must be 2D (L, L) or 3D (n_edges, L, L), got {trans.ndim}D.")
+    if np.isnan(trans).any() or (trans == np.inf).any():
+        raise ValueError("transition potentials contain NaN or +inf.")
+    if per_position and trans.shape[0] == 0:
+        trans = np.zeros((1, L, L))  # only length-1 sequences: keep a valid array for the kernel
+    return unary, trans, per_position, offsets
+
+
+def _n_chunks(n_seq):
+    return int(max(1, min(n_seq, 4 * numba.get_num_threads())))
+
+
+def forward_backward(unary, transition, offsets, *, edge_marginals="sum"):
+    """Log partition function, node marginals and edge marginals of linear-chain CRFs.
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n_tokens, n_labels)
+        Log-potentials of every token of every sequence, packed.
+    transition : ndarray of shape (n_labels, n_labels) or (n_tokens - n_sequences, n_labels, n_labels)
+        Shared or per-position transition log-potentials ``[from, to]``.
+    offsets : ndarray of shape (n_sequences + 1,)
+        Start of each sequence in ``unary``; the last entry is ``n_tokens``.
+    edge_marginals : {"sum", "per_position", "none"}, default="sum"
+        ``"sum"``: expected transition counts summed over all positions and sequences,
+        ``(L, L)`` (what training needs). ``"per_position"``: one ``(L, L)`` table per
+        transition, packed like per-position potentials. ``"none"``: skip them.
+
+    Returns
+    -------
+    log_z : ndarray of shape (n_sequences,)
+    node_marginals : ndarray of shape (n_tokens, n_labels)
+    edge : ndarray of shape (L, L) or (n_tokens - n_sequences, L, L), or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> unary = np.zeros((3, 2)); offsets = np.array([0, 3])
+    >>> log_z, node, edge = forward_backward(unary, np.zeros((2, 2)), offsets)
+    >>> round(float(log_z[0]), 6) == round(3 * np.log(2), 6), node[0], edge.sum()
+    (True, array([0.5, 0.5]), np.float64(2.0))
+    """
+    modes = {"none": _EDGE_NONE, "sum": _EDGE_SUM, "per_position": _EDGE_POSITION}
+    if edge_marginals not in modes:
+        raise ValueError(f"edge_marginals must be one of {sorted(modes)}, got {edge_marginals!r}.")
+    unary, trans, per_position, offsets = check_chain_potentials(unary, transition, offsets)
+    n_seq = offsets.shape[0] - 1
+    max_len = int(np.max(np.diff(offsets)))
+    log_z, node, edge_sum, edge_pos = _forward_backward_batch(
+        unary, trans, per_position, offsets, modes[edge_marginals], _n_chunks(n_seq), max_len
+    )
+    _raise_if_infeasible(log_z)
+    edge = {"none": None, "sum": edge_sum, "per_position": edge_pos}[edge_marginals]
+    return log_z, node, edge
+
+
+def _raise_if_infeasible(scores):
+    if not np.all(np.isfinite(scores)):
+        s = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise ValueError(
+            f"Sequence {s} has no label sequence with finite potential (every path is forbidden by -inf)."
+        )
+
+
+def viterbi(unary, transition, offsets):
+    """Highest-scoring label sequence of each chain (max-sum in log space).
+
+    Parameters are those of :func:`forward_backward`.
+
+    Returns
+    -------
+    labels : ndarray of shape (n_tokens,), int64
+        Label indices, packed like ``unary``.
+    scores : ndarray of shape (n_sequences,)
+        Log-potential of each returned sequence.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> unary = np.array([[1.0, 0.0], [0.0, 1.0]]); trans = np.array([[0.0, -5.0], [0.0, 0.0]])
+    >>> viterbi(unary, trans, np.array([0, 2]))[0]
+    array([0, 0])
+    """
+    unary, trans, per_position, offsets = check_chain_potentials(unary, transition, offsets)
+    n_seq = offsets.shape[0] - 1
+    max_len = int(np.max(np.diff(offsets)))
+    labels, scores = _viterbi_batch(unary, trans, per_position, offsets, _n_chunks(n_seq), max_len)
+    _raise_if_infeasible(scores)
+    return labels, scores
+
+
+def sample_chain(unary, transition, offsets, random_state=None):
+    """Exact samples from chain CRFs (forward filtering, backward sampling).
+
+    Returns packed label indices ``(n_tokens,)``; the same ``random_state`` gives the same draw.
+    """
+    from sklearn.utils import check_random_state
+
+    unary, trans, per_position, offsets = check_chain_potentials(unary, transition, offsets)
+    uniforms = check_random_state(random_state).random_sample(unary.shape[0])
+    max_len = int(np.max(np.diff(offsets)))
+    return _sample_batch(unary, trans, per_position, offsets, uniforms, max_len)
+
+
+def per_position_offsets(offsets):
+    """Alias of :func:`sklearn_struct.utils.edge_offsets` for callers of this module."""
+    return edge_offsets(offsets)
