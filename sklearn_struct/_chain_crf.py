@@ -5,8 +5,9 @@ needs a plain chain CRF. Everything heavy runs in :mod:`sklearn_struct.oracles`:
 :class:`~sklearn_struct.oracles.linear.LinearFeatures`, expectations by
 :func:`~sklearn_struct.oracles.chain.forward_backward`.
 
-Parameterisation: ``theta = (W, b, A)`` with unary scores ``X @ W + b`` per token and a
-shared transition table ``A[from, to]``. The objective is CRFsuite's::
+Parameterisation: ``theta = (w, b, A)`` with unary scores ``X @ W + b`` per token, where
+``W`` holds the weights ``w`` of the supported (attribute, label) pairs (see
+:mod:`sklearn_struct.oracles.linear`), and a shared transition table ``A[from, to]``. The objective is CRFsuite's::
 
     f(theta) = sum_i [log Z_i - score_i(y_i)] + c2 * ||theta||^2
 
@@ -14,61 +15,62 @@ so that ``c2`` means the same as in sklearn-crfsuite (the bias ``b`` is not pena
 """
 
 import numpy as np
+import scipy.sparse as sp
 
 from .oracles.chain import forward_backward
-from .oracles.linear import LinearFeatures
+from .oracles.linear import LinearFeatures, observed_pairs
 from .utils.packing import pack_sequences
 from .utils.parallel import even_chunks, run_chunks
 
 
 class ChainData:
-    """Packed training data for one chunk of sequences: features, offsets, label indices."""
+    """Packed data for one chunk of sequences: features, offsets, label indices."""
 
-    def __init__(self, X_list, y_list=None, transpose=True):
-        packed, self.offsets = pack_sequences(X_list)
-        self.features = LinearFeatures(packed, transpose=transpose)
-        self.n_tokens, self.n_features = packed.shape
+    def __init__(self, X_list, y_list=None, n_labels=None, pairs=None):
+        self.packed, self.offsets = pack_sequences(X_list)
+        self.n_tokens, self.n_features = self.packed.shape
         self.n_sequences = len(X_list)
         self.y = None if y_list is None else np.concatenate(y_list).astype(np.int64)
+        self.features = None
+        if n_labels is not None:
+            self.features = LinearFeatures(self.packed, n_labels, pairs=pairs)
 
-    def empirical_counts(self, n_labels):
-        """Observed unary (one-hot, per token), label totals and transition counts."""
-        onehot = np.zeros((self.n_tokens, n_labels))
-        onehot[np.arange(self.n_tokens), self.y] = 1.0
-        starts = self.offsets[:-1]
+    def empirical_transitions(self, n_labels):
+        """Observed transition counts (n_labels, n_labels) of this chunk."""
         inner = np.ones(self.n_tokens, dtype=bool)
-        inner[starts] = False  # token k has a predecessor iff it is not a sequence start
+        inner[self.offsets[:-1]] = False  # token k has a predecessor iff it starts no sequence
         idx = np.flatnonzero(inner)
         trans = np.zeros((n_labels, n_labels))
         np.add.at(trans, (self.y[idx - 1], self.y[idx]), 1.0)
-        return onehot, trans
+        return trans
 
 
-def n_params(n_features, n_labels):
-    return n_features * n_labels + n_labels + n_labels * n_labels
+def unpack_params(theta, n_weights, n_labels):
+    """Views (w, b, A) into the flat parameter vector: unary weights, label bias, transitions."""
+    L = n_labels
+    return theta[:n_weights], theta[n_weights : n_weights + L], theta[n_weights + L :].reshape(L, L)
 
 
-def unpack_params(theta, n_features, n_labels):
-    """Views (W, b, A) into the flat parameter vector."""
-    F, L = n_features, n_labels
-    W = theta[: F * L].reshape(F, L)
-    b = theta[F * L : F * L + L]
-    A = theta[F * L + L :].reshape(L, L)
-    return W, b, A
+def predict_unary(X_list, coef, intercept):
+    """Packed data and unary scores ``X @ coef + intercept`` for prediction."""
+    data = ChainData(X_list)
+    return data, np.asarray(data.packed @ coef) + intercept
 
 
-def unary_scores(data, W, b):
-    return data.features.matmul(W) + b
-
-
-def chunk_nll_grad(data, theta, n_labels, onehot, emp_trans):
+def chunk_nll_grad(data, theta, n_labels, emp_trans):
     """Negative log-likelihood of one chunk and its gradient (no regulariser)."""
-    W, b, A = unpack_params(theta, data.n_features, n_labels)
-    unary = unary_scores(data, W, b)
+    n_weights = data.features.n_weights
+    w, b, A = unpack_params(theta, n_weights, n_labels)
+    unary = data.features.scores(w) + b
     log_z, node, edge = forward_backward(unary, A, data.offsets, edge_marginals="sum")
-    gold = np.sum(unary[np.arange(data.n_tokens), data.y]) + np.sum(emp_trans * A)
-    diff = node - onehot  # expected minus observed
-    grad = np.concatenate([data.features.rmatmul(diff).ravel(), diff.sum(axis=0), (edge - emp_trans).ravel()])
+    rows = np.arange(data.n_tokens)
+    gold = np.sum(unary[rows, data.y]) + np.sum(emp_trans * A)
+    node[rows, data.y] -= 1.0  # expected minus observed
+    grad = np.empty_like(theta)
+    gw, gb, gA = unpack_params(grad, n_weights, n_labels)
+    gw[:] = data.features.gradient(node)
+    gb[:] = node.sum(axis=0)
+    gA[:] = edge - emp_trans
     return float(np.sum(log_z) - gold), grad
 
 
@@ -78,34 +80,47 @@ class ChainObjective:
     One chunk (the default) runs all sequences in a single numba call, parallel over
     sequences on numba's threads. More chunks go through :func:`run_chunks`, so the
     active joblib backend (threads, loky, dask) evaluates them.
+
+    With sparse features and ``all_possible_states=False`` the unary weights exist only
+    for (attribute, label) pairs seen in the training data, as in CRFsuite; otherwise
+    for every pair.
     """
 
-    def __init__(self, X_list, y_list, n_labels, c2, n_chunks=1, n_jobs=None):
+    def __init__(self, X_list, y_list, n_labels, c2, n_chunks=1, n_jobs=None, all_possible_states=False):
         self.n_labels = n_labels
         self.c2 = c2
         self.n_jobs = n_jobs
+        self.n_features = X_list[0].shape[1]
+        pairs = None
+        if not all_possible_states and any(sp.issparse(x) for x in X_list):
+            packed, _ = pack_sequences(X_list)
+            pairs = observed_pairs(packed, np.concatenate(y_list).astype(np.int64), n_labels)
         self.chunks = []
         for sl in even_chunks(len(X_list), n_chunks):
-            data = ChainData(X_list[sl], y_list[sl])
-            onehot, trans = data.empirical_counts(n_labels)
-            self.chunks.append((data, onehot, trans))
-        self.n_features = self.chunks[0][0].n_features
-        self.n_calls = 0
+            data = ChainData(X_list[sl], y_list[sl], n_labels=n_labels, pairs=pairs)
+            self.chunks.append((data, data.empirical_transitions(n_labels)))
+        self.features = self.chunks[0][0].features
+        self.n_weights = self.features.n_weights
+        self.n_params = self.n_weights + n_labels + n_labels * n_labels
+
+    def split_params(self, theta):
+        """(coef (n_features, L) dense, intercept (L,), transition (L, L)) copies from ``theta``."""
+        w, b, A = unpack_params(theta, self.n_weights, self.n_labels)
+        return self.features.dense_coef(w), b.copy(), A.copy()
 
     def __call__(self, theta):
-        self.n_calls += 1
         L = self.n_labels
 
         def one(chunk):
-            return chunk_nll_grad(chunk[0], theta, L, chunk[1], chunk[2])
+            return chunk_nll_grad(chunk[0], theta, L, chunk[1])
 
         results = run_chunks(one, self.chunks, n_jobs=self.n_jobs)
         f = sum(r[0] for r in results)
-        g = np.sum([r[1] for r in results], axis=0)
-        # CRFsuite's L2: c2 * ||w||^2 on weights and transitions, not on the bias
-        W, b, A = unpack_params(theta, self.n_features, L)
-        gW, gb, gA = unpack_params(g, self.n_features, L)
-        f += self.c2 * (np.dot(W.ravel(), W.ravel()) + np.dot(A.ravel(), A.ravel()))
-        gW += 2.0 * self.c2 * W
+        g = results[0][1] if len(results) == 1 else np.sum([r[1] for r in results], axis=0)
+        # CRFsuite's L2: c2 * ||theta||^2 on weights and transitions, not on the bias
+        w, b, A = unpack_params(theta, self.n_weights, L)
+        gw, gb, gA = unpack_params(g, self.n_weights, L)
+        f += self.c2 * (np.dot(w, w) + np.dot(A.ravel(), A.ravel()))
+        gw += 2.0 * self.c2 * w
         gA += 2.0 * self.c2 * A
         return f, g

@@ -6,9 +6,9 @@ conditional maximum likelihood with L-BFGS (the same objective as CRFsuite).
 
 import numbers
 import time
+import warnings
 
 import numpy as np
-from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
@@ -16,8 +16,9 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 from joblib import effective_n_jobs
 
-from ._chain_crf import ChainData, ChainObjective, n_params, unary_scores, unpack_params
+from ._chain_crf import ChainObjective, predict_unary
 from .oracles.chain import forward_backward, viterbi
+from .utils.optimize import lbfgs
 from .utils.packing import unpack_sequences
 from .utils.validation import check_sequence_labels, check_sequences
 
@@ -39,6 +40,10 @@ class NonLocalCRF(BaseEstimator):
         Non-local energy added to the CRF at inference time; None for a plain CRF.
     c2 : float, default=1.0
         L2 regularisation strength, as in CRFsuite (``c2 * ||theta||^2``).
+    all_possible_states : bool, default=False
+        With sparse features, create unary weights only for (attribute, label) pairs that
+        occur in the training data (CRFsuite's default, far fewer parameters) when False,
+        or for every pair when True. Dense features always use every pair.
     max_iter : int, default=100
         Maximum number of L-BFGS iterations for the base CRF.
     tol : float, default=1e-5
@@ -55,7 +60,7 @@ class NonLocalCRF(BaseEstimator):
     classes_ : ndarray of shape (n_classes,)
         The labels seen in ``fit``, sorted.
     coef_ : ndarray of shape (n_features, n_classes)
-        Unary feature weights ``W``.
+        Unary feature weights ``W`` (zero off the supported pairs).
     intercept_ : ndarray of shape (n_classes,)
         Per-label bias ``b``.
     transition_ : ndarray of shape (n_classes, n_classes)
@@ -88,15 +93,19 @@ class NonLocalCRF(BaseEstimator):
     _parameter_constraints = {
         "energy": [None],
         "c2": [Interval(numbers.Real, 0, None, closed="left")],
+        "all_possible_states": ["boolean"],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "n_jobs": [numbers.Integral, None],
         "verbose": ["verbose"],
     }
 
-    def __init__(self, energy=None, *, c2=1.0, max_iter=100, tol=1e-5, n_jobs=None, verbose=0):
+    def __init__(
+        self, energy=None, *, c2=1.0, all_possible_states=False, max_iter=100, tol=1e-5, n_jobs=None, verbose=0
+    ):
         self.energy = energy
         self.c2 = c2
+        self.all_possible_states = all_possible_states
         self.max_iter = max_iter
         self.tol = tol
         self.n_jobs = n_jobs
@@ -127,36 +136,26 @@ class NonLocalCRF(BaseEstimator):
     def _fit_base_crf(self, X, y_enc):
         L = len(self.classes_)
         n_jobs = effective_n_jobs(self.n_jobs)
-        objective = ChainObjective(X, y_enc, L, self.c2, n_chunks=max(1, n_jobs), n_jobs=self.n_jobs)
-        theta0 = np.zeros(n_params(self.n_features_in_, L))
+        objective = ChainObjective(
+            X, y_enc, L, self.c2, n_chunks=max(1, n_jobs), n_jobs=self.n_jobs,
+            all_possible_states=self.all_possible_states,
+        )
+        theta0 = np.zeros(objective.n_params)
         start = time.perf_counter()
 
-        def report(intermediate_result):
+        def report(iteration, value, _):
             if self.verbose:
-                print(
-                    f"[NonLocalCRF] iter {report.it:4d}  objective {intermediate_result.fun:.6g}  "
-                    f"({time.perf_counter() - start:.1f} s)"
-                )
-            report.it += 1
+                elapsed = time.perf_counter() - start
+                print(f"[NonLocalCRF] iter {iteration:4d}  objective {value:.6g}  ({elapsed:.1f} s)")
 
-        report.it = 1
-        result = minimize(
-            objective,
-            theta0,
-            jac=True,
-            method="L-BFGS-B",
-            callback=report,
-            options={"maxiter": self.max_iter, "ftol": self.tol, "gtol": 1e-10, "maxcor": 10},
-        )
-        if not result.success and result.nit >= self.max_iter and self.verbose:
-            import warnings
-
+        result = lbfgs(objective, theta0, max_iter=self.max_iter, tol=self.tol, callback=report)
+        if not result.success:
             warnings.warn(
-                f"L-BFGS stopped after max_iter={self.max_iter} iterations; increase max_iter to converge.",
+                f"L-BFGS did not converge ({result.message}) after {result.nit} iterations; "
+                "increase max_iter or tol.",
                 ConvergenceWarning,
             )
-        W, b, A = unpack_params(result.x, self.n_features_in_, L)
-        self.coef_, self.intercept_, self.transition_ = W.copy(), b.copy(), A.copy()
+        self.coef_, self.intercept_, self.transition_ = objective.split_params(result.x)
         self.n_iter_ = int(result.nit)
         self.objective_ = float(result.fun)
 
@@ -165,8 +164,7 @@ class NonLocalCRF(BaseEstimator):
         """Validated, packed data and its unary scores under the base model."""
         check_is_fitted(self)
         X = check_sequences(X, n_features=self.n_features_in_)
-        data = ChainData(X, transpose=False)
-        return data, unary_scores(data, self.coef_, self.intercept_)
+        return predict_unary(X, self.coef_, self.intercept_)
 
     def predict(self, X):
         """Most likely label sequence of each input sequence (Viterbi).

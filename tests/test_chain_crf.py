@@ -12,7 +12,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 
 from sklearn_struct import NonLocalCRF
-from sklearn_struct._chain_crf import ChainObjective, n_params
+from sklearn_struct._chain_crf import ChainObjective
 from sklearn_struct.datasets import make_chain_data
 from sklearn_struct.oracles.chain import forward_backward, viterbi
 from sklearn_struct.utils import pack_sequences
@@ -28,13 +28,14 @@ def chain_task():
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_gradient_matches_finite_differences(sparse):
+    # sparse input uses observed (attribute, label) pairs only: a different parameter vector
     rng = np.random.RandomState(0)
     X = [rng.normal(size=(rng.randint(1, 6), 4)) for _ in range(8)]
     if sparse:
         X = [sp.csr_matrix(np.where(np.abs(x) > 0.7, x, 0.0)) for x in X]
     y = [rng.randint(0, 3, size=x.shape[0]) for x in X]
     objective = ChainObjective(X, y, 3, c2=0.3, n_chunks=2)
-    theta = rng.normal(size=n_params(4, 3))
+    theta = rng.normal(size=objective.n_params)
     numeric = approx_fprime(theta, lambda t: objective(t)[0], 1e-6)
     np.testing.assert_allclose(objective(theta)[1], numeric, rtol=1e-4, atol=1e-4)
 
@@ -70,8 +71,19 @@ def test_any_hashable_labels_and_marginals_follow_classes(chain_task):
 def test_sparse_and_dense_fit_agree(chain_task):
     X_tr, y_tr, *_ = chain_task
     dense = NonLocalCRF(c2=0.1, max_iter=30).fit(X_tr[:100], y_tr[:100])
-    sparse = NonLocalCRF(c2=0.1, max_iter=30).fit([sp.csr_matrix(x) for x in X_tr[:100]], y_tr[:100])
+    X_sp = [sp.csr_matrix(x) for x in X_tr[:100]]
+    sparse = NonLocalCRF(c2=0.1, max_iter=30, all_possible_states=True).fit(X_sp, y_tr[:100])
     np.testing.assert_allclose(dense.coef_, sparse.coef_, atol=1e-6)
+
+
+def test_observed_pairs_restrict_the_weights():
+    # attribute 0 only ever fires on label 0, attribute 1 on both labels
+    X = [sp.csr_matrix(np.array([[1.0, 1.0], [0.0, 1.0]]))] * 5
+    y = [np.array([0, 1])] * 5
+    crf = NonLocalCRF(c2=0.1).fit(X, y)
+    assert crf.coef_[0, 1] == 0.0 and crf.coef_[0, 0] != 0.0 and np.all(crf.coef_[1] != 0.0)
+    full = NonLocalCRF(c2=0.1, all_possible_states=True).fit(X, y)
+    assert full.coef_[0, 1] != 0.0
 
 
 def test_length_one_sequences():
