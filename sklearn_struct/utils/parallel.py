@@ -16,7 +16,7 @@ def even_chunks(n_items, n_chunks):
     """Split ``range(n_items)`` into at most ``n_chunks`` contiguous, near-equal slices.
 
     >>> even_chunks(5, 2)
-    [slice(0, 3, None), slice(3, 5, None)]
+    [slice(0, 2, None), slice(2, 5, None)]
     """
     n_chunks = max(1, min(int(n_chunks), int(n_items)))
     bounds = np.linspace(0, n_items, n_chunks + 1).round().astype(int)
