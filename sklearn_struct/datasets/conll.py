@@ -1,0 +1,282 @@
+"""Loaders for CoNLL / CRF++ column files: one token per line, blank line between sequences."""
+
+import gzip
+import numbers
+import operator
+
+from sklearn.utils import Bunch
+
+from ._base import find_data_file
+from ._fetch import _as_path, fetch_file
+
+__all__ = ["load_conll", "load_conll2000", "fetch_conll2000", "load_crfpp", "fetch_crfpp"]
+
+CONLL2000_URL = "https://www.clips.uantwerpen.be/conll2000/chunking/{subset}.txt.gz"
+CRFPP_URL = "https://raw.githubusercontent.com/taku910/crfpp/master/example/{task}/{file}"
+
+# Encodings of the CRF++ example tasks (JapaneseNE is EUC-JP, seg is UTF-8, the rest ASCII).
+CRFPP_ENCODINGS = {"basenp": "ascii", "chunking": "ascii", "JapaneseNE": "euc_jp", "seg": "utf-8"}
+_SUBSETS = ("train", "test")
+
+
+def load_conll(path, columns=None, encoding="utf-8", label_column=-1):
+    """Read a CoNLL / CRF++ column file.
+
+    One token per line with whitespace-separated columns (spaces or tabs), sequences
+    separated by blank lines. Gzip-compressed files are recognised by their content.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file (plain text or gzip).
+    columns : sequence of str, default=None
+        Names of all columns, in file order. When given, tokens are returned as dicts
+        keyed by these names; otherwise as tuples.
+    encoding : str, default="utf-8"
+        Text encoding of the file. It must be ASCII-compatible (UTF-8, EUC-JP,
+        Shift-JIS, Latin-1, ...), because lines and columns are split on ASCII bytes.
+    label_column : int, str or None, default=-1
+        Index (or name, if ``columns`` is given) of the label column, which is left out of
+        the tokens and returned in ``labels``. None means the file has no label column.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        - ``sequences``: list of lists of tokens, one tuple (or dict) of the non-label
+          column values per token.
+        - ``labels``: list of lists of str (the label column), or None.
+        - ``columns``: names of all columns in file order (by default the token fields are
+          ``x0, x1, ...`` in token order and the label column is ``label``).
+        - ``feature_names``: names of the token fields, in token-tuple order.
+        - ``label_name``: name of the label column, or None.
+        - ``filename``: the path read.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If a line has a different number of columns than the first token line (the
+        message gives the line number), a line cannot be decoded with ``encoding``, or
+        the file holds no tokens.
+    """
+    path = _as_path(path)
+    n_columns = None if columns is None else len(columns)
+    state = None  # (n_columns, label index, token getter), fixed by the first token line
+    sequences, labels = [], []
+    tokens, tags = [], []
+    with _open_binary(path) as f:
+        for lineno, raw in enumerate(f, start=1):
+            fields = raw.split()  # bytes.split: ASCII whitespace only, as CRF++ does
+            if not fields:
+                if tokens:
+                    sequences.append(tokens)
+                    labels.append(tags)
+                    tokens, tags = [], []
+                continue
+            if state is None:
+                n_columns = _check_first_line(fields, n_columns, path, lineno)
+                state = _column_plan(n_columns, label_column, columns)
+            elif len(fields) != state[0]:
+                raise ValueError(
+                    f"{path}, line {lineno}: expected {state[0]} columns (as on the first token "
+                    f"line), found {len(fields)}: {raw.strip()[:80]!r}"
+                )
+            try:
+                values = [v.decode(encoding) for v in fields]
+            except UnicodeDecodeError as exc:
+                raise ValueError(
+                    f"{path}, line {lineno}: cannot decode as {encoding!r} ({exc.reason}); pass the "
+                    f"file's encoding= (e.g. 'euc_jp' for CRF++'s JapaneseNE)."
+                ) from None
+            _, label_idx, get_token = state
+            tokens.append(get_token(values))
+            if label_idx is not None:
+                tags.append(values[label_idx])
+    if tokens:
+        sequences.append(tokens)
+        labels.append(tags)
+    if not sequences:
+        raise ValueError(f"{path} holds no tokens (empty or only blank lines).")
+
+    n_columns, label_idx, _ = state
+    names = _column_names(n_columns, label_idx, columns)
+    feature_names = [n for j, n in enumerate(names) if j != label_idx]
+    if columns is not None:
+        sequences = [[dict(zip(feature_names, tok)) for tok in seq] for seq in sequences]
+    return Bunch(
+        sequences=sequences,
+        labels=labels if label_idx is not None else None,
+        columns=names,
+        feature_names=feature_names,
+        label_name=None if label_idx is None else names[label_idx],
+        filename=str(path),
+    )
+
+
+def load_conll2000(subset="train", data_home=None):
+    """Load the CoNLL-2000 chunking data (official split) from the data home.
+
+    Reads ``conll2000/{subset}.txt.gz`` (or an uncompressed ``{subset}.txt``).
+    Tokens are dicts ``{"word": ..., "pos": ...}``; labels are the IOB chunk tags.
+
+    Parameters
+    ----------
+    subset : {"train", "test"}, default="train"
+    data_home : str or path-like, default=None
+        See :func:`~sklearn_struct.datasets.get_data_home`.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        As :func:`load_conll`: train has 8,936 sentences (211,727 tokens), test 2,012
+        (47,377).
+
+    Examples
+    --------
+    >>> from sklearn_struct.datasets import load_conll2000
+    >>> data = load_conll2000("test")  # doctest: +SKIP
+    >>> data.sequences[0][0], data.labels[0][0]  # doctest: +SKIP
+    ({'word': 'Rockwell', 'pos': 'NNP'}, 'B-NP')
+    """
+    _check_option("subset", subset, _SUBSETS)
+    path = find_data_file([f"conll2000/{subset}.txt.gz", f"conll2000/{subset}.txt"], data_home)
+    return load_conll(path, columns=("word", "pos", "chunk"), encoding="ascii")
+
+
+def fetch_conll2000(subset="train", data_home=None, download_if_missing=True):
+    """Load CoNLL-2000, downloading it from the CoNLL-2000 site first if it is missing.
+
+    Parameters
+    ----------
+    subset : {"train", "test"}, default="train"
+    data_home : str or path-like, default=None
+    download_if_missing : bool, default=True
+        If False, raise FileNotFoundError instead of downloading.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        See :func:`load_conll2000`.
+    """
+    _check_option("subset", subset, _SUBSETS)
+    fetch_file(
+        [f"conll2000/{subset}.txt.gz", f"conll2000/{subset}.txt"],
+        CONLL2000_URL.format(subset=subset),
+        name=f"CoNLL-2000 {subset}",
+        data_home=data_home,
+        download_if_missing=download_if_missing,
+    )
+    return load_conll2000(subset, data_home=data_home)
+
+
+def load_crfpp(task, subset="train", data_home=None):
+    """Load one of the four CRF++ example tasks from ``crfpp/{task}/{subset}.data``.
+
+    Tokens are tuples of the non-label columns, so ``token[c]`` is what CRF++'s
+    template macro ``%x[row,c]`` refers to. The last column is the label.
+
+    Parameters
+    ----------
+    task : {"basenp", "chunking", "JapaneseNE", "seg"}
+        Base-NP chunking, chunking, Japanese named entities (EUC-JP encoded) or
+        character-level word segmentation (UTF-8).
+    subset : {"train", "test"}, default="train"
+    data_home : str or path-like, default=None
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        As :func:`load_conll`, plus ``template``: the path of the task's CRF++
+        feature-template file (None if it is absent) and ``encoding``.
+    """
+    _check_option("task", task, tuple(CRFPP_ENCODINGS))
+    _check_option("subset", subset, _SUBSETS)
+    path = find_data_file(f"crfpp/{task}/{subset}.data", data_home)
+    data = load_conll(path, encoding=CRFPP_ENCODINGS[task])
+    template = path.parent / "template"
+    data.template = str(template) if template.is_file() else None
+    data.encoding = CRFPP_ENCODINGS[task]
+    return data
+
+
+def fetch_crfpp(task, subset="train", data_home=None, download_if_missing=True):
+    """Load a CRF++ example task, downloading its data and template from CRF++'s repository if missing.
+
+    Parameters
+    ----------
+    task : {"basenp", "chunking", "JapaneseNE", "seg"}
+    subset : {"train", "test"}, default="train"
+    data_home : str or path-like, default=None
+    download_if_missing : bool, default=True
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        See :func:`load_crfpp`.
+    """
+    _check_option("task", task, tuple(CRFPP_ENCODINGS))
+    _check_option("subset", subset, _SUBSETS)
+    for file in (f"{subset}.data", "template"):
+        fetch_file(
+            f"crfpp/{task}/{file}",
+            CRFPP_URL.format(task=task, file=file),
+            name=f"CRF++ {task} {file}",
+            data_home=data_home,
+            download_if_missing=download_if_missing,
+        )
+    return load_crfpp(task, subset, data_home=data_home)
+
+
+def _open_binary(path):
+    """Open a plain or gzip file for reading bytes (gzip detected by its magic number)."""
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+
+
+def _check_first_line(fields, n_columns, path, lineno):
+    if n_columns is not None and len(fields) != n_columns:
+        raise ValueError(
+            f"{path}, line {lineno}: {len(fields)} columns found but {n_columns} names were "
+            f"given in columns="
+        )
+    return len(fields)
+
+
+def _column_plan(n_columns, label_column, columns):
+    """(n_columns, label index or None, function values -> token tuple)."""
+    if label_column is None:
+        return n_columns, None, tuple
+    if isinstance(label_column, str):
+        if columns is None or label_column not in columns:
+            raise ValueError(f"label_column={label_column!r} is not one of columns={columns!r}.")
+        label_idx = list(columns).index(label_column)
+    elif isinstance(label_column, numbers.Integral) and -n_columns <= label_column < n_columns:
+        label_idx = int(label_column) % n_columns
+    else:
+        raise ValueError(
+            f"label_column={label_column!r} is out of range for a file with {n_columns} columns."
+        )
+    if n_columns == 1:
+        return n_columns, label_idx, lambda values: ()
+    if label_idx == n_columns - 1:
+        return n_columns, label_idx, lambda values: tuple(values[:-1])
+    keep = [j for j in range(n_columns) if j != label_idx]
+    getter = operator.itemgetter(*keep)
+    if len(keep) == 1:
+        return n_columns, label_idx, lambda values: (getter(values),)
+    return n_columns, label_idx, getter
+
+
+def _column_names(n_columns, label_idx, columns):
+    if columns is not None:
+        return [str(c) for c in columns]
+    # token fields are numbered in token order, so names match CRF++'s %x[row,col] columns
+    features = iter(f"x{k}" for k in range(n_columns))
+    return ["label" if j == label_idx else next(features) for j in range(n_columns)]
+
+
+def _check_option(name, value, options):
+    if value not in options:
+        raise ValueError(f"{name} must be one of {list(options)}, got {value!r}.")
