@@ -5,7 +5,8 @@ generated data next to a plain scikit-learn baseline.
 """
 
 from .nonlocal_crf import NonLocalCRF
+from .pruned_bp import PrunedBPMarginals, pruned_marginals
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["NonLocalCRF"]
+__all__ = ["NonLocalCRF", "PrunedBPMarginals", "pruned_marginals"]
