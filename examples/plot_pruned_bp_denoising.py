@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from sklearn_struct.datasets._ising import make_ising_grid
-from sklearn_struct.pruned_bp import PrunedBPMarginals, pruned_marginals
+from sklearn_struct.datasets import make_ising_grid
+from sklearn_struct import PrunedBPMarginals, pruned_marginals
 from sklearn_struct.utils.graph import images_to_graphs
 
 shape = (32, 32)

@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..utils.packing import edge_offsets
+from ._threads import threads_for
 
 __all__ = ["forward_backward", "viterbi", "sample_chain", "check_chain_potentials"]
 
@@ -455,9 +456,11 @@ def forward_backward(unary, transition, offsets, *, edge_marginals="sum"):
     unary, trans, per_position, offsets = check_chain_potentials(unary, transition, offsets)
     n_seq = offsets.shape[0] - 1
     max_len = int(np.max(np.diff(offsets)))
-    log_z, node, edge_sum, edge_pos = _forward_backward_batch(
-        unary, trans, per_position, offsets, modes[edge_marginals], _n_chunks(n_seq), max_len
-    )
+    L = unary.shape[1]
+    with threads_for(3 * unary.shape[0] * L * L):
+        log_z, node, edge_sum, edge_pos = _forward_backward_batch(
+            unary, trans, per_position, offsets, modes[edge_marginals], _n_chunks(n_seq), max_len
+        )
     _raise_if_infeasible(log_z)
     edge = {"none": None, "sum": edge_sum, "per_position": edge_pos}[edge_marginals]
     return log_z, node, edge
@@ -493,7 +496,8 @@ def viterbi(unary, transition, offsets):
     unary, trans, per_position, offsets = check_chain_potentials(unary, transition, offsets)
     n_seq = offsets.shape[0] - 1
     max_len = int(np.max(np.diff(offsets)))
-    labels, scores = _viterbi_batch(unary, trans, per_position, offsets, _n_chunks(n_seq), max_len)
+    with threads_for(unary.shape[0] * unary.shape[1] ** 2):
+        labels, scores = _viterbi_batch(unary, trans, per_position, offsets, _n_chunks(n_seq), max_len)
     _raise_if_infeasible(scores)
     return labels, scores
 

@@ -22,6 +22,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
+from ._threads import threads_for
+
 __all__ = ["LinearFeatures", "observed_pairs", "all_pairs"]
 
 
@@ -145,6 +147,7 @@ class LinearFeatures:
             wide = np.diff(self.pairs[0]) * 4 >= n_labels
             self._dense_row = np.where(wide, np.cumsum(wide) - 1, -1).astype(np.int64)
             self._n_dense = int(wide.sum())
+            self._work = X.nnz * n_labels  # an upper bound on the multiply-adds of one product
         else:
             self._X = np.ascontiguousarray(X, dtype=np.float64)
             self.pairs = None
@@ -162,14 +165,16 @@ class LinearFeatures:
         if self.sparse:
             W_dense = np.empty((self._n_dense, self.n_labels))
             _scatter_dense_rows(*self.pairs, self._dense_row, w, W_dense)
-            return _pair_scores(*self._X, *self.pairs, self._dense_row, w, W_dense, self._n_chunks())
+            with threads_for(self._work):
+                return _pair_scores(*self._X, *self.pairs, self._dense_row, w, W_dense, self._n_chunks())
         return self._X @ w.reshape(self.shape[1], self.n_labels)
 
     def gradient(self, D):
         """Flat gradient ``d/dw sum_{r,l} D[r, l] * scores[r, l]`` for D of shape (n_tokens, n_labels)."""
         D = np.ascontiguousarray(D, dtype=np.float64)
         if self.sparse:
-            return _pair_gradient(*self._X, *self.pairs, self._dense_row, self._n_dense, D, self._n_chunks())
+            with threads_for(self._work):
+                return _pair_gradient(*self._X, *self.pairs, self._dense_row, self._n_dense, D, self._n_chunks())
         return (self._X.T @ D).ravel()
 
     def dense_coef(self, w):

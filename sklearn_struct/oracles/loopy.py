@@ -53,6 +53,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from ._threads import threads_for
+
 __all__ = [
     "Adjacency",
     "BPResult",
@@ -652,11 +654,13 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
         msgs = np.array(init_messages, dtype=np.float64, order="C")
         if msgs.shape != (2 * n_edges, S):
             raise ValueError(f"init_messages must have shape {(2 * n_edges, S)}, got {msgs.shape}.")
-    n_iter, delta, n_updates, log_belief = _run_bp(
-        adjacency.indptr, adjacency.neighbors, adjacency.edge_ids, adjacency.reverse, adjacency.forward, unary,
-        rho, log_tables, exp_tables, mode == "max", schedule == "parallel", float(damping),
-        int(max_iter), float(tol), msgs,
-    )
+    # one flooding sweep costs ~S^2 per directed message; small graphs stay on one thread
+    with threads_for(2 * n_edges * S * S if schedule == "parallel" else 0):
+        n_iter, delta, n_updates, log_belief = _run_bp(
+            adjacency.indptr, adjacency.neighbors, adjacency.edge_ids, adjacency.reverse, adjacency.forward,
+            unary, rho, log_tables, exp_tables, mode == "max", schedule == "parallel", float(damping),
+            int(max_iter), float(tol), msgs,
+        )
     node = _normalise_rows(log_belief)
     edge = None
     energy = node_terms = edge_terms = None
