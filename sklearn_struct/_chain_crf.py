@@ -27,13 +27,25 @@ class ChainData:
     """Packed data for one chunk of sequences: features, offsets, label indices."""
 
     def __init__(self, X_list, y_list=None, n_labels=None, pairs=None):
-        self.packed, self.offsets = pack_sequences(X_list)
-        self.n_tokens, self.n_features = self.packed.shape
-        self.n_sequences = len(X_list)
-        self.y = None if y_list is None else np.concatenate(y_list).astype(np.int64)
+        packed, offsets = pack_sequences(X_list)
+        y = None if y_list is None else np.concatenate(y_list)
+        self._set(packed, offsets, y, n_labels, pairs)
+
+    @classmethod
+    def from_packed(cls, packed, offsets, y=None, n_labels=None, pairs=None):
+        """Build from already packed features (rows of all sequences) and their offsets."""
+        data = cls.__new__(cls)
+        data._set(packed, offsets, y, n_labels, pairs)
+        return data
+
+    def _set(self, packed, offsets, y, n_labels, pairs):
+        self.packed, self.offsets = packed, np.asarray(offsets, dtype=np.int64)
+        self.n_tokens, self.n_features = packed.shape
+        self.n_sequences = len(self.offsets) - 1
+        self.y = None if y is None else np.asarray(y, dtype=np.int64)
         self.features = None
         if n_labels is not None:
-            self.features = LinearFeatures(self.packed, n_labels, pairs=pairs)
+            self.features = LinearFeatures(packed, n_labels, pairs=pairs)
 
     def empirical_transitions(self, n_labels):
         """Observed transition counts (n_labels, n_labels) of this chunk."""
@@ -91,13 +103,15 @@ class ChainObjective:
         self.c2 = c2
         self.n_jobs = n_jobs
         self.n_features = X_list[0].shape[1]
+        packed, offsets = pack_sequences(X_list)  # once: chunks are row slices of it
+        y = np.concatenate(y_list).astype(np.int64)
         pairs = None
-        if not all_possible_states and any(sp.issparse(x) for x in X_list):
-            packed, _ = pack_sequences(X_list)
-            pairs = observed_pairs(packed, np.concatenate(y_list).astype(np.int64), n_labels)
+        if not all_possible_states and sp.issparse(packed):
+            pairs = observed_pairs(packed, y, n_labels)
         self.chunks = []
         for sl in even_chunks(len(X_list), n_chunks):
-            data = ChainData(X_list[sl], y_list[sl], n_labels=n_labels, pairs=pairs)
+            lo, hi = offsets[sl.start], offsets[sl.stop]
+            data = ChainData.from_packed(packed[lo:hi], offsets[sl.start : sl.stop + 1] - lo, y[lo:hi], n_labels, pairs)
             self.chunks.append((data, data.empirical_transitions(n_labels)))
         self.features = self.chunks[0][0].features
         self.n_weights = self.features.n_weights

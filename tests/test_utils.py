@@ -102,3 +102,15 @@ def test_lbfgs_recovers_from_non_finite_trial_points():
     fun = lambda x: (float(np.sum(np.exp(x) - 2 * x)), np.exp(x) - 2)  # noqa: E731
     res = lbfgs(fun, np.full(3, 50.0), max_iter=200, tol=0, gtol=1e-9)
     np.testing.assert_allclose(res.x, np.log(2), atol=1e-6)
+
+
+def test_encode_sequence_labels_in_one_call_and_unseen_labels():
+    from sklearn.preprocessing import LabelEncoder
+
+    from sklearn_struct.utils.validation import encode_sequence_labels
+
+    enc = LabelEncoder().fit(["B", "I", "O"])
+    codes = encode_sequence_labels(enc, [np.array(["O", "B"]), np.array(["I"])])
+    assert [c.tolist() for c in codes] == [[2, 0], [1]]
+    with pytest.raises(ValueError, match="Sequence 1: label 'X' was not seen during fit"):
+        encode_sequence_labels(enc, [np.array(["O"]), np.array(["B", "X"])])

@@ -147,3 +147,19 @@ def check_positive_int(value, name):
     if not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}.")
     return int(value)
+
+
+def encode_sequence_labels(encoder, y):
+    """Encode a list of label arrays with a fitted LabelEncoder in one call (not one per sequence).
+
+    Raises a ValueError naming the first sequence that holds a label unseen at fit.
+    """
+    lengths = [len(labels) for labels in y]
+    flat = np.concatenate(y)
+    known = np.isin(flat, encoder.classes_)
+    if not known.all():
+        first = int(np.flatnonzero(~known)[0])
+        seq = int(np.searchsorted(np.cumsum(lengths), first, side="right"))
+        raise ValueError(f"Sequence {seq}: label {flat[first]!r} was not seen during fit.")
+    codes = encoder.transform(flat)
+    return np.split(codes, np.cumsum(lengths)[:-1])
