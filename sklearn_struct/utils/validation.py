@@ -160,6 +160,6 @@ def encode_sequence_labels(encoder, y):
     if not known.all():
         first = int(np.flatnonzero(~known)[0])
         seq = int(np.searchsorted(np.cumsum(lengths), first, side="right"))
-        raise ValueError(f"Sequence {seq}: label {flat[first]!r} was not seen during fit.")
+        raise ValueError(f"Sequence {seq}: label {flat[first].item()!r} was not seen during fit.")
     codes = encoder.transform(flat)
     return np.split(codes, np.cumsum(lengths)[:-1])
