@@ -152,3 +152,21 @@ def test_bad_input_raises_clear_errors(unary, trans, offsets, match):
 def test_bad_edge_mode():
     with pytest.raises(ValueError, match="edge_marginals must be one of"):
         forward_backward(np.zeros((2, 2)), np.zeros((2, 2)), np.array([0, 2]), edge_marginals="all")
+
+
+def test_make_chain_data_is_seeded_and_validates():
+    from sklearn_struct.datasets import make_chain_data
+
+    X1, y1 = make_chain_data(5, random_state=3)
+    X2, y2 = make_chain_data(5, random_state=3)
+    X3, _ = make_chain_data(5, random_state=4)
+    assert all(np.array_equal(a, b) for a, b in zip(X1, X2)) and all(np.array_equal(a, b) for a, b in zip(y1, y2))
+    assert not all(a.shape == b.shape and np.allclose(a, b) for a, b in zip(X1, X3))
+    for kwargs, match in [
+        ({"n_labels": 0}, "n_labels must be an integer >= 1"),
+        ({"min_length": 5, "max_length": 2}, "max_length=2 must be >= min_length=5"),
+        ({"transition_scale": -1.0}, "transition_scale must be a finite number"),
+        ({"unary_scale": np.nan}, "unary_scale must be a finite number"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            make_chain_data(3, **kwargs)
