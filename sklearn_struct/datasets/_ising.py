@@ -45,7 +45,7 @@ def make_ising_grid(n_images=4, n_noisy=50, shape=(64, 64), noise=0.6, random_st
     Returns
     -------
     images : ndarray of shape (n_images * n_noisy, height, width)
-        Noisy images, each with mean 0; ordered image by image.
+        Noisy images, each with mean 0 and variance 1; ordered image by image.
     labels : ndarray of int64 of shape (n_images * n_noisy, height, width)
         The clean binary image behind each noisy one.
 
@@ -69,4 +69,5 @@ def make_ising_grid(n_images=4, n_noisy=50, shape=(64, 64), noise=0.6, random_st
     labels = np.repeat(clean, n_noisy, axis=0)
     images = labels + noise * rng.standard_normal(labels.shape)
     images -= images.mean(axis=(1, 2), keepdims=True)
+    images /= np.maximum(images.std(axis=(1, 2), keepdims=True), 1e-12)  # a constant image stays 0
     return images, labels
