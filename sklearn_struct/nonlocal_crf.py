@@ -1,7 +1,10 @@
 """NonLocalCRF: a linear-chain CRF plus learned non-local energies, inferred by Bethe projections.
 
 With ``energy=None`` this is a standard linear-chain CRF trained by L2-regularised
-conditional maximum likelihood with L-BFGS (the same objective as CRFsuite).
+conditional maximum likelihood with L-BFGS (the same objective as CRFsuite). With an
+energy (:mod:`sklearn_struct.energies`), inference solves the non-local problem (eq. 2 of
+Vilnis et al. 2015) by Bethe projections (:mod:`sklearn_struct._bethe_inference`) and the
+energy weights ``psi`` are learned by the doubly-stochastic Algorithm 3.
 """
 
 import numbers
@@ -9,18 +12,21 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, _fit_context
+import scipy.sparse as sp
+from joblib import effective_n_jobs
+from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils._param_validation import Interval
+from sklearn.utils import Bunch, check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
-from joblib import effective_n_jobs
 
-from ._chain_crf import ChainObjective, predict_unary
+from ._bethe_inference import _subset, bethe_inference
+from ._chain_crf import ChainData, ChainObjective, predict_unary
 from .oracles.chain import forward_backward, viterbi
 from .utils.optimize import lbfgs
-from .utils.packing import unpack_sequences
-from .utils.validation import check_sequence_labels, check_sequences
+from .utils.packing import edge_offsets, unpack_sequences
+from .utils.validation import check_sequence_labels, check_sequences, encode_sequence_labels
 
 __all__ = ["NonLocalCRF"]
 
@@ -28,16 +34,40 @@ __all__ = ["NonLocalCRF"]
 class NonLocalCRF(BaseEstimator):
     """Linear-chain CRF with optional learned non-local energies (Bethe projections).
 
-    With ``energy=None`` the model is a standard linear-chain conditional random field:
-    unary scores ``X @ W + b`` per token, a shared transition table ``A``, trained by
-    minimising ``sum_i -log P(y_i | x_i) + c2 * (||W||^2 + ||A||^2)`` with L-BFGS. The
-    gradient is exact (forward-backward in :mod:`sklearn_struct.oracles.chain`, parallel
-    over sequences).
+    The base model is a linear-chain conditional random field: unary scores ``X @ W + b``
+    per token and a shared transition table ``A``, trained by minimising
+    ``sum_i -log P(y_i | x_i) + c2 * (||W||^2 + ||A||^2)`` with L-BFGS (exact gradient by
+    forward-backward in :mod:`sklearn_struct.oracles.chain`, parallel over sequences).
+
+    With a non-local ``energy`` ``L_psi`` the marginals of a sequence are
+
+        mu* = argmin_{mu in M} -H_B(mu) - <theta, mu> + L_psi(mu)          (eq. 2)
+
+    found by Bethe-RDA (Algorithm 1), Bethe-MD (Algorithm 4, sign corrected) or
+    accelerated Bethe-RDA (Algorithm 5); :meth:`predict` runs Viterbi in the MRF given by
+    the final dual potentials ``theta_t`` (Prop. 1), :meth:`predict_marginals` returns
+    ``mu``. ``fit`` first learns ``theta`` (the base CRF above), then the energy weights
+    ``psi`` (and, with ``learn_theta=True``, ``theta`` too) by Algorithm 3: for a random
+    mini-batch of sequences, infer ``mu_i``, form ``rho_i = theta - grad L_psi(mu_i)``
+    (eq. 11) and take one gradient-ascent step on the surrogate likelihood
+    ``sum_i log Q(y_i; rho_i)`` (eq. 12) with ``mu_i`` held fixed. The psi-gradient has the
+    corrected sign ``d log Q / d psi_k = -<grad ell_k(mu_i), S(y_i) - m_i>`` with
+    ``m_i = ORACLE(rho_i)``.
+
+    **How psi depends on the input.** Without psi features every sequence uses the same
+    weights ``psi_`` (one per energy term, kept ``>= 0`` by projection). With per-sequence
+    features ``phi(x)`` -- from ``psi_featurizer`` (a transformer mapping a list of
+    sequences to an ``(n_sequences, n_psi_features)`` array, e.g.
+    :class:`~sklearn_struct.energies.RandomFourierMeanMap` for the paper's "MM" features)
+    or passed directly as ``psi_features=`` to ``fit`` / ``predict`` (which overrides the
+    featurizer) -- the weights are ``psi(x) = max(0, phi(x) @ psi_coef_ + psi_)``, linear in
+    the features and clipped at zero (the paper ignores terms with negative weight).
 
     Parameters
     ----------
-    energy : None
-        Non-local energy added to the CRF at inference time; None for a plain CRF.
+    energy : Energy or None, default=None
+        Non-local energy (:mod:`sklearn_struct.energies`); cloned and fitted on the
+        training labels in ``fit``. None for a plain CRF.
     c2 : float, default=1.0
         L2 regularisation strength, as in CRFsuite (``c2 * ||theta||^2``).
     all_possible_states : bool, default=False
@@ -48,30 +78,73 @@ class NonLocalCRF(BaseEstimator):
         Maximum number of L-BFGS iterations for the base CRF.
     tol : float, default=1e-5
         Stop L-BFGS when the relative decrease of the objective falls below ``tol``.
+    inference : {"rda", "md", "accelerated"}, default="rda"
+        Non-local inference algorithm (Algorithms 1, 4, 5).
+    inference_max_iter : int, default=40
+        Cap on inference iterations (oracle calls) per sequence.
+    inference_tol : float, default=1e-4
+        A sequence's inference stops when no node marginal changes by more than this.
+    beta : float, default=0.0
+        Bethe-RDA's ``beta`` (eq. 10); 0 needs no step size.
+    eta : None, float or callable, default=None
+        Bethe-MD step sizes (None: ``1 / (lambda t)`` of Prop. 6).
+    lipschitz : None or float, default=None
+        Lipschitz constant for the accelerated method (None: asked from the energy).
+    average : bool, default=False
+        Use the primal average of the inference iterates instead of the last one.
+    psi_init : float, default=1.0
+        Initial value of every energy weight.
+    psi_featurizer : transformer or None, default=None
+        Maps a list of sequences to per-sequence psi features (cloned and fitted in ``fit``).
+    n_epochs : int, default=5
+        Passes of Algorithm 3 over the training set.
+    batch_size : int, default=16
+        Sequences per stochastic step (Algorithm 3 samples one; a mini-batch runs one
+        batched inference for all of them and averages their gradients).
+    learning_rate : float, default=0.1
+        Step size of the gradient ascent on ``psi`` (and ``theta``).
+    learning_rate_schedule : {"constant", "invscaling"}, default="invscaling"
+        ``"invscaling"``: ``learning_rate / sqrt(1 + k)`` at step ``k``.
+    learn_theta : bool, default=False
+        Also update the base CRF parameters during Algorithm 3 (gradient ``S(y) - m``,
+        plus the L2 penalty spread over the examples).
+    random_state : int, RandomState instance or None, default=None
+        Order of the stochastic steps (and the featurizer's seed if it has none set).
     n_jobs : int, default=None
-        Number of joblib jobs over chunks of sequences. ``None`` means one chunk, run by
-        numba's own threads (fastest on one machine), unless a joblib ``parallel_config``
-        context says otherwise (e.g. the dask backend to use a cluster).
+        Number of joblib jobs over chunks of sequences for the base CRF.
     verbose : int, default=0
-        Print the objective at each L-BFGS iteration when > 0.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        The labels seen in ``fit``, sorted.
     coef_ : ndarray of shape (n_features, n_classes)
-        Unary feature weights ``W`` (zero off the supported pairs).
+        Unary feature weights ``W``.
     intercept_ : ndarray of shape (n_classes,)
-        Per-label bias ``b``.
     transition_ : ndarray of shape (n_classes, n_classes)
         Transition log-potentials ``A[from, to]``.
     n_features_in_ : int
     n_iter_ : int
-        L-BFGS iterations run.
+        L-BFGS iterations run for the base CRF.
+    energy_ : Energy
+        The fitted energy (only with an energy).
+    psi_ : ndarray of shape (n_weights,)
+        Learned energy weights (the intercept of ``psi(x)`` with psi features).
+    psi_coef_ : ndarray of shape (n_psi_features, n_weights) or None
+        Learned weights of the psi features; None without psi features.
+    psi_featurizer_ : transformer or None
+    n_psi_features_in_ : int
+        Width of the psi features (0 without).
+    inference_n_iter_ : ndarray of shape (n_sequences,)
+        Inference iterations used for each training sequence in the last epoch; see
+        :meth:`infer` for test sequences.
+    psi_history_ : ndarray of shape (n_epochs + 1, n_weights)
+        ``psi_`` after each epoch (first row: initial values).
 
     See Also
     --------
     sklearn_struct.oracles.chain.forward_backward : the marginal oracle.
+    sklearn_struct._bethe_inference.bethe_inference : non-local inference on packed arrays.
+    sklearn_struct.energies : the energies and how to write your own.
 
     References
     ----------
@@ -82,44 +155,107 @@ class NonLocalCRF(BaseEstimator):
     --------
     >>> import numpy as np
     >>> from sklearn_struct import NonLocalCRF
+    >>> from sklearn_struct.energies import WordDictionaryEnergy
     >>> rng = np.random.RandomState(0)
     >>> X = [rng.normal(size=(5, 3)) for _ in range(20)]
     >>> y = [(x[:, 0] > 0).astype(int) for x in X]
     >>> crf = NonLocalCRF(c2=0.01).fit(X, y)
     >>> crf.score(X, y) > 0.9
     True
+    >>> words = [np.array([0, 1, 1, 0, 1]), np.array([1, 1, 0, 0, 0])]
+    >>> y = [words[i % 2] for i in range(20)]
+    >>> X = [np.eye(2)[w] + rng.normal(scale=1.2, size=(5, 2)) for w in y]
+    >>> model = NonLocalCRF(WordDictionaryEnergy(), n_epochs=2, random_state=0).fit(X, y)
+    >>> model.score(X, y) >= NonLocalCRF().fit(X, y).score(X, y)
+    True
     """
 
     _parameter_constraints = {
-        "energy": [None],
+        "energy": [None, HasMethods(["fit", "gradient", "term_values", "term_gradient_dot"])],
         "c2": [Interval(numbers.Real, 0, None, closed="left")],
         "all_possible_states": ["boolean"],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "inference": [StrOptions({"rda", "md", "accelerated"})],
+        "inference_max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "inference_tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "beta": [Interval(numbers.Real, 0, None, closed="left")],
+        "eta": [None, Interval(numbers.Real, 0, None, closed="neither"), callable],
+        "lipschitz": [None, Interval(numbers.Real, 0, None, closed="left")],
+        "average": ["boolean"],
+        "psi_init": [Interval(numbers.Real, 0, None, closed="left")],
+        "psi_featurizer": [None, HasMethods(["fit", "transform"])],
+        "n_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "learning_rate_schedule": [StrOptions({"constant", "invscaling"})],
+        "learn_theta": ["boolean"],
+        "random_state": ["random_state"],
         "n_jobs": [numbers.Integral, None],
         "verbose": ["verbose"],
     }
 
     def __init__(
-        self, energy=None, *, c2=1.0, all_possible_states=False, max_iter=100, tol=1e-5, n_jobs=None, verbose=0
+        self,
+        energy=None,
+        *,
+        c2=1.0,
+        all_possible_states=False,
+        max_iter=100,
+        tol=1e-5,
+        inference="rda",
+        inference_max_iter=40,
+        inference_tol=1e-4,
+        beta=0.0,
+        eta=None,
+        lipschitz=None,
+        average=False,
+        psi_init=1.0,
+        psi_featurizer=None,
+        n_epochs=5,
+        batch_size=16,
+        learning_rate=0.1,
+        learning_rate_schedule="invscaling",
+        learn_theta=False,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
     ):
         self.energy = energy
         self.c2 = c2
         self.all_possible_states = all_possible_states
         self.max_iter = max_iter
         self.tol = tol
+        self.inference = inference
+        self.inference_max_iter = inference_max_iter
+        self.inference_tol = inference_tol
+        self.beta = beta
+        self.eta = eta
+        self.lipschitz = lipschitz
+        self.average = average
+        self.psi_init = psi_init
+        self.psi_featurizer = psi_featurizer
+        self.n_epochs = n_epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.learning_rate_schedule = learning_rate_schedule
+        self.learn_theta = learn_theta
+        self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Fit the CRF on a list of sequences.
+    def fit(self, X, y, psi_features=None):
+        """Fit the CRF, then (with an energy) the energy weights by Algorithm 3.
 
         Parameters
         ----------
         X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
         y : list of array-like of shape (n_tokens_i,)
             Labels of each token; any hashable values.
+        psi_features : array-like of shape (n_sequences, n_psi_features), default=None
+            Per-sequence features on which ``psi`` depends linearly; overrides
+            ``psi_featurizer``.
 
         Returns
         -------
@@ -129,8 +265,15 @@ class NonLocalCRF(BaseEstimator):
         self.n_features_in_ = X[0].shape[1]
         self._label_encoder = LabelEncoder().fit(np.concatenate(y))
         self.classes_ = self._label_encoder.classes_
-        y_enc = [self._label_encoder.transform(labels) for labels in y]
+        y_enc = encode_sequence_labels(self._label_encoder, y)
         self._fit_base_crf(X, y_enc)
+        for attr in ("energy_", "psi_", "psi_coef_", "psi_featurizer_", "n_psi_features_in_",
+                     "inference_n_iter_", "psi_history_"):
+            self.__dict__.pop(attr, None)  # from an earlier fit with another energy
+        if self.energy is not None:
+            self.energy_ = clone(self.energy).fit(y_enc, len(self.classes_))
+            phi = self._fit_psi_features(X, psi_features)
+            self._fit_psi(X, y_enc, phi)
         return self
 
     def _fit_base_crf(self, X, y_enc):
@@ -159,39 +302,213 @@ class NonLocalCRF(BaseEstimator):
         self.n_iter_ = int(result.nit)
         self.objective_ = float(result.fun)
 
+    # ---------------------------------------------------------------- psi features
+    def _fit_psi_features(self, X, psi_features):
+        self.psi_featurizer_ = None
+        if psi_features is None and self.psi_featurizer is not None:
+            featurizer = clone(self.psi_featurizer)
+            params = featurizer.get_params()
+            if "random_state" in params and params["random_state"] is None and self.random_state is not None:
+                featurizer.set_params(random_state=check_random_state(self.random_state).randint(2**31 - 1))
+            self.psi_featurizer_ = featurizer.fit(X)
+        phi = self._psi_features(X, psi_features, fitting=True)
+        self.n_psi_features_in_ = 0 if phi is None else phi.shape[1]
+        return phi
+
+    def _psi_features(self, X, psi_features, fitting=False):
+        """Validated per-sequence psi features (n_seq, d), or None."""
+        n_seq = len(X)
+        if psi_features is None:
+            featurizer = getattr(self, "psi_featurizer_", None)
+            if featurizer is None:
+                if not fitting and getattr(self, "n_psi_features_in_", 0):
+                    raise ValueError(
+                        f"This model was fitted with {self.n_psi_features_in_} psi features per sequence; "
+                        "pass psi_features= (or fit with a psi_featurizer)."
+                    )
+                return None
+            psi_features = featurizer.transform(X)
+        if sp.issparse(psi_features):
+            psi_features = psi_features.toarray()
+        try:
+            phi = np.asarray(psi_features, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"psi_features must be a numeric array ({exc}).") from None
+        if phi.ndim != 2 or phi.shape[0] != n_seq:
+            raise ValueError(
+                f"psi_features must have shape (n_sequences={n_seq}, n_psi_features), got {phi.shape}."
+            )
+        bad = ~np.isfinite(phi).all(axis=1)
+        if bad.any():
+            raise ValueError(f"psi_features of sequence {int(np.flatnonzero(bad)[0])} contain NaN or infinity.")
+        if not fitting:
+            expected = getattr(self, "n_psi_features_in_", 0)
+            if expected == 0:
+                raise ValueError("psi_features were given, but this model was fitted without psi features.")
+            if phi.shape[1] != expected:
+                raise ValueError(
+                    f"psi_features have {phi.shape[1]} columns, but {expected} were seen during fit."
+                )
+        return phi
+
+    def _psi_values(self, phi, psi, psi_coef):
+        """Per-sequence energy weights (n_seq, K) and the mask where the clip is inactive."""
+        if psi_coef is None or phi is None:
+            return np.broadcast_to(psi, (1 if phi is None else phi.shape[0], psi.shape[0])), None
+        raw = phi @ psi_coef + psi
+        return np.maximum(raw, 0.0), raw > 0
+
+    # ---------------------------------------------------------------- Algorithm 3
+    def _inference_kwargs(self):
+        return dict(method=self.inference, max_iter=self.inference_max_iter, tol=self.inference_tol,
+                    beta=self.beta, eta=self.eta, lipschitz=self.lipschitz, average=self.average)
+
+    def _fit_psi(self, X, y_enc, phi):
+        energy = self.energy_
+        L = len(self.classes_)
+        K = energy.n_weights
+        data = ChainData(X)
+        packed, offsets = data.packed, data.offsets
+        n_seq = offsets.shape[0] - 1
+        y_all = np.concatenate(y_enc).astype(np.int64)
+        inner = np.ones(offsets[-1], dtype=bool)
+        inner[offsets[:-1]] = False
+        edge_from = y_all[np.flatnonzero(inner) - 1]  # packed edge k: token k+s-1 -> k+s (s = its sequence)
+        edge_to = y_all[np.flatnonzero(inner)]
+        uses_edges = bool(energy.uses_edges)
+
+        psi = np.full(K, float(self.psi_init))
+        psi_coef = None if phi is None else np.zeros((phi.shape[1], K))
+        coef, intercept, trans = self.coef_.copy(), self.intercept_.copy(), self.transition_.copy()
+        rng = check_random_state(self.random_state)
+        n_iter = np.zeros(n_seq, dtype=np.int64)
+        history = [psi.copy()]
+        step = 0
+        kwargs = self._inference_kwargs()
+        start = time.perf_counter()
+        for epoch in range(self.n_epochs):
+            order = rng.permutation(n_seq)
+            for lo in range(0, n_seq, self.batch_size):
+                idx = np.sort(order[lo : lo + self.batch_size])
+                tok, etok, sub = _subset(offsets, idx)
+                Xb = packed[tok]
+                unary = np.asarray(Xb @ coef) + intercept
+                phi_b = None if phi is None else phi[idx]
+                psi_b, clip_on = self._psi_values(phi_b, psi, psi_coef)
+                psi_b = np.broadcast_to(psi_b, (idx.shape[0], K))
+                res = bethe_inference(unary, trans, sub, energy, psi_b, return_edges=uses_edges,
+                                      energy_index=idx, **kwargs)
+                n_iter[idx] = res.n_iter
+                sur = _surrogate_gradient(energy, res.node, res.edge, unary, trans, sub, psi_b,
+                                          y_all[tok], edge_from[etok], edge_to[etok], index=idx,
+                                          edge_sum=self.learn_theta)
+                g_psi, d_node, m_edge = sur.g_psi, sur.d_node, sur.m_edge
+                lr = self.learning_rate
+                if self.learning_rate_schedule == "invscaling":
+                    lr = lr / np.sqrt(1.0 + step)
+                nb = idx.shape[0]
+                if psi_coef is None:
+                    psi = np.maximum(psi + lr * g_psi.mean(axis=0), 0.0)  # projected ascent
+                else:
+                    g_eff = g_psi * clip_on
+                    psi = psi + lr * g_eff.mean(axis=0)
+                    psi_coef = psi_coef + lr * (phi_b.T @ g_eff) / nb
+                if self.learn_theta:
+                    reg = 2.0 * self.c2 / n_seq
+                    coef += lr * (np.asarray(Xb.T @ d_node) / nb - reg * coef)
+                    intercept += lr * d_node.mean(axis=0)
+                    emp = np.zeros((L, L))
+                    np.add.at(emp, (edge_from[etok], edge_to[etok]), 1.0)
+                    exp_edges = m_edge.sum(axis=0) if uses_edges else m_edge
+                    trans += lr * ((emp - exp_edges) / nb - reg * trans)
+                step += 1
+            history.append(psi.copy())
+            if self.verbose:
+                print(f"[NonLocalCRF] epoch {epoch + 1}: psi={np.round(psi, 4)} "
+                      f"mean inference iterations {n_iter.mean():.1f} ({time.perf_counter() - start:.1f} s)")
+        self.psi_ = psi
+        self.psi_coef_ = psi_coef
+        self.psi_history_ = np.array(history)
+        self.inference_n_iter_ = n_iter
+        if self.learn_theta:
+            self.coef_, self.intercept_, self.transition_ = coef, intercept, trans
+
     # ---------------------------------------------------------------- prediction
     def _unary(self, X):
         """Validated, packed data and its unary scores under the base model."""
         check_is_fitted(self)
         X = check_sequences(X, n_features=self.n_features_in_)
-        return predict_unary(X, self.coef_, self.intercept_)
+        data, unary = predict_unary(X, self.coef_, self.intercept_)
+        return X, data, unary
 
-    def predict(self, X):
-        """Most likely label sequence of each input sequence (Viterbi).
+    def infer(self, X, psi_features=None, max_iter=None):
+        """Non-local inference on ``X``: MAP labels, marginals and iteration counts.
+
+        Parameters
+        ----------
+        X : list of array-like of shape (n_tokens_i, n_features)
+        psi_features : array-like of shape (n_sequences, n_psi_features), default=None
+        max_iter : int, default=None
+            Overrides ``inference_max_iter`` (e.g. to study accuracy against the cap).
+
+        Returns
+        -------
+        result : Bunch with ``labels`` (list of label arrays, Viterbi under ``theta_t``),
+            ``marginals`` (list of (n_tokens_i, n_classes)), ``n_iter`` (n_sequences,)
+            inference iterations and ``converged`` (n_sequences,) bool.
+        """
+        X, data, unary = self._unary(X)
+        offsets = data.offsets
+        n_seq = offsets.shape[0] - 1
+        if self.energy is None or not hasattr(self, "energy_"):
+            if psi_features is not None:
+                raise ValueError("psi_features were given, but this model has no energy.")
+            _, node, _ = forward_backward(unary, self.transition_, offsets, edge_marginals="none")
+            labels, _ = viterbi(unary, self.transition_, offsets)
+            n_iter, converged = np.zeros(n_seq, dtype=np.int64), np.ones(n_seq, dtype=bool)
+        else:
+            phi = self._psi_features(X, psi_features)
+            psi, _ = self._psi_values(phi, self.psi_, self.psi_coef_)
+            psi = np.broadcast_to(psi, (n_seq, self.energy_.n_weights))
+            kwargs = self._inference_kwargs()
+            if max_iter is not None:
+                kwargs["max_iter"] = max_iter
+            res = bethe_inference(unary, self.transition_, offsets, self.energy_, psi,
+                                  return_edges=False, **kwargs)
+            labels, _ = viterbi(res.dual_unary, res.dual_transition, offsets)
+            node, n_iter, converged = res.node, res.n_iter, res.converged
+        return Bunch(
+            labels=[self.classes_[part] for part in unpack_sequences(labels, offsets)],
+            marginals=unpack_sequences(node, offsets),
+            n_iter=n_iter,
+            converged=converged,
+        )
+
+    def predict(self, X, psi_features=None):
+        """Most likely label sequence of each input sequence.
+
+        Viterbi under the base CRF, or, with an energy, under the final dual potentials
+        ``theta_t`` of non-local inference (Prop. 1).
 
         Returns
         -------
         y : list of ndarray of shape (n_tokens_i,)
         """
-        data, unary = self._unary(X)
-        labels, _ = viterbi(unary, self.transition_, data.offsets)
-        return [self.classes_[part] for part in unpack_sequences(labels, data.offsets)]
+        return self.infer(X, psi_features=psi_features).labels
 
-    def predict_marginals(self, X):
-        """Per-token label marginals.
+    def predict_marginals(self, X, psi_features=None):
+        """Per-token label marginals (``mu`` of non-local inference with an energy).
 
         Returns
         -------
         marginals : list of ndarray of shape (n_tokens_i, n_classes)
             Columns follow ``classes_``.
         """
-        data, unary = self._unary(X)
-        _, node, _ = forward_backward(unary, self.transition_, data.offsets, edge_marginals="none")
-        return unpack_sequences(node, data.offsets)
+        return self.infer(X, psi_features=psi_features).marginals
 
-    def score(self, X, y):
+    def score(self, X, y, psi_features=None):
         """Token accuracy of :meth:`predict` on ``X`` against ``y``."""
-        y_pred = self.predict(X)
+        y_pred = self.predict(X, psi_features=psi_features)
         y = check_sequence_labels(y, lengths=[len(p) for p in y_pred])
         return float(np.mean(np.concatenate(y_pred) == np.concatenate(y)))
 
@@ -200,3 +517,45 @@ class NonLocalCRF(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.sparse = True
         return tags
+
+
+def _surrogate_gradient(energy, node, edge, unary, transition, offsets, psi, y, edge_from, edge_to,
+                        index=None, edge_sum=False):
+    """Surrogate log-likelihood (eq. 12) of a batch at fixed marginals ``mu`` and its psi-gradient.
+
+    ``Q_i`` is the chain MRF with potentials ``rho_i = theta - grad L_psi(mu_i)`` (eq. 11);
+    with ``m_i = ORACLE(rho_i)``, ``d log Q_i(y_i) / d rho_i = S(y_i) - m_i`` and, since
+    ``L_psi = sum_k psi_k ell_k``, ``d log Q_i / d psi_ik = -<grad ell_k(mu_i), S(y_i) - m_i>``
+    (the sign the paper's Algorithm 3 drops).
+
+    Returns a Bunch with ``log_lik`` (n_seq,), ``g_psi`` (n_seq, n_weights), ``d_node``
+    (``S(y) - m`` on nodes) and ``m_edge`` (per-position edge marginals of Q when the energy
+    uses edges, their sum when ``edge_sum``, else None).
+    """
+    from .energies import segment_sum
+
+    gn, ge = energy.gradient(node, edge, offsets, psi, index=index)
+    rho_unary = unary - gn
+    transition = np.asarray(transition, dtype=np.float64)
+    if ge is None:
+        rho_trans = transition
+    else:
+        rho_trans = (transition[None] if transition.ndim == 2 else transition) - ge
+    uses_edges = ge is not None or bool(energy.uses_edges)
+    mode = "per_position" if uses_edges else ("sum" if edge_sum else "none")
+    log_z, m_node, m_edge = forward_backward(rho_unary, rho_trans, offsets, edge_marginals=mode)
+    rows = np.arange(y.shape[0])
+    d_node = -m_node
+    d_node[rows, y] += 1.0
+    d_edge = None
+    if uses_edges:
+        d_edge = -m_edge
+        d_edge[np.arange(d_edge.shape[0]), edge_from, edge_to] += 1.0
+    trans3 = np.asarray(rho_trans)
+    if trans3.ndim == 2:
+        gold_trans = trans3[edge_from, edge_to]
+    else:
+        gold_trans = trans3[np.arange(trans3.shape[0]), edge_from, edge_to]
+    score = segment_sum(rho_unary[rows, y], offsets) + segment_sum(gold_trans, edge_offsets(offsets))
+    g_psi = -energy.term_gradient_dot(node, edge, offsets, d_node, d_edge, index=index)
+    return Bunch(log_lik=score - log_z, g_psi=g_psi, d_node=d_node, m_edge=m_edge)

@@ -1,0 +1,129 @@
+"""Energies: values, gradients against finite differences, psi pieces, bad input."""
+
+import numpy as np
+import pytest
+
+from sklearn_struct.energies import (
+    PoissonCountEnergy,
+    RandomFourierMeanMap,
+    SoftConstraintEnergy,
+    UnigramDictionaryEnergy,
+    WordDictionaryEnergy,
+    segment_sum,
+    smoothed_hinge,
+)
+from sklearn_struct.oracles.chain import forward_backward
+from sklearn_struct.utils.packing import lengths_to_offsets
+
+L = 3
+
+
+def _batch(lengths, seed=0):
+    """Random interior chain marginals (from forward-backward) for a batch of sequences."""
+    rng = np.random.RandomState(seed)
+    offsets = lengths_to_offsets(lengths)
+    T = offsets[-1]
+    _, node, edge = forward_backward(rng.normal(size=(T, L)), rng.normal(size=(L, L)), offsets,
+                                     edge_marginals="per_position")
+    return node, edge, offsets
+
+
+def _tangent(node, edge, rng):
+    """A direction that keeps node rows and edge tables summing to the same totals."""
+    dn = rng.normal(size=node.shape)
+    dn -= dn.mean(axis=1, keepdims=True)
+    de = rng.normal(size=edge.shape)
+    de -= de.mean(axis=(1, 2), keepdims=True)
+    return dn, de
+
+
+def _energies():
+    rng = np.random.RandomState(1)
+    train = [np.array([0, 1, 2, 0]), np.array([1, 1, 0]), np.array([2, 0, 1, 1, 0]), np.array([0, 2])]
+    counts = [rng.poisson(4.0, size=(n, L)).astype(float) for n in (4, 3, 5, 2)]
+    counts[0][1, 2] = np.nan  # unobserved
+    return [
+        SoftConstraintEnergy(rng.normal(size=(2, L)), offset=[2.0, 1.0]).fit(train, L),
+        SoftConstraintEnergy(rng.normal(size=(2, L)), rng.normal(size=(2, L, L)), offset=[2.0, 1.0]).fit(train, L),
+        UnigramDictionaryEnergy().fit(train, L),
+        WordDictionaryEnergy().fit(train, L),
+        PoissonCountEnergy(counts=counts, rate=10.0).fit(None, L),
+    ]
+
+
+@pytest.mark.parametrize("energy", _energies(), ids=lambda e: type(e).__name__ + ("E" if e.uses_edges else ""))
+def test_gradient_matches_finite_differences(energy):
+    node, edge, offsets = _batch([4, 3, 5, 2])
+    rng = np.random.RandomState(2)
+    psi = rng.uniform(0.5, 2.0, size=(4, energy.n_weights))
+    gn, ge = energy.gradient(node, edge, offsets, psi)
+    assert gn.shape == node.shape and (ge is None) == (not energy.uses_edges)
+    for _ in range(3):
+        dn, de = _tangent(node, edge, rng)
+        h = 1e-6
+        fd = (energy.value(node + h * dn, edge + h * de, offsets, psi)
+              - energy.value(node - h * dn, edge - h * de, offsets, psi)) / (2 * h)
+        analytic = segment_sum(np.sum(gn * dn, axis=1), offsets)
+        if ge is not None:
+            analytic = analytic + segment_sum(np.sum(ge * de, axis=(1, 2)), lengths_to_offsets([3, 2, 4, 1]))
+        np.testing.assert_allclose(analytic, fd, rtol=1e-5, atol=1e-6)
+        # the per-term pieces used by the psi-gradient agree with the gradient
+        pieces = energy.term_gradient_dot(node, edge, offsets, dn, de)
+        np.testing.assert_allclose(np.sum(psi * pieces, axis=1), analytic, rtol=1e-10, atol=1e-10)
+
+
+def test_values_known_answers():
+    node = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]])
+    offsets = np.array([0, 3])
+    words = WordDictionaryEnergy().fit([np.array([0, 1, 2]), np.array([1, 1, 1])], L)
+    # ||onehot(0,1,2) - mu||_1 = 2 * (3 - 0.7 - 0.8 - 0.4)
+    np.testing.assert_allclose(words.value(node, None, offsets, [[2.0]]), [2.0 * 2 * 1.1])
+    uni = UnigramDictionaryEnergy().fit([np.array([0, 1, 2]), np.array([2, 2, 2])], L)
+    np.testing.assert_allclose(uni.value(node, None, offsets, [[1.0]]), [np.abs(node.sum(0) - 1).sum()])
+    z = np.linspace(-2, 3, 11)
+    v, d = smoothed_hinge(z)
+    np.testing.assert_allclose(v, np.where(z <= 0, 0.5 - z, np.where(z < 1, 0.5 * (1 - z) ** 2, 0)))
+    np.testing.assert_allclose((smoothed_hinge(z + 1e-7)[0] - smoothed_hinge(z - 1e-7)[0]) / 2e-7, d, atol=1e-6)
+
+
+def test_word_dictionary_unknown_length():
+    e = WordDictionaryEnergy().fit([np.array([0, 1])], L)
+    node, edge, offsets = _batch([2, 3])
+    g, _ = e.gradient(node, edge, offsets, [[1.0], [1.0]])
+    assert np.all(g[2:] == 0) and np.any(g[:2] != 0)  # length 3: no word, no energy
+    assert e.value(node, edge, offsets, [[1.0], [1.0]])[1] == 0
+    strict = WordDictionaryEnergy(unknown_length="error").fit([np.array([0, 1])], L)
+    with pytest.raises(ValueError, match="sequence 1 has length 3"):
+        strict.check_batch(offsets, L)
+
+
+def test_bad_energy_input():
+    with pytest.raises(ValueError, match="label columns"):
+        SoftConstraintEnergy(np.ones((2, 4))).fit(None, L)
+    with pytest.raises(ValueError, match="edge_coef must have shape"):
+        SoftConstraintEnergy(np.ones((2, L)), np.ones((2, L))).fit(None, L)
+    with pytest.raises(ValueError, match="NaN"):
+        SoftConstraintEnergy(np.full((1, L), np.nan)).fit(None, L)
+    with pytest.raises(ValueError, match=r"encoded labels in \[0, 2\]"):
+        WordDictionaryEnergy().fit([np.array([0, 5])], L)
+    with pytest.raises(ValueError, match=">= 0"):
+        PoissonCountEnergy(counts=-np.ones((2, L))).fit(None, L)
+    e = PoissonCountEnergy(counts=np.ones((4, L))).fit(None, L)
+    node, edge, offsets = _batch([3])
+    with pytest.raises(ValueError, match="sequence 0 has 3 positions but its counts have 4"):
+        e.value(node, edge, offsets, [[1.0]])
+    fitted = WordDictionaryEnergy().fit([np.array([0, 1])], L)
+    with pytest.raises(ValueError, match="fitted for 3 labels"):
+        fitted.check_batch(offsets, 4)
+
+
+def test_random_fourier_mean_map():
+    rng = np.random.RandomState(0)
+    X = [rng.normal(size=(n, 4)) for n in (3, 5)]
+    mm = RandomFourierMeanMap(n_components=50, gamma=0.5, random_state=0).fit(X)
+    Z = mm.transform(X)
+    assert Z.shape == (2, 50)
+    np.testing.assert_allclose(Z[1], mm.sampler_.transform(X[1]).mean(axis=0))
+    np.testing.assert_array_equal(Z, RandomFourierMeanMap(n_components=50, gamma=0.5, random_state=0).fit_transform(X))
+    with pytest.raises(ValueError, match="5 features"):
+        mm.transform([rng.normal(size=(2, 5))])
