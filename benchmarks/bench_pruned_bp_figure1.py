@@ -71,7 +71,7 @@ def kernel_throughput():
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--n-noisy", type=int, default=5, help="noisy images per shape (paper: 50)")
+    parser.add_argument("--n-noisy", type=int, default=50, help="noisy images per shape (the paper: 50)")
     args = parser.parse_args()
     numba.set_num_threads(1)
     images, _ = make_ising_grid(n_noisy=args.n_noisy, shape=(64, 64), random_state=0)
