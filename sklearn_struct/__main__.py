@@ -47,7 +47,7 @@ def tour_pruned_bp():
     test_img, test_lab = make_ising_grid(n_noisy=2, shape=shape, noise=1.0, random_state=1)
     X_tr, X_te = images_to_graphs(train_img), images_to_graphs(test_img)
     y_tr, y_te = list(train_lab.reshape(len(train_lab), -1)), list(test_lab.reshape(len(test_lab), -1))
-    model = PrunedBPMarginals(objective="min_joint", gamma=0.3)
+    model = PrunedBPMarginals(objective="min_joint", gamma=0.01)
     t_model = _timed_fit(model, X_tr, y_tr)
     logreg = LogisticRegression()
     t_lr = _timed_fit(logreg, np.vstack([g[0] for g in X_tr]), np.concatenate(y_tr))
