@@ -108,6 +108,13 @@ class NonLocalCRF(BaseEstimator):
     learn_theta : bool, default=False
         Also update the base CRF parameters during Algorithm 3 (gradient ``S(y) - m``,
         plus the L2 penalty spread over the examples).
+    psi_gradient : {"algorithm3", "exact"}, default="algorithm3"
+        ``"algorithm3"``: the paper's Algorithm 3 with its sign corrected, gradients taken at
+        the inference output ``mu_i`` (``S(y_i) - mu_i``). ``"exact"``: the exact gradient of
+        the surrogate likelihood (eq. 12), at ``m_i = ORACLE(theta - grad L(mu_i))``, one more
+        oracle call per step. They agree wherever inference has converged (Prop. 1); on
+        OCR with the unigram energy, whose inference mostly stops at the cap, Algorithm 3
+        learns the better psi (``benchmarks/results/ocr_table4.md``).
     random_state : int, RandomState instance or None, default=None
         Order of the stochastic steps (and the featurizer's seed if it has none set).
     n_jobs : int, default=None
@@ -190,6 +197,7 @@ class NonLocalCRF(BaseEstimator):
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
         "learning_rate_schedule": [StrOptions({"constant", "invscaling"})],
         "learn_theta": ["boolean"],
+        "psi_gradient": [StrOptions({"algorithm3", "exact"})],
         "random_state": ["random_state"],
         "n_jobs": [numbers.Integral, None],
         "verbose": ["verbose"],
@@ -217,6 +225,7 @@ class NonLocalCRF(BaseEstimator):
         learning_rate=0.1,
         learning_rate_schedule="invscaling",
         learn_theta=False,
+        psi_gradient="algorithm3",
         random_state=None,
         n_jobs=None,
         verbose=0,
@@ -240,6 +249,7 @@ class NonLocalCRF(BaseEstimator):
         self.learning_rate = learning_rate
         self.learning_rate_schedule = learning_rate_schedule
         self.learn_theta = learn_theta
+        self.psi_gradient = psi_gradient
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -396,12 +406,18 @@ class NonLocalCRF(BaseEstimator):
                 phi_b = None if phi is None else phi[idx]
                 psi_b, clip_on = self._psi_values(phi_b, psi, psi_coef)
                 psi_b = np.broadcast_to(psi_b, (idx.shape[0], K))
-                res = bethe_inference(unary, trans, sub, energy, psi_b, return_edges=uses_edges,
+                paper_form = self.psi_gradient == "algorithm3"
+                res = bethe_inference(unary, trans, sub, energy, psi_b,
+                                      return_edges=uses_edges or (paper_form and self.learn_theta),
                                       energy_index=idx, **kwargs)
                 n_iter[idx] = res.n_iter
-                sur = _surrogate_gradient(energy, res.node, res.edge, unary, trans, sub, psi_b,
-                                          y_all[tok], edge_from[etok], edge_to[etok], index=idx,
-                                          edge_sum=self.learn_theta)
+                if paper_form:
+                    sur = _algorithm3_gradient(energy, res.node, res.edge, sub, y_all[tok], edge_from[etok],
+                                               edge_to[etok], index=idx, edge_sum=self.learn_theta)
+                else:
+                    sur = _surrogate_gradient(energy, res.node, res.edge, unary, trans, sub, psi_b,
+                                              y_all[tok], edge_from[etok], edge_to[etok], index=idx,
+                                              edge_sum=self.learn_theta)
                 g_psi, d_node, m_edge = sur.g_psi, sur.d_node, sur.m_edge
                 lr = self.learning_rate
                 if self.learning_rate_schedule == "invscaling":
@@ -517,6 +533,27 @@ class NonLocalCRF(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.sparse = True
         return tags
+
+
+def _algorithm3_gradient(energy, node, edge, offsets, y, edge_from, edge_to, index=None, edge_sum=False):
+    """Algorithm 3's gradients at the inference output ``mu_i`` (sign corrected).
+
+    ``d/d theta = S(y_i) - mu_i`` and ``d/d psi_ik = -<grad ell_k(mu_i), S(y_i) - mu_i>``: the
+    surrogate-likelihood gradient of :func:`_surrogate_gradient` with ``m_i`` replaced by
+    ``mu_i``, its value at a fixed point of inference (Prop. 1). Same return layout.
+    """
+    rows = np.arange(y.shape[0])
+    d_node = -node
+    d_node[rows, y] += 1.0
+    d_edge = m_edge = None
+    if energy.uses_edges:
+        d_edge = -edge
+        d_edge[np.arange(d_edge.shape[0]), edge_from, edge_to] += 1.0
+        m_edge = edge
+    elif edge_sum:
+        m_edge = edge.sum(axis=0)
+    g_psi = -energy.term_gradient_dot(node, edge, offsets, d_node, d_edge, index=index)
+    return Bunch(log_lik=None, g_psi=g_psi, d_node=d_node, m_edge=m_edge)
 
 
 def _surrogate_gradient(energy, node, edge, unary, transition, offsets, psi, y, edge_from, edge_to,

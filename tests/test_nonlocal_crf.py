@@ -235,6 +235,7 @@ def test_word_dictionary_energy_improves_accuracy(dictionary_task):
 def test_featurized_psi_and_learn_theta(dictionary_task):
     X, y, Xt, yt = dictionary_task
     model = NonLocalCRF(UnigramDictionaryEnergy(), c2=0.1, n_epochs=2, random_state=0, learn_theta=True,
+                        psi_gradient="exact",
                         psi_featurizer=RandomFourierMeanMap(n_components=20, gamma=0.1)).fit(X, y)
     assert model.psi_coef_.shape == (20, 1) and model.n_psi_features_in_ == 20
     assert model.score(Xt, yt) > 0.5
@@ -251,6 +252,18 @@ def test_featurized_psi_and_learn_theta(dictionary_task):
         m2.predict(Xt, psi_features=np.full((len(Xt), 2), np.nan))
     with pytest.raises(ValueError, match="pass psi_features"):
         m2.predict(Xt)
+
+
+def test_algorithm3_and_exact_psi_gradients_agree_when_inference_converges(dictionary_task):
+    # L^w inference converges (mu_i is a fixed point, Prop. 1), so m_i = mu_i and both forms
+    # of the psi-gradient take the same steps; with learn_theta the theta steps agree too
+    X, y, _, _ = dictionary_task
+    for learn_theta in (False, True):
+        fits = [NonLocalCRF(WordDictionaryEnergy(), c2=0.1, n_epochs=2, random_state=0, learn_theta=learn_theta,
+                            inference_tol=1e-9, psi_gradient=form).fit(X, y) for form in ("algorithm3", "exact")]
+        assert np.all(fits[0].inference_n_iter_ < 40)
+        np.testing.assert_allclose(fits[0].psi_history_, fits[1].psi_history_, rtol=1e-6)
+        np.testing.assert_allclose(fits[0].coef_, fits[1].coef_, rtol=1e-6, atol=1e-9)
 
 
 def test_soft_constraints_in_estimator_with_all_methods(dictionary_task):
