@@ -47,6 +47,17 @@ class ChainData:
         if n_labels is not None:
             self.features = LinearFeatures(packed, n_labels, pairs=pairs)
 
+    def buffers(self, n_labels):
+        """Unary-score and node-marginal arrays reused by every evaluation on this chunk."""
+        if getattr(self, "_buffers", None) is None:
+            self._buffers = (np.empty((self.n_tokens, n_labels)), np.empty((self.n_tokens, n_labels)))
+        return self._buffers
+
+    def __getstate__(self):  # scratch buffers are not worth pickling to joblib workers
+        state = self.__dict__.copy()
+        state["_buffers"] = None
+        return state
+
     def empirical_transitions(self, n_labels):
         """Observed transition counts (n_labels, n_labels) of this chunk."""
         inner = np.ones(self.n_tokens, dtype=bool)
@@ -73,8 +84,9 @@ def chunk_nll_grad(data, theta, n_labels, emp_trans):
     """Negative log-likelihood of one chunk and its gradient (no regulariser)."""
     n_weights = data.features.n_weights
     w, b, A = unpack_params(theta, n_weights, n_labels)
-    unary = data.features.scores(w) + b
-    log_z, node, edge = forward_backward(unary, A, data.offsets, edge_marginals="sum")
+    unary_buf, node_buf = data.buffers(n_labels)
+    unary = data.features.scores(w, bias=b, out=unary_buf)
+    log_z, node, edge = forward_backward(unary, A, data.offsets, edge_marginals="sum", out=node_buf)
     rows = np.arange(data.n_tokens)
     gold = np.sum(unary[rows, data.y]) + np.sum(emp_trans * A)
     node[rows, data.y] -= 1.0  # expected minus observed

@@ -222,12 +222,11 @@ def _fb_log(unary, lo, hi, trans, per_position, elo, node_out, edge_mode, edge_o
 
 
 @njit(cache=True, parallel=True)
-def _forward_backward_batch(unary, trans, per_position, offsets, edge_mode, n_chunks, max_len):
+def _forward_backward_batch(unary, trans, per_position, offsets, edge_mode, n_chunks, max_len, node):
     n_seq = offsets.shape[0] - 1
     n_tok, L = unary.shape
     eoffs = offsets - np.arange(n_seq + 1)
     log_z = np.empty(n_seq)
-    node = np.empty((n_tok, L))
     if edge_mode == _EDGE_POSITION:
         edge_out = np.zeros((n_tok - n_seq, L, L))
     else:
@@ -420,7 +419,7 @@ def _n_chunks(n_seq):
     return int(max(1, min(n_seq, 4 * numba.get_num_threads())))
 
 
-def forward_backward(unary, transition, offsets, *, edge_marginals="sum"):
+def forward_backward(unary, transition, offsets, *, edge_marginals="sum", out=None):
     """Log partition function, node marginals and edge marginals of linear-chain CRFs.
 
     Parameters
@@ -435,6 +434,9 @@ def forward_backward(unary, transition, offsets, *, edge_marginals="sum"):
         ``"sum"``: expected transition counts summed over all positions and sequences,
         ``(L, L)`` (what training needs). ``"per_position"``: one ``(L, L)`` table per
         transition, packed like per-position potentials. ``"none"``: skip them.
+    out : ndarray of shape (n_tokens, n_labels), default=None
+        Buffer for the node marginals (C-contiguous float64), e.g. reused across the
+        objective evaluations of a fit: a fresh array this large costs page faults each call.
 
     Returns
     -------
@@ -459,11 +461,20 @@ def forward_backward(unary, transition, offsets, *, edge_marginals="sum"):
     L = unary.shape[1]
     with threads_for(3 * unary.shape[0] * L * L):
         log_z, node, edge_sum, edge_pos = _forward_backward_batch(
-            unary, trans, per_position, offsets, modes[edge_marginals], _n_chunks(n_seq), max_len
+            unary, trans, per_position, offsets, modes[edge_marginals], _n_chunks(n_seq), max_len,
+            _output_buffer(out, unary.shape),
         )
     _raise_if_infeasible(log_z)
     edge = {"none": None, "sum": edge_sum, "per_position": edge_pos}[edge_marginals]
     return log_z, node, edge
+
+
+def _output_buffer(out, shape):
+    if out is None:
+        return np.empty(shape)
+    if out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}.")
+    return out
 
 
 def _raise_if_infeasible(scores):

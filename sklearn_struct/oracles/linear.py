@@ -28,10 +28,9 @@ __all__ = ["LinearFeatures", "observed_pairs", "all_pairs"]
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _pair_scores(indptr, indices, data, pair_ptr, pair_label, dense_row, w, W_dense, n_chunks):
+def _pair_scores(indptr, indices, data, pair_ptr, pair_label, dense_row, w, W_dense, n_chunks, out):
     n_rows = indptr.shape[0] - 1
     L = W_dense.shape[1]
-    out = np.empty((n_rows, L))
     bounds = np.linspace(0, n_rows, n_chunks + 1).astype(np.int64)
     for c in prange(n_chunks):
         acc = np.empty(L)
@@ -159,15 +158,28 @@ class LinearFeatures:
     def n_weights(self):
         return self.shape[1] * self.n_labels if self.pairs is None else int(self.pairs[0][-1])
 
-    def scores(self, w):
-        """Token scores (n_tokens, n_labels) for the flat weight vector ``w``."""
+    def scores(self, w, bias=None, out=None):
+        """Token scores ``X @ W (+ bias)``, shape (n_tokens, n_labels), for the flat weights ``w``.
+
+        ``out`` (C-contiguous float64 of that shape) receives the result when given: a fit
+        reuses one buffer, since a fresh array this large costs page faults on every call.
+        """
         w = np.ascontiguousarray(w, dtype=np.float64)
+        shape = (self.shape[0], self.n_labels)
+        if out is None:
+            out = np.empty(shape)
+        elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}.")
         if self.sparse:
             W_dense = np.empty((self._n_dense, self.n_labels))
             _scatter_dense_rows(*self.pairs, self._dense_row, w, W_dense)
             with threads_for(self._work):
-                return _pair_scores(*self._X, *self.pairs, self._dense_row, w, W_dense, self._n_chunks())
-        return self._X @ w.reshape(self.shape[1], self.n_labels)
+                _pair_scores(*self._X, *self.pairs, self._dense_row, w, W_dense, self._n_chunks(), out)
+        else:
+            np.dot(self._X, w.reshape(self.shape[1], self.n_labels), out=out)
+        if bias is not None:
+            out += bias
+        return out
 
     def gradient(self, D):
         """Flat gradient ``d/dw sum_{r,l} D[r, l] * scores[r, l]`` for D of shape (n_tokens, n_labels)."""
