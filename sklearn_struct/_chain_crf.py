@@ -129,6 +129,10 @@ class ChainObjective:
         self.n_weights = self.features.n_weights
         self.n_params = self.n_weights + n_labels + n_labels * n_labels
 
+    def params_from(self, coef, intercept, transition):
+        """Flat ``theta`` from dense (coef, intercept, transition): the inverse of :meth:`split_params`."""
+        return np.concatenate([self.features.pair_weights(coef), intercept, np.ravel(transition)])
+
     def split_params(self, theta):
         """(coef (n_features, L) dense, intercept (L,), transition (L, L)) copies from ``theta``."""
         w, b, A = unpack_params(theta, self.n_weights, self.n_labels)

@@ -108,6 +108,12 @@ class NonLocalCRF(BaseEstimator):
     learn_theta : bool, default=False
         Also update the base CRF parameters during Algorithm 3 (gradient ``S(y) - m``,
         plus the L2 penalty spread over the examples).
+    warm_start : bool, default=False
+        When True and the model is fitted, the next ``fit`` (same features and labels) starts
+        the base CRF's L-BFGS from the fitted parameters, so a converged base model is reused
+        at the cost of about one iteration, e.g. to try several energies on one CRF
+        (``clone`` drops the fitted state, ``copy.deepcopy`` keeps it). Algorithm 3 always
+        starts ``psi`` from ``psi_init``.
     psi_gradient : {"algorithm3", "exact"}, default="algorithm3"
         ``"algorithm3"``: the paper's Algorithm 3 with its sign corrected, gradients taken at
         the inference output ``mu_i`` (``S(y_i) - mu_i``). ``"exact"``: the exact gradient of
@@ -198,6 +204,7 @@ class NonLocalCRF(BaseEstimator):
         "learning_rate_schedule": [StrOptions({"constant", "invscaling"})],
         "learn_theta": ["boolean"],
         "psi_gradient": [StrOptions({"algorithm3", "exact"})],
+        "warm_start": ["boolean"],
         "random_state": ["random_state"],
         "n_jobs": [numbers.Integral, None],
         "verbose": ["verbose"],
@@ -226,6 +233,7 @@ class NonLocalCRF(BaseEstimator):
         learning_rate_schedule="invscaling",
         learn_theta=False,
         psi_gradient="algorithm3",
+        warm_start=False,
         random_state=None,
         n_jobs=None,
         verbose=0,
@@ -250,6 +258,7 @@ class NonLocalCRF(BaseEstimator):
         self.learning_rate_schedule = learning_rate_schedule
         self.learn_theta = learn_theta
         self.psi_gradient = psi_gradient
+        self.warm_start = warm_start
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -272,11 +281,13 @@ class NonLocalCRF(BaseEstimator):
         self : NonLocalCRF
         """
         X, y = check_sequences(X, y)
+        encoder = LabelEncoder().fit(np.concatenate(y))
+        previous = self._warm_start_params(X[0].shape[1], encoder.classes_)
         self.n_features_in_ = X[0].shape[1]
-        self._label_encoder = LabelEncoder().fit(np.concatenate(y))
-        self.classes_ = self._label_encoder.classes_
+        self._label_encoder = encoder
+        self.classes_ = encoder.classes_
         y_enc = encode_sequence_labels(self._label_encoder, y)
-        self._fit_base_crf(X, y_enc)
+        self._fit_base_crf(X, y_enc, previous)
         for attr in ("energy_", "psi_", "psi_coef_", "psi_featurizer_", "n_psi_features_in_",
                      "inference_n_iter_", "psi_history_"):
             self.__dict__.pop(attr, None)  # from an earlier fit with another energy
@@ -286,14 +297,26 @@ class NonLocalCRF(BaseEstimator):
             self._fit_psi(X, y_enc, phi)
         return self
 
-    def _fit_base_crf(self, X, y_enc):
+    def _warm_start_params(self, n_features, classes):
+        """The fitted (coef, intercept, transition) to start from, or None (cold start)."""
+        if not self.warm_start or not hasattr(self, "coef_"):
+            return None
+        if n_features != self.n_features_in_ or not np.array_equal(classes, self.classes_):
+            raise ValueError(
+                "warm_start=True needs the same features and labels as the previous fit: got "
+                f"{n_features} features and labels {list(classes)}, previously {self.n_features_in_} "
+                f"and {list(self.classes_)}."
+            )
+        return self.coef_, self.intercept_, self.transition_
+
+    def _fit_base_crf(self, X, y_enc, previous=None):
         L = len(self.classes_)
         n_jobs = effective_n_jobs(self.n_jobs)
         objective = ChainObjective(
             X, y_enc, L, self.c2, n_chunks=max(1, n_jobs), n_jobs=self.n_jobs,
             all_possible_states=self.all_possible_states,
         )
-        theta0 = np.zeros(objective.n_params)
+        theta0 = np.zeros(objective.n_params) if previous is None else objective.params_from(*previous)
         start = time.perf_counter()
 
         def report(iteration, value, _):

@@ -147,3 +147,17 @@ def test_not_fitted_and_bad_input():
     crf.fit(X, [np.array([0, 1, 0]), np.array([1, 0])])
     with pytest.raises(ValueError, match="Sequence 0 has 5 features, but 2 are expected"):
         crf.predict([np.zeros((2, 5))])
+
+
+def test_warm_start_reuses_the_fitted_crf(chain_task):
+    import copy
+
+    X_tr, y_tr, *_ = chain_task
+    X_sp = [sp.csr_matrix(np.where(np.abs(x) > 0.5, x, 0.0)) for x in X_tr[:150]]
+    cold = NonLocalCRF(c2=0.1, tol=1e-9, max_iter=300).fit(X_sp, y_tr[:150])
+    warm = copy.deepcopy(cold).set_params(warm_start=True).fit(X_sp, y_tr[:150])
+    assert warm.n_iter_ <= 2  # starts at the optimum, so one step meets the tolerance
+    assert warm.objective_ <= cold.objective_ + 1e-9
+    np.testing.assert_allclose(warm.coef_, cold.coef_, atol=1e-4)
+    with pytest.raises(ValueError, match="warm_start=True needs the same features"):
+        warm.fit([x[:, :3] for x in X_sp], y_tr[:150])

@@ -189,6 +189,15 @@ class LinearFeatures:
                 return _pair_gradient(*self._X, *self.pairs, self._dense_row, self._n_dense, D, self._n_chunks())
         return (self._X.T @ D).ravel()
 
+    def pair_weights(self, W):
+        """The flat weight vector of a dense (n_features, n_labels) matrix: its supported entries."""
+        W = np.asarray(W, dtype=np.float64)
+        if self.pairs is None:
+            return W.ravel().copy()
+        pair_ptr, pair_label = self.pairs
+        rows = np.repeat(np.arange(self.shape[1]), np.diff(pair_ptr))
+        return W[rows, pair_label]
+
     def dense_coef(self, w):
         """The weights as a dense (n_features, n_labels) matrix (zeros off the support)."""
         if self.pairs is None:
