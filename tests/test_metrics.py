@@ -1,6 +1,5 @@
 """Tests of sklearn_struct.metrics: conlleval chunk scores, token, multi-label, matching."""
 
-import gzip
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import accuracy_score, hamming_loss, make_scorer
 from sklearn.model_selection import KFold, cross_val_score
 
+from sklearn_struct.datasets import load_conll
 from sklearn_struct.metrics import (
     SCORERS,
     _chunk_counts,
@@ -239,23 +239,8 @@ def test_chunk_scores_bounded_and_perfect_on_self(pair):
     assert n_correct == n_true
 
 
-def _read_conll_tags(path):
-    sentences, current = [], []
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            fields = line.split()
-            if fields:
-                current.append(fields[-1])
-            elif current:
-                sentences.append(current)
-                current = []
-    if current:
-        sentences.append(current)
-    return sentences
-
-
 def test_conll2000_gold_and_noisy(data_home):
-    gold = _read_conll_tags(data_home / "conll2000" / "test.txt.gz")
+    gold = load_conll(data_home / "conll2000" / "test.txt.gz").labels
     assert len(gold) == 2012 and sum(map(len, gold)) == 47377
     assert chunk_precision_recall_f1(gold, gold) == (1.0, 1.0, 1.0)
     assert token_accuracy(gold, gold) == 1.0

@@ -1,6 +1,5 @@
 """Tests of sklearn_struct.preprocessing: SequenceVectorizer and WindowFeaturizer."""
 
-import gzip
 import pickle
 
 import numpy as np
@@ -11,6 +10,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.pipeline import Pipeline
 
+from sklearn_struct.datasets import load_conll
 from sklearn_struct.preprocessing import SequenceVectorizer, WindowFeaturizer, _word_shape
 
 TOKENS = [
@@ -274,25 +274,10 @@ def test_pipeline_and_grid_search():
 # ------------------------------------------------------------------------------ real data
 
 
-def _read_conll(path):
-    sentences, current = [], []
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            fields = line.split()
-            if fields:
-                current.append(tuple(fields))
-            elif current:
-                sentences.append(current)
-                current = []
-    if current:
-        sentences.append(current)
-    return sentences
-
-
 @pytest.mark.slow
 def test_conll2000_featurization(data_home):
-    train = _read_conll(data_home / "conll2000" / "train.txt.gz")
-    test = _read_conll(data_home / "conll2000" / "test.txt.gz")
+    train = load_conll(data_home / "conll2000" / "train.txt.gz").sequences
+    test = load_conll(data_home / "conll2000" / "test.txt.gz").sequences
     assert sum(map(len, train)) == 211727
     feat = WindowFeaturizer()
     X_train = feat.fit_transform(train)  # its speed is tracked by benchmarks/bench_conll_crfsuite.py
