@@ -667,8 +667,10 @@ class RandomFourierMeanMap(TransformerMixin, BaseEstimator):
     Parameters
     ----------
     n_components : int, default=1000
-    gamma : float, default=1.0
-        RBF bandwidth parameter ``exp(-gamma ||x - x'||^2)``.
+    gamma : "scale" or float, default="scale"
+        RBF bandwidth parameter ``exp(-gamma ||x - x'||^2)``. ``"scale"`` uses
+        ``1 / (n_features * X.var())`` over all tokens, as scikit-learn's RBF estimators do;
+        a fixed 1.0 makes the kernel vanish on, e.g., 128-pixel letter images.
     random_state : int, RandomState instance or None, default=None
 
     Examples
@@ -679,7 +681,7 @@ class RandomFourierMeanMap(TransformerMixin, BaseEstimator):
     (2, 5)
     """
 
-    def __init__(self, n_components=1000, gamma=1.0, random_state=None):
+    def __init__(self, n_components=1000, gamma="scale", random_state=None):
         self.n_components = n_components
         self.gamma = gamma
         self.random_state = random_state

@@ -127,3 +127,19 @@ def test_random_fourier_mean_map():
     np.testing.assert_array_equal(Z, RandomFourierMeanMap(n_components=50, gamma=0.5, random_state=0).fit_transform(X))
     with pytest.raises(ValueError, match="5 features"):
         mm.transform([rng.normal(size=(2, 5))])
+
+
+def test_mean_map_default_bandwidth_scales_with_the_data():
+    from sklearn_struct.energies import RandomFourierMeanMap
+
+    rng = np.random.RandomState(0)
+    letters = [rng.randint(2, size=(5, 128)).astype(float) for _ in range(40)]
+    def mean_cross_kernel(phi):  # approximate kernel between the mean maps of different sequences
+        K = phi @ phi.T
+        return (K.sum() - np.trace(K)) / (len(phi) * (len(phi) - 1))
+
+    phi = RandomFourierMeanMap(n_components=200, random_state=0).fit_transform(letters)
+    assert phi.shape == (40, 200) and np.isfinite(phi).all()
+    fixed = RandomFourierMeanMap(n_components=200, gamma=1.0, random_state=0).fit_transform(letters)
+    # gamma=1 on 128 binary pixels: exp(-32) between typical letters, the kernel vanishes
+    assert mean_cross_kernel(fixed) < 0.01 < 0.05 < mean_cross_kernel(phi)
