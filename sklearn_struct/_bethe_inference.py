@@ -45,7 +45,7 @@ import numpy as np
 from sklearn.utils import Bunch
 
 from .oracles.chain import check_chain_potentials, forward_backward
-from .utils.packing import edge_offsets, lengths_to_offsets
+from .utils.packing import edge_offsets, segment_sum, subset_sequences
 
 __all__ = ["bethe_inference", "nonlocal_objective", "chain_entropy"]
 
@@ -75,18 +75,6 @@ def _check_psi(psi, n_seq, n_weights):
             "and reverse its meaning); clip them at 0."
         )
     return np.ascontiguousarray(psi)
-
-
-def _subset(offsets, idx):
-    """Token rows, edge rows and offsets of the sequences ``idx`` of a packed batch."""
-    starts = offsets[idx]
-    lengths = offsets[idx + 1] - starts
-    sub = lengths_to_offsets(lengths)
-    tok = np.repeat(starts - sub[:-1], lengths) + np.arange(sub[-1])
-    eoff = edge_offsets(offsets)
-    esub = edge_offsets(sub)
-    etok = np.repeat(eoff[idx] - esub[:-1], lengths - 1) + np.arange(esub[-1])
-    return tok, etok, sub
 
 
 def _eta_schedule(eta, lengths):
@@ -249,7 +237,7 @@ def bethe_inference(
         if idx.size == n_seq:
             tok, etok, sub = slice(None), slice(None), offsets
         else:
-            tok, etok, sub = _subset(offsets, idx)
+            tok, etok, sub = subset_sequences(offsets, idx)
         psi_a = psi[idx]
         e_idx = idx if energy_index is None else energy_index[idx]
         old_node = mu_node[tok]
@@ -356,7 +344,6 @@ def chain_entropy(node, edge, offsets):
 
     ``H_B = sum_edges H(mu_e) - sum_t (deg_t - 1) H(mu_t)``.
     """
-    from .energies import segment_sum
 
     def ent(p):
         p = np.asarray(p)
@@ -380,7 +367,6 @@ def chain_entropy(node, edge, offsets):
 
 def nonlocal_objective(node, edge, unary, transition, offsets, energy=None, psi=1.0, energy_index=None):
     """Per-sequence value of eq. 2, ``-H_B(mu) - <theta, mu> + L_psi(mu)``, at given marginals."""
-    from .energies import segment_sum
 
     offsets = np.asarray(offsets, dtype=np.int64)
     n_seq = offsets.shape[0] - 1

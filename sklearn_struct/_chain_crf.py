@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from .oracles.chain import forward_backward
 from .oracles.linear import LinearFeatures, observed_pairs
-from .utils.packing import pack_sequences
+from .utils.packing import pack_sequences, transition_pairs
 from .utils.parallel import even_chunks, run_chunks
 
 
@@ -60,11 +60,8 @@ class ChainData:
 
     def empirical_transitions(self, n_labels):
         """Observed transition counts (n_labels, n_labels) of this chunk."""
-        inner = np.ones(self.n_tokens, dtype=bool)
-        inner[self.offsets[:-1]] = False  # token k has a predecessor iff it starts no sequence
-        idx = np.flatnonzero(inner)
         trans = np.zeros((n_labels, n_labels))
-        np.add.at(trans, (self.y[idx - 1], self.y[idx]), 1.0)
+        np.add.at(trans, transition_pairs(self.y, self.offsets), 1.0)
         return trans
 
 

@@ -39,7 +39,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.utils.validation import check_is_fitted
 
-from .utils.packing import edge_offsets, pack_sequences
+from .utils.packing import edge_offsets, pack_sequences, segment_repeat, segment_sum  # noqa: F401 (re-exported)
 
 __all__ = [
     "Energy",
@@ -55,31 +55,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 # helpers on packed batches
 # --------------------------------------------------------------------------------------
-
-
-def segment_sum(arr, offsets):
-    """Sum the rows of a packed array within each sequence: ``(n_seq,) + arr.shape[1:]``.
-
-    Empty segments (the edges of length-1 sequences) give zeros.
-
-    >>> import numpy as np
-    >>> segment_sum(np.arange(6.0).reshape(3, 2), np.array([0, 2, 2, 3]))
-    array([[2., 4.],
-           [0., 0.],
-           [4., 5.]])
-    """
-    arr = np.asarray(arr)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    nonempty = offsets[1:] > offsets[:-1]
-    out = np.zeros((offsets.shape[0] - 1,) + arr.shape[1:], dtype=np.result_type(arr.dtype, np.float64))
-    if nonempty.any():
-        out[nonempty] = np.add.reduceat(arr, offsets[:-1][nonempty], axis=0)
-    return out
-
-
-def segment_repeat(per_seq, offsets):
-    """Broadcast one row per sequence to every row (token or edge) of that sequence."""
-    return np.repeat(per_seq, np.diff(offsets), axis=0)
 
 
 def smoothed_hinge(z):

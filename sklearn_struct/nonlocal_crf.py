@@ -21,11 +21,11 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._bethe_inference import _subset, bethe_inference
+from ._bethe_inference import bethe_inference
 from ._chain_crf import ChainData, ChainObjective, predict_unary
 from .oracles.chain import forward_backward, viterbi
 from .utils.optimize import lbfgs
-from .utils.packing import edge_offsets, unpack_sequences
+from .utils.packing import edge_offsets, segment_sum, subset_sequences, transition_pairs, unpack_sequences
 from .utils.validation import check_sequence_labels, check_sequences, encode_sequence_labels
 
 __all__ = ["NonLocalCRF"]
@@ -404,10 +404,7 @@ class NonLocalCRF(BaseEstimator):
         packed, offsets = data.packed, data.offsets
         n_seq = offsets.shape[0] - 1
         y_all = np.concatenate(y_enc).astype(np.int64)
-        inner = np.ones(offsets[-1], dtype=bool)
-        inner[offsets[:-1]] = False
-        edge_from = y_all[np.flatnonzero(inner) - 1]  # packed edge k: token k+s-1 -> k+s (s = its sequence)
-        edge_to = y_all[np.flatnonzero(inner)]
+        edge_from, edge_to = transition_pairs(y_all, offsets)  # in packed edge-row order
         uses_edges = bool(energy.uses_edges)
 
         psi = np.full(K, float(self.psi_init))
@@ -423,7 +420,7 @@ class NonLocalCRF(BaseEstimator):
             order = rng.permutation(n_seq)
             for lo in range(0, n_seq, self.batch_size):
                 idx = np.sort(order[lo : lo + self.batch_size])
-                tok, etok, sub = _subset(offsets, idx)
+                tok, etok, sub = subset_sequences(offsets, idx)
                 Xb = packed[tok]
                 unary = np.asarray(Xb @ coef) + intercept
                 phi_b = None if phi is None else phi[idx]
@@ -592,7 +589,6 @@ def _surrogate_gradient(energy, node, edge, unary, transition, offsets, psi, y, 
     (``S(y) - m`` on nodes) and ``m_edge`` (per-position edge marginals of Q when the energy
     uses edges, their sum when ``edge_sum``, else None).
     """
-    from .energies import segment_sum
 
     gn, ge = energy.gradient(node, edge, offsets, psi, index=index)
     rho_unary = unary - gn

@@ -194,16 +194,16 @@ class LinearFeatures:
         W = np.asarray(W, dtype=np.float64)
         if self.pairs is None:
             return W.ravel().copy()
-        pair_ptr, pair_label = self.pairs
-        rows = np.repeat(np.arange(self.shape[1]), np.diff(pair_ptr))
-        return W[rows, pair_label]
+        return W[self._pair_rows(), self.pairs[1]]
 
     def dense_coef(self, w):
         """The weights as a dense (n_features, n_labels) matrix (zeros off the support)."""
         if self.pairs is None:
             return np.asarray(w).reshape(self.shape[1], self.n_labels).copy()
-        pair_ptr, pair_label = self.pairs
         W = np.zeros((self.shape[1], self.n_labels))
-        rows = np.repeat(np.arange(self.shape[1]), np.diff(pair_ptr))
-        W[rows, pair_label] = w
+        W[self._pair_rows(), self.pairs[1]] = w
         return W
+
+    def _pair_rows(self):
+        """The attribute (row of W) of every pair."""
+        return np.repeat(np.arange(self.shape[1]), np.diff(self.pairs[0]))

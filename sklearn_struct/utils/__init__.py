@@ -1,6 +1,15 @@
 """Input validation, packing of ragged data and joblib helpers shared by all estimators."""
 
-from .packing import edge_offsets, lengths_to_offsets, pack_sequences, unpack_sequences
+from .packing import (
+    edge_offsets,
+    lengths_to_offsets,
+    pack_sequences,
+    segment_repeat,
+    segment_sum,
+    subset_sequences,
+    transition_pairs,
+    unpack_sequences,
+)
 from .parallel import even_chunks, run_chunks
 from .validation import check_sequence_labels, check_sequences
 
@@ -11,6 +20,10 @@ __all__ = [
     "unpack_sequences",
     "lengths_to_offsets",
     "edge_offsets",
+    "segment_sum",
+    "segment_repeat",
+    "subset_sequences",
+    "transition_pairs",
     "run_chunks",
     "even_chunks",
 ]

@@ -12,7 +12,16 @@ with ``edge_offsets = offsets - arange(n_sequences + 1)``: sequence ``i`` owns r
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["pack_sequences", "unpack_sequences", "lengths_to_offsets", "edge_offsets"]
+__all__ = [
+    "pack_sequences",
+    "unpack_sequences",
+    "lengths_to_offsets",
+    "edge_offsets",
+    "segment_sum",
+    "segment_repeat",
+    "subset_sequences",
+    "transition_pairs",
+]
 
 
 def lengths_to_offsets(lengths):
@@ -54,3 +63,57 @@ def pack_sequences(X):
 def unpack_sequences(packed, offsets):
     """Split a packed array back into a list of per-sequence arrays (views where possible)."""
     return [packed[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+
+
+def segment_sum(arr, offsets):
+    """Sum the rows of a packed array within each sequence: ``(n_seq,) + arr.shape[1:]``.
+
+    Empty segments (the edges of length-1 sequences) give zeros.
+
+    >>> import numpy as np
+    >>> segment_sum(np.arange(6.0).reshape(3, 2), np.array([0, 2, 2, 3]))
+    array([[2., 4.],
+           [0., 0.],
+           [4., 5.]])
+    """
+    arr = np.asarray(arr)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    nonempty = offsets[1:] > offsets[:-1]
+    out = np.zeros((offsets.shape[0] - 1,) + arr.shape[1:], dtype=np.result_type(arr.dtype, np.float64))
+    if nonempty.any():
+        out[nonempty] = np.add.reduceat(arr, offsets[:-1][nonempty], axis=0)
+    return out
+
+
+def segment_repeat(per_seq, offsets):
+    """Broadcast one row per sequence to every row (token or edge) of that sequence."""
+    return np.repeat(per_seq, np.diff(offsets), axis=0)
+
+
+def subset_sequences(offsets, idx):
+    """Token rows, edge rows and offsets of the sequences ``idx`` of a packed batch.
+
+    >>> tok, etok, sub = subset_sequences(np.array([0, 2, 3, 6]), np.array([0, 2]))
+    >>> tok, etok, sub
+    (array([0, 1, 3, 4, 5]), array([0, 1, 2]), array([0, 2, 5]))
+    """
+    starts = offsets[idx]
+    lengths = offsets[idx + 1] - starts
+    sub = lengths_to_offsets(lengths)
+    tok = np.repeat(starts - sub[:-1], lengths) + np.arange(sub[-1])
+    eoff = edge_offsets(offsets)
+    esub = edge_offsets(sub)
+    etok = np.repeat(eoff[idx] - esub[:-1], lengths - 1) + np.arange(esub[-1])
+    return tok, etok, sub
+
+
+def transition_pairs(y, offsets):
+    """Labels ``(from, to)`` of every transition of packed label sequences, in edge-row order.
+
+    >>> transition_pairs(np.array([0, 1, 2, 3, 4]), np.array([0, 2, 5]))
+    (array([0, 2, 3]), array([1, 3, 4]))
+    """
+    has_predecessor = np.ones(offsets[-1], dtype=bool)
+    has_predecessor[offsets[:-1]] = False  # a token has one iff it starts no sequence
+    idx = np.flatnonzero(has_predecessor)
+    return y[idx - 1], y[idx]
