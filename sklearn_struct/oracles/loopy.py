@@ -535,7 +535,7 @@ def check_edge_list(edges, n_nodes, name="graph"):
     bad = np.flatnonzero((edges < 0).any(axis=1) | (edges >= n_nodes).any(axis=1))
     if bad.size:
         raise ValueError(
-            f"{name}: edge {bad[0]} = {tuple(edges[bad[0]])} refers to a node outside "
+            f"{name}: edge {bad[0]} = {tuple(edges[bad[0]].tolist())} refers to a node outside "
             f"[0, {n_nodes - 1}] ({n_nodes} nodes)."
         )
     loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
