@@ -3,9 +3,9 @@
 A parallel region ends in a barrier: every thread must finish before the call returns.
 When the machine is busy (other processes, joblib workers, a grid search), one
 descheduled thread makes the others wait for a whole scheduler time slice, which costs
-far more than a small problem's work. Measured here: a 400-sequence CRF fit took
-0.07 s on one thread and 0.6-1.2 s on two threads of a loaded 2-core machine. So a call
-gets one thread per ``MIN_WORK_PER_THREAD`` multiply-adds, at most all of numba's.
+far more than a small problem's work (on this project's loaded 2-core machine, a small CRF
+fit ran several times slower on two threads than on one). So a call gets one thread per
+``MIN_WORK_PER_THREAD`` multiply-adds, at most all of numba's.
 """
 
 from contextlib import contextmanager
