@@ -58,11 +58,17 @@ class ChainData:
         state["_buffers"] = None
         return state
 
-    def empirical_transitions(self, n_labels):
-        """Observed transition counts (n_labels, n_labels) of this chunk."""
+    def empirical_counts(self, n_labels):
+        """Observed sufficient statistics of this chunk, laid out like ``theta = (w, b, A)``.
+
+        The likelihood's gold score is linear in theta, ``<counts, theta>``, and its gradient
+        is expected minus these counts, so they are computed once per fit, not per evaluation.
+        """
+        onehot = np.zeros((self.n_tokens, n_labels))
+        onehot[np.arange(self.n_tokens), self.y] = 1.0
         trans = np.zeros((n_labels, n_labels))
         np.add.at(trans, transition_pairs(self.y, self.offsets), 1.0)
-        return trans
+        return np.concatenate([self.features.gradient(onehot), onehot.sum(axis=0), trans.ravel()])
 
 
 def unpack_params(theta, n_weights, n_labels):
@@ -77,22 +83,23 @@ def predict_unary(X_list, coef, intercept):
     return data, np.asarray(data.packed @ coef) + intercept
 
 
-def chunk_nll_grad(data, theta, n_labels, emp_trans):
-    """Negative log-likelihood of one chunk and its gradient (no regulariser)."""
+def chunk_nll_grad(data, theta, n_labels, counts):
+    """Negative log-likelihood of one chunk and its gradient (no regulariser).
+
+    ``counts`` are the chunk's :meth:`ChainData.empirical_counts`.
+    """
     n_weights = data.features.n_weights
     w, b, A = unpack_params(theta, n_weights, n_labels)
     unary_buf, node_buf = data.buffers(n_labels)
     unary = data.features.scores(w, bias=b, out=unary_buf)
     log_z, node, edge = forward_backward(unary, A, data.offsets, edge_marginals="sum", out=node_buf)
-    rows = np.arange(data.n_tokens)
-    gold = np.sum(unary[rows, data.y]) + np.sum(emp_trans * A)
-    node[rows, data.y] -= 1.0  # expected minus observed
     grad = np.empty_like(theta)
     gw, gb, gA = unpack_params(grad, n_weights, n_labels)
     gw[:] = data.features.gradient(node)
     gb[:] = node.sum(axis=0)
-    gA[:] = edge - emp_trans
-    return float(np.sum(log_z) - gold), grad
+    gA[:] = edge
+    grad -= counts  # expected minus observed
+    return float(np.sum(log_z) - np.dot(counts, theta)), grad
 
 
 class ChainObjective:
@@ -121,7 +128,7 @@ class ChainObjective:
         for sl in even_chunks(len(X_list), n_chunks):
             lo, hi = offsets[sl.start], offsets[sl.stop]
             data = ChainData.from_packed(packed[lo:hi], offsets[sl.start : sl.stop + 1] - lo, y[lo:hi], n_labels, pairs)
-            self.chunks.append((data, data.empirical_transitions(n_labels)))
+            self.chunks.append((data, data.empirical_counts(n_labels)))
         self.features = self.chunks[0][0].features
         self.n_weights = self.features.n_weights
         self.n_params = self.n_weights + n_labels + n_labels * n_labels
