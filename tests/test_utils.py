@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from joblib import parallel_backend
 from scipy.optimize import rosen, rosen_der
 
@@ -95,6 +97,31 @@ def test_lbfgs_minimises_rosenbrock_and_respects_max_iter():
     np.testing.assert_allclose(res.x, 1.0, atol=1e-5)
     short = lbfgs(lambda x: (rosen(x), rosen_der(x)), np.full(6, -1.0), max_iter=3, tol=0)
     assert short.nit == 3 and not short.success
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 30), m=st.integers(0, 6), memory=st.integers(1, 8), seed=st.integers(0, 2**16))
+def test_lbfgs_direction_matches_textbook_two_loop(n, m, memory, seed):
+    from sklearn_struct.utils.optimize import _lbfgs_direction
+
+    m = min(m, memory)
+    rng = np.random.RandomState(seed)
+    S, Y = rng.normal(size=(memory, n)), rng.normal(size=(memory, n))
+    Y[:] += 3 * S  # keep s.y > 0 as stored pairs have
+    rho = 1.0 / np.einsum("ij,ij->i", S, Y)
+    order = rng.permutation(memory)[:m]  # ring-buffer rows, oldest first
+    g = rng.normal(size=n)
+    # textbook form (Nocedal & Wright, Algorithm 7.4), on explicit copies
+    q, alphas = g.copy(), []
+    for r in order[::-1]:
+        alphas.append(rho[r] * S[r] @ q)
+        q -= alphas[-1] * Y[r]
+    if m:
+        q *= (S[order[-1]] @ Y[order[-1]]) / (Y[order[-1]] @ Y[order[-1]])
+    for r, a in zip(order, alphas[::-1]):
+        q += (a - rho[r] * Y[r] @ q) * S[r]
+    out = _lbfgs_direction(g, S, Y, rho, order.astype(np.int64), np.empty(n))
+    np.testing.assert_allclose(out, -q, rtol=1e-9, atol=1e-12)
 
 
 def test_lbfgs_recovers_from_non_finite_trial_points():

@@ -15,26 +15,57 @@ that always holds.
 from collections import deque
 
 import numpy as np
+from numba import njit
 from scipy.optimize import OptimizeResult
 
 __all__ = ["lbfgs"]
 
 
-def _two_loop(g, pairs):
-    """Apply the L-BFGS inverse-Hessian approximation to g."""
-    q = g.copy()
-    alphas = []
-    for s, y, rho in reversed(pairs):
-        a = rho * np.dot(s, q)
-        q -= a * y
-        alphas.append(a)
-    if pairs:
-        s, y, _ = pairs[-1]
-        q *= np.dot(s, y) / np.dot(y, y)
-    for (s, y, rho), a in zip(pairs, reversed(alphas)):
-        b = rho * np.dot(y, q)
-        q += (a - b) * s
-    return q
+@njit(cache=True, nogil=True)
+def _lbfgs_direction(g, S, Y, rho, order, out):
+    """``out = -H g`` by the two-loop recursion over the pairs ``S[order], Y[order]`` (oldest first).
+
+    Each loop makes one pass over memory per pair: the update with pair k and the dot
+    product with pair k - 1 share it. With no pairs, ``out = -g``.
+    """
+    n, m = g.shape[0], order.shape[0]
+    alpha = np.empty(m)
+    for j in range(n):
+        out[j] = -g[j]
+    if m == 0:
+        return out
+    r = order[m - 1]
+    a = 0.0
+    for j in range(n):
+        a += S[r, j] * out[j]
+    for k in range(m - 1, -1, -1):
+        r = order[k]
+        alpha[k] = a * rho[r]
+        a = 0.0
+        nxt = order[k - 1] if k > 0 else r
+        for j in range(n):
+            out[j] -= alpha[k] * Y[r, j]
+            a += S[nxt, j] * out[j]
+    newest = order[m - 1]
+    sy = yy = 0.0
+    for j in range(n):
+        sy += S[newest, j] * Y[newest, j]
+        yy += Y[newest, j] * Y[newest, j]
+    gamma = sy / yy
+    b = 0.0
+    r = order[0]
+    for j in range(n):
+        out[j] *= gamma
+        b += Y[r, j] * out[j]
+    for k in range(m):
+        r = order[k]
+        coef = alpha[k] - b * rho[r]
+        b = 0.0
+        nxt = order[k + 1] if k + 1 < m else r
+        for j in range(n):
+            out[j] += coef * S[r, j]
+            b += Y[nxt, j] * out[j]
+    return out
 
 
 def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=None, max_backtracks=30):
@@ -69,19 +100,24 @@ def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=No
     x = np.array(x0, dtype=np.float64)
     f, g = fun(x)
     nfev = 1
-    pairs = deque(maxlen=memory)
+    # curvature pairs in a ring buffer: no per-iteration allocation of memory x n arrays
+    S, Y = np.empty((memory, x.size)), np.empty((memory, x.size))
+    rho = np.empty(memory)
+    stored = deque()  # rows of S, Y in use, oldest first
+    d = np.empty_like(x)
     message, success = "max_iter reached", False
     nit = 0
     for nit in range(1, max_iter + 1):
         if np.max(np.abs(g)) <= gtol:
             message, success, nit = "gradient below gtol", True, nit - 1
             break
-        d = -_two_loop(g, pairs)
+        _lbfgs_direction(g, S, Y, rho, np.array(stored, dtype=np.int64), d)
         slope = np.dot(g, d)
         if not slope < 0:  # not a descent direction: restart from steepest descent
-            pairs.clear()
-            d, slope = -g, -np.dot(g, g)
-        step = 1.0 if pairs else min(1.0, 1.0 / np.sqrt(-slope))
+            stored.clear()
+            np.negative(g, out=d)
+            slope = -np.dot(g, g)
+        step = 1.0 if stored else min(1.0, 1.0 / np.sqrt(-slope))
         for _ in range(max_backtracks):
             x_new = x + step * d
             f_new, g_new = fun(x_new)
@@ -95,10 +131,19 @@ def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=No
         else:
             message = "line search failed to decrease the objective"
             break
-        s, y = x_new - x, g_new - g
-        sy = np.dot(s, y)
-        if sy > 1e-12 * np.dot(y, y):
-            pairs.append((s, y, 1.0 / sy))
+        # a free row, else the oldest pair's (which this pair replaces)
+        free = [r for r in range(memory) if r not in stored]
+        row = free[0] if free else stored[0]
+        np.subtract(x_new, x, out=S[row])
+        np.subtract(g_new, g, out=Y[row])
+        sy = np.dot(S[row], Y[row])
+        if sy > 1e-12 * np.dot(Y[row], Y[row]):
+            rho[row] = 1.0 / sy
+            if row in stored:
+                stored.remove(row)
+            stored.append(row)
+        elif row in stored:  # its old pair was overwritten: forget it
+            stored.remove(row)
         decrease = (f - f_new) / max(abs(f), abs(f_new), 1.0)
         x, f, g = x_new, f_new, g_new
         if callback is not None:
