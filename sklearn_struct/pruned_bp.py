@@ -3,7 +3,8 @@
 Inference follows Algorithm 1 of Riedel, Smith & McCallum: the seed graph ``G`` holds the unary
 factors only, so its marginals are exact and closed-form; every pairwise factor ``e`` gets the gain
 ``g(e) = KL(p_G || p_{G+e})`` from them; one selection rule picks the factors ``N`` to add; loopy BP
-(or TRW) then runs once on ``H = G ∪ N``. Factors left out are dropped, not reparametrised.
+(or TRW) then runs once on ``H = G ∪ N``. Factors left out are dropped, not reparametrised
+(``dropped="drop"``, the default: the paper's method).
 
 The three rules minimise the factorised divergence estimate ``D1 = sum of the dropped gains``:
 
@@ -15,6 +16,14 @@ The three rules minimise the factorised divergence estimate ``D1 = sum of the dr
 * ``min_joint`` (gamma): keep every factor with ``g(e) >= gamma`` (minimises ``D1 + gamma |H|``); O(n).
 
 Ties in gain are broken by edge index (lower index dropped first), so results are deterministic.
+
+Extension beyond the paper (``dropped="absorb"``): the paper lists reparametrising the dropped
+factors as future work. With ``"absorb"`` each dropped factor ``e = (u, v)`` is not discarded but
+folded into the unaries of its endpoints as its factor-to-node message computed from the seed
+marginal of the other endpoint, ``m_{e->u}(a) = log sum_b exp(pairwise_e(a, b)) q_v(b)``: one
+pass, O(n_dropped S^2), and the selection still uses the paper's gains. It is exact for the node
+marginals when a dropped factor's endpoints have no other factors, and it keeps the collective
+effect of many weak factors on one node (which dropping loses). It is not the paper's method.
 """
 
 import numbers
@@ -32,6 +41,7 @@ from sklearn.utils.validation import check_is_fitted
 from joblib import effective_n_jobs
 
 from .oracles.loopy import (
+    absorbed_unary,
     check_pairwise_graph,
     log_softmax,
     loopy_bp,
@@ -49,6 +59,7 @@ __all__ = [
 ]
 
 _OBJECTIVES = ("min_joint", "min_size", "min_divergence", "none")
+_DROPPED = ("drop", "absorb")
 
 
 # --------------------------------------------------------------------------------------
@@ -128,7 +139,8 @@ class PruningReport:
     dropped_gain : float
         Sum of the gains of the dropped factors: the divergence estimate ``D1``.
     seed_time : float
-        Seconds for the seed marginals, the gains and the selection.
+        Seconds for the seed marginals, the gains, the selection and (``dropped="absorb"``) folding
+        the dropped factors into the unaries.
     bp_time : float
         Seconds for BP on ``H`` (0 when no factor was kept).
     bp_result : BPResult or None
@@ -149,8 +161,8 @@ class PruningReport:
 
 
 def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-2, epsilon=1.0, m=0.5,
-                     inference="bp", rho=None, schedule="sequential", damping=0.0, max_iter=100, tol=1e-6,
-                     edge_marginals=False, return_report=False, check_input=True):
+                     dropped="drop", inference="bp", rho=None, schedule="sequential", damping=0.0, max_iter=100,
+                     tol=1e-6, edge_marginals=False, return_report=False, check_input=True):
     """Node marginals of a pairwise model by BP on the graph pruned by one selection rule.
 
     Runs Algorithm 1 of Riedel, Smith & McCallum once: exact unary-only seed marginals, the gain
@@ -165,10 +177,20 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
         Log-potentials, as in :func:`sklearn_struct.oracles.loopy.loopy_bp`.
     objective : {"min_joint", "min_size", "min_divergence", "none"}, default="min_joint"
     gamma, epsilon, m : see :func:`select_factors`
+    dropped : {"drop", "absorb"}, default="drop"
+        What happens to the factors left out of ``H``. ``"drop"``: they are removed (the paper's
+        method). ``"absorb"`` (an extension, the reparametrisation the paper leaves to future
+        work): each one is folded into the unaries of its two endpoints as its factor-to-node
+        message from the seed marginal of the other endpoint,
+        ``m_{e->u}(a) = log sum_b exp(pairwise_e(a, b)) q_v(b)`` (see
+        :func:`~sklearn_struct.oracles.loopy.absorbed_unary`); one pass, O(n_dropped S^2). The
+        selection is unchanged.
     inference : {"bp", "trw"}, default="bp"
     rho : array-like of shape (n_edges,), default=None
         TRW edge appearance probabilities of the full graph's edges (the kept ones are used);
-        None: ``trw_edge_probabilities(kept_edges, method="uniform")`` of the pruned graph.
+        None: ``trw_edge_probabilities(kept_edges, method="uniform")`` of the pruned graph, i.e.
+        the uniform spanning-tree value of each of its connected components (1 on a tree
+        component, where TRW is BP). Absorbed factors are part of the unaries and have no rho.
     schedule, damping, max_iter, tol : passed to :func:`~sklearn_struct.oracles.loopy.loopy_bp`
     edge_marginals : bool, default=False
         Also compute pairwise beliefs of the kept edges (in ``report.bp_result``).
@@ -199,6 +221,8 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
     """
     if inference not in ("bp", "trw"):
         raise ValueError(f"inference must be 'bp' or 'trw', got {inference!r}.")
+    if dropped not in _DROPPED:
+        raise ValueError(f"dropped must be one of {_DROPPED}, got {dropped!r}.")
     if check_input:
         unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
     elif pairwise.ndim == 2:
@@ -213,11 +237,15 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
         kept = select_factors(gains, objective, gamma=gamma, epsilon=epsilon, m=m)
     sub_edges = edges[kept]
     sub_pairwise = pairwise if pairwise.shape[0] == 1 else pairwise[kept]
+    if dropped == "absorb" and not kept.all():
+        unary = absorbed_unary(unary, edges[~kept], pairwise if pairwise.shape[0] == 1 else pairwise[~kept],
+                               log_seed_marginals=log_q, check_input=False)
+        log_q = None
     seed_time = time.perf_counter() - start
     result = None
     start = time.perf_counter()
-    if sub_edges.shape[0] == 0:  # H == G: the seed marginals are exact for H
-        marginals = np.exp(log_q)
+    if sub_edges.shape[0] == 0:  # H == G: the (absorbed) seed marginals are exact for H
+        marginals = np.exp(log_softmax(unary) if log_q is None else log_q)
     else:
         sub_rho = None
         if inference == "trw":
@@ -266,6 +294,12 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
         MinSize budget on the dropped gain sum, per graph.
     m : int or float, default=0.5
         MinDivergence: factors kept per graph, or a fraction of them if a float in (0, 1].
+    dropped : {"drop", "absorb"}, default="drop"
+        At prediction, what happens to the factors left out: removed (``"drop"``, the paper's
+        method) or folded into their endpoints' unaries as factor-to-node messages from the seed
+        marginals (``"absorb"``, an extension beyond the paper: the reparametrisation it leaves to
+        future work; see :func:`pruned_marginals`). Training is not affected (see
+        ``fit_inference``).
     inference : {"bp", "trw"}, default="bp"
         Loopy BP or tree-reweighted BP (uniform spanning-tree edge probabilities per component).
     fit_inference : {"full", "pruned"}, default="full"
@@ -338,6 +372,7 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
         "gamma": [Interval(numbers.Real, 0, None, closed="left")],
         "epsilon": [Interval(numbers.Real, 0, None, closed="left")],
         "m": [Interval(numbers.Integral, 0, None, closed="left"), Interval(numbers.Real, 0, 1, closed="right")],
+        "dropped": [StrOptions(set(_DROPPED))],
         "inference": [StrOptions({"bp", "trw"})],
         "fit_inference": [StrOptions({"full", "pruned"})],
         "edge_model": [StrOptions({"potts", "full"})],
@@ -352,13 +387,14 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, *, objective="min_joint", gamma=1e-2, epsilon=1.0, m=0.5, inference="bp",
+    def __init__(self, *, objective="min_joint", gamma=1e-2, epsilon=1.0, m=0.5, dropped="drop", inference="bp",
                  fit_inference="full", edge_model="potts", fit_intercept=True, C=1.0, max_iter=100, tol=1e-5,
                  bp_max_iter=100, bp_tol=1e-5, damping=0.0, n_jobs=None, verbose=0):
         self.objective = objective
         self.gamma = gamma
         self.epsilon = epsilon
         self.m = m
+        self.dropped = dropped
         self.inference = inference
         self.fit_inference = fit_inference
         self.edge_model = edge_model
@@ -436,7 +472,7 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
         def infer(chunk):
             return [
                 pruned_marginals(unary, edges, pairwise, objective=self.objective, gamma=self.gamma,
-                                 epsilon=self.epsilon, m=self.m, inference=self.inference,
+                                 epsilon=self.epsilon, m=self.m, dropped=self.dropped, inference=self.inference,
                                  max_iter=self.bp_max_iter, tol=self.bp_tol, damping=self.damping,
                                  check_input=False)
                 for unary, edges, pairwise in potentials[chunk]

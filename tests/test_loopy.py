@@ -8,8 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sklearn_struct.oracles.loopy import (
+    absorbed_unary,
     bethe_free_energy,
     build_adjacency,
+    log_softmax,
     loopy_bp,
     seed_gains,
     trw_edge_probabilities,
@@ -98,6 +100,87 @@ def test_trw_on_a_tree_with_rho_one_is_bp_and_damping_keeps_fixed_point(model, k
     trw = loopy_bp(unary, edges, pairwise, rho=np.ones(len(edges)), damping=1 - keep, tol=1e-13,
                    max_iter=2000)
     np.testing.assert_allclose(trw.node_marginals, bp.node_marginals, atol=1e-8)
+
+
+def _tree_depths(edges, n):
+    """Eccentricity of every node (BFS from each), for the diameter of each component."""
+    adj = [[] for _ in range(n)]
+    for u, v in edges:
+        adj[u].append(v)
+        adj[v].append(u)
+    ecc = np.zeros(n, dtype=int)
+    for s in range(n):
+        dist = {s: 0}
+        frontier = [s]
+        while frontier:
+            frontier = [w for x in frontier for w in adj[x] if w not in dist and not dist.update({w: dist[x] + 1})]
+        ecc[s] = max(dist.values())
+    return ecc
+
+
+@SETTINGS
+@given(random_tree(max_nodes=9), random_tree(max_nodes=9), st.integers(0, 20))
+def test_forest_converges_within_diameter_sweeps_and_isolated_nodes_are_free(a, b, n_isolated):
+    # two trees (same number of states) and isolated nodes, shuffled node indices
+    (ua, ea, pa), (ub, eb, pb) = a, b
+    S = min(ua.shape[1], ub.shape[1])
+    ua, ub, pa, pb = ua[:, :S], ub[:, :S], pa[:, :S, :S], pb[:, :S, :S]
+    rng = np.random.default_rng(len(ea) * 31 + n_isolated)
+    unary = np.vstack([ua, ub, rng.normal(size=(n_isolated, S))])
+    edges = np.vstack([ea, eb + len(ua)]).astype(np.int64)
+    perm = rng.permutation(len(unary))
+    inv = np.argsort(perm)
+    unary, edges = unary[perm], inv[edges]
+    pairwise = np.concatenate([pa, pb])
+    res = loopy_bp(unary, edges, pairwise, tol=1e-12, max_iter=100)
+    diameter = _tree_depths(edges, len(unary)).max()
+    # a message with h factors behind it is final after h + 1 sweeps; one more sweep confirms it
+    assert res.converged and res.n_iter <= diameter + 1
+    _, node, _, _, _ = enumerate_model(unary, edges, pairwise) if len(unary) <= 12 else (0, None, 0, 0, 0)
+    if node is not None:
+        np.testing.assert_allclose(res.node_marginals, node, atol=1e-9)
+    connected = np.zeros(len(unary), dtype=bool)
+    connected[edges.ravel()] = True
+    if connected.any():  # isolated nodes send nothing and do not change the schedule of the others
+        alone = loopy_bp(unary[connected], np.searchsorted(np.flatnonzero(connected), edges), pairwise, tol=1e-12)
+        assert res.n_message_updates == alone.n_message_updates
+    else:
+        assert res.n_message_updates == 0
+    np.testing.assert_allclose(res.node_marginals[~connected], np.exp(log_softmax(unary[~connected])))
+
+
+@SETTINGS
+@given(random_tree(max_nodes=8), st.integers(0, 2**31 - 1))
+def test_absorbing_pendant_factors_keeps_the_rest_of_a_tree_exact(model, seed):
+    # a leaf's factor-to-node message from its unary alone is the exact BP message into its parent
+    unary, edges, pairwise = model
+    n = unary.shape[0]
+    if n < 2:
+        return
+    _, node, _, _, _ = enumerate_model(unary, edges, pairwise)
+    degree = np.bincount(edges.ravel(), minlength=n)
+    pendant = (degree[edges] == 1).any(axis=1)
+    drop = pendant & (np.random.default_rng(seed).random(len(edges)) < 0.7)
+    absorbed = absorbed_unary(unary, edges[drop], pairwise[drop])
+    res = loopy_bp(absorbed, edges[~drop], pairwise[~drop], tol=1e-13, max_iter=200)
+    # exact except at a leaf whose factor was absorbed (its parent's other factors are missing)
+    leaf_of_dropped = np.zeros(n, dtype=bool)
+    for u, v in edges[drop]:
+        if degree[u] == 1 and degree[v] > 1:
+            leaf_of_dropped[u] = True
+        elif degree[v] == 1 and degree[u] > 1:
+            leaf_of_dropped[v] = True
+    np.testing.assert_allclose(res.node_marginals[~leaf_of_dropped], node[~leaf_of_dropped], atol=1e-9)
+
+
+def test_absorbed_unary_with_potentials_of_magnitude_1e3():
+    rng = np.random.default_rng(4)
+    unary, pairwise = 1e3 * rng.normal(size=(2, 3)), 1e3 * rng.normal(size=(3, 3))
+    _, node, _, _, _ = enumerate_model(unary, np.array([[0, 1]]), pairwise)
+    absorbed = absorbed_unary(unary, [[0, 1]], pairwise)
+    assert np.all(np.isfinite(absorbed))
+    np.testing.assert_allclose(np.exp(log_softmax(absorbed)), node, atol=1e-12)
+    np.testing.assert_array_equal(absorbed_unary(unary, np.zeros((0, 2), dtype=int), pairwise), unary)
 
 
 def test_bethe_free_energy_is_minus_log_z_on_a_forest():

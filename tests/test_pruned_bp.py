@@ -1,5 +1,6 @@
 """Selection rules, pruned inference, graph helpers, make_ising_grid and the PrunedBPMarginals estimator."""
 
+import itertools
 import pickle
 
 import numpy as np
@@ -97,6 +98,82 @@ def test_dropping_low_gain_factors_changes_little():
                              m=int(np.sum(gains >= gamma)), tol=1e-10)
     assert np.abs(marg - full).mean() < 0.01
     np.testing.assert_allclose(marg, worse)  # same count, same (highest-gain) factors
+
+
+# ----------------------------------------------------------------------------- dropped="absorb"
+def _exact_marginals(unary, edges, pairwise):
+    """Node marginals by enumerating every labelling (pairwise: one table per edge)."""
+    n, S = unary.shape
+    ys = np.array(list(itertools.product(range(S), repeat=n)))
+    scores = unary[np.arange(n), ys].sum(axis=1)
+    for e, (u, v) in enumerate(edges):
+        scores = scores + pairwise[e][ys[:, u], ys[:, v]]
+    p = np.exp(scores - np.logaddexp.reduce(scores))
+    return np.stack([np.bincount(ys[:, i], weights=p, minlength=S) for i in range(n)])
+
+
+@st.composite
+def ferromagnetic_tree(draw, max_nodes=8):
+    """Binary tree model with Potts weights >= 0 and fields >= 0 (every node leans to state 1)."""
+    n = draw(st.integers(2, max_nodes))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    edges = np.array([[i, int(rng.integers(0, i))] for i in range(1, n)], dtype=np.int64)
+    unary = np.c_[np.zeros(n), rng.uniform(0, 2, size=n)]
+    pairwise = rng.uniform(0, 2.5, size=len(edges))[:, None, None] * np.eye(2)
+    return unary, edges, pairwise
+
+
+@settings(max_examples=60, deadline=None)
+@given(ferromagnetic_tree(), st.floats(0, 0.3))
+def test_absorb_lies_between_drop_and_exact_on_ferromagnetic_trees(model, gamma):
+    # Every true message into a node favours state 1 at least as much as the absorbed one (the
+    # sender's other factors only add evidence for 1), and that one at least as much as none, so
+    # per node: drop <= absorb <= exact. Absorbing never increases any node's error here.
+    unary, edges, pairwise = model
+    exact = _exact_marginals(unary, edges, pairwise)[:, 1]
+    drop = pruned_marginals(unary, edges, pairwise, gamma=gamma, tol=1e-12)[:, 1]
+    absorb, rep = pruned_marginals(unary, edges, pairwise, gamma=gamma, dropped="absorb", tol=1e-12,
+                                   return_report=True)
+    absorb = absorb[:, 1]
+    assert np.all(drop <= absorb + 1e-9) and np.all(absorb <= exact + 1e-9)
+    if rep.kept.all():
+        np.testing.assert_allclose(absorb, drop, atol=1e-12)
+        np.testing.assert_allclose(absorb, exact, atol=1e-8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(2, 3), st.integers(0, 2**31 - 1))
+def test_absorb_is_exact_at_the_centre_of_a_star_with_every_factor_dropped(n_leaves, S, seed):
+    rng = np.random.default_rng(seed)
+    unary = 2 * rng.normal(size=(n_leaves + 1, S))
+    edges = np.array([[0, i] if i % 2 else [i, 0] for i in range(1, n_leaves + 1)])
+    pairwise = 2 * rng.normal(size=(n_leaves, S, S))
+    exact = _exact_marginals(unary, edges, pairwise)
+    marg, rep = pruned_marginals(unary, edges, pairwise, gamma=np.inf, dropped="absorb", return_report=True)
+    assert not rep.kept.any() and rep.bp_result is None
+    np.testing.assert_allclose(marg[0], exact[0], atol=1e-12)  # leaves send their exact messages
+    if n_leaves == 1:  # a single factor: both endpoints exact
+        np.testing.assert_allclose(marg, exact, atol=1e-12)
+
+
+def test_absorb_cuts_the_error_of_dropping_on_ising_denoising():
+    unary, edges, pairwise = _ising(alpha=5.0, shape=(24, 24))
+    full = loopy_bp(unary, edges, pairwise, tol=1e-10).node_marginals
+    for gamma in (0.02, 0.08, np.inf):
+        drop = pruned_marginals(unary, edges, pairwise, gamma=gamma)
+        absorb = pruned_marginals(unary, edges, pairwise, gamma=gamma, dropped="absorb")
+        assert np.abs(absorb - full).mean() < 0.5 * np.abs(drop - full).mean()
+
+
+def test_absorb_with_trw_and_shared_or_per_edge_tables():
+    unary, edges, pairwise = _ising(alpha=4.0)
+    per_edge = np.repeat(pairwise[None], len(edges), axis=0)
+    for inference in ("bp", "trw"):
+        a = pruned_marginals(unary, edges, pairwise, gamma=0.05, dropped="absorb", inference=inference)
+        b = pruned_marginals(unary, edges, per_edge, gamma=0.05, dropped="absorb", inference=inference)
+        np.testing.assert_allclose(a, b, atol=1e-12)
+    with pytest.raises(ValueError, match="dropped"):
+        pruned_marginals(unary, edges, pairwise, dropped="reweight")
 
 
 # ----------------------------------------------------------------------------- graph helpers
@@ -207,6 +284,20 @@ def test_string_labels_edge_features_full_tables_and_trw():
     assert est.edge_coef_.shape == (2, 2, 2) and est.n_edge_features_in_ == 2
     assert set(np.concatenate(est.predict(X))) <= {"bg", "fg"}
     assert est.score(X, y) > 0.7
+
+
+def test_estimator_absorb_predicts_with_absorbed_factors(denoising_data, fitted):
+    _, _, Xt, _ = denoising_data
+    est = clone(fitted).set_params(dropped="absorb", gamma=0.05)
+    est.__dict__.update({k: v for k, v in fitted.__dict__.items() if k.endswith("_")})
+    feats, edges = Xt[0][0], Xt[0][1]
+    unary = feats @ est.coef_ + est.intercept_
+    expected = pruned_marginals(unary, edges, est.edge_coef_[0], gamma=0.05, dropped="absorb", tol=est.bp_tol)
+    np.testing.assert_allclose(est.predict_marginals(Xt[:1])[0], expected)
+    dropping = est.set_params(dropped="drop").predict_marginals(Xt[:1])[0]
+    assert np.abs(dropping - expected).max() > 1e-3
+    with pytest.raises(ValueError, match="dropped"):
+        PrunedBPMarginals(dropped="keep").fit(*denoising_data[:2])
 
 
 def test_pruned_fitting_and_joblib_chunks_agree(denoising_data):

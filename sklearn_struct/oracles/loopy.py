@@ -33,10 +33,11 @@ double range could then matter), that one message is recomputed with exact log-s
 potentials of magnitude 1e3 give correct answers, not NaN.
 
 Schedules: ``"parallel"`` (flooding: every message from the previous iteration's messages, numba
-``prange`` over nodes) and ``"sequential"`` (nodes in index order, then in reverse order on the
-next sweep, each node sending all its messages from the current ones; converges in fewer sweeps).
-Both skip a node none of whose incoming messages changed by more than ``tol`` since it last sent
-(its messages would not change), so converged regions cost nothing. Damping mixes the new and old max-normalised messages in probability space (sum-product) or in
+``prange`` over chunks of nodes) and ``"sequential"`` (nodes in index order, then in reverse order
+on the next sweep, each node sending all its messages from the current ones; converges in fewer
+sweeps). Both skip a node none of whose incoming messages changed by more than ``tol`` since it
+last sent (its messages would not change), so converged regions, converged connected components
+(a tree converges within diameter + 1 sweeps) and nodes without edges cost nothing. Damping mixes the new and old max-normalised messages in probability space (sum-product) or in
 log space (max-product): ``m <- (1 - damping) m_new + damping m_old``.
 
 References
@@ -65,11 +66,15 @@ __all__ = [
     "check_pairwise_graph",
     "check_edge_list",
     "seed_gains",
+    "absorbed_unary",
+    "log_softmax",
 ]
 
 # Below this a message entry computed in probability space (each term <= 1 after shifting)
 # may have lost terms to underflow: that message is recomputed in log space.
 _UNDERFLOW_GUARD = 1e-200
+# Flooding splits the nodes into this many chunks per thread (load balance across threads).
+_CHUNKS_PER_THREAD = 4
 
 
 @dataclass
@@ -192,175 +197,132 @@ def _node_log_belief(i, indptr, edge_ids, reverse, unary, rho, msgs, belief):
 
 
 @njit(cache=True, nogil=True)
-def _message_exact(i, r, k, fwd, t, belief, msgs_in, log_tables, max_product, out):
-    """Exact log-space message i -> neighbors[k] into out[k] (max-normalised).
+def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, reverse, forward, unary, rho,
+                 log_tables, exp_tables, max_product, damping, tol, log_tol, msgs_in, target, belief,
+                 active, active_next):
+    """Send every message out of the active nodes ``lo <= i < hi``; return (largest change, updates).
 
-    The opposite message (slot r = reverse[k]) is removed from the belief of i (the cavity).
-    """
-    S = belief.shape[1]
-    best_all = -np.inf
-    for b in range(S):
-        top = -np.inf
-        for a in range(S):
-            lt = log_tables[t, a, b] if fwd else log_tables[t, b, a]
-            v = belief[i, a] - msgs_in[r, a] + lt
-            if v > top:
-                top = v
-        if max_product:
-            out[k, b] = top
-        else:
-            acc = 0.0
-            for a in range(S):
-                lt = log_tables[t, a, b] if fwd else log_tables[t, b, a]
-                acc += math.exp(belief[i, a] - msgs_in[r, a] + lt - top)
-            out[k, b] = top + math.log(acc)
-        if out[k, b] > best_all:
-            best_all = out[k, b]
-    for b in range(S):
-        out[k, b] -= best_all
+    Node ``i`` reads its incoming messages from ``msgs_in`` and writes its outgoing ones into
+    ``target``. ``in_place`` (sequential schedule): ``target`` is ``msgs_in`` and ``active_next``
+    is ``active``, so a node is cleared when processed and re-flagged if a later neighbour changes
+    a message into it (the outgoing slots of i are never read while i is processed). Otherwise
+    (flooding), inactive nodes copy their messages into ``target``. Receivers of a message that
+    changed by more than ``tol`` are flagged in ``active_next``: a node none of whose incoming
+    messages changed would resend the same messages, so converged regions (and nodes without
+    edges) cost nothing.
 
+    The change is measured on max-normalised log messages, ignoring entries whose probability
+    stays below ``tol`` (there |dp| <= tol anyway); since |dp| <= |d log p| for p <= 1, a change
+    <= tol implies a probability change <= tol.
 
-@njit(cache=True, nogil=True)
-def _message(i, r, k, fwd, t, belief, msgs_in, log_tables, exp_tables, max_product, out):
-    """Message i -> neighbors[k] into out[k]: probability-space product, exact fallback."""
-    S = belief.shape[1]
-    if max_product:
-        _message_exact(i, r, k, fwd, t, belief, msgs_in, log_tables, True, out)
-        return
-    cmax = -np.inf
-    for a in range(S):
-        c = belief[i, a] - msgs_in[r, a]
-        if c > cmax:
-            cmax = c
-    for b in range(S):
-        out[k, b] = 0.0
-    for a in range(S):
-        w = math.exp(belief[i, a] - msgs_in[r, a] - cmax)
-        if fwd:
-            for b in range(S):
-                out[k, b] += w * exp_tables[t, a, b]
-        else:
-            for b in range(S):
-                out[k, b] += w * exp_tables[t, b, a]
-    top = 0.0
-    low = np.inf
-    for b in range(S):
-        if out[k, b] > top:
-            top = out[k, b]
-        if out[k, b] < low:
-            low = out[k, b]
-    if low < _UNDERFLOW_GUARD:  # every term is <= 1, so flushed ones (< 1e-308) are then negligible
-        _message_exact(i, r, k, fwd, t, belief, msgs_in, log_tables, False, out)
-        return
-    log_top = -np.inf  # log(max) = max(log): S logs instead of S + 1
-    for b in range(S):
-        out[k, b] = math.log(out[k, b])
-        if out[k, b] > log_top:
-            log_top = out[k, b]
-    for b in range(S):
-        out[k, b] -= log_top
-
-
-@njit(cache=True, nogil=True)
-def _update_node(i, indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables, exp_tables,
-                 max_product, damping, tol, log_tol, msgs_in, raw, target, belief, active_next):
-    """Send every message out of node i; return the largest change.
-
-    Receivers of a message that changed by more than ``tol`` are flagged in ``active_next``:
-    a node none of whose incoming messages changed would resend the same messages, so the
-    sweeps skip it (this is what makes converged regions, and pruned-away parts, free).
-
-    Reads incoming messages from msgs_in, writes raw new messages into ``raw`` and the damped
-    result into ``target`` (which may be msgs_in itself: the outgoing slots of i are never read
-    while i is processed). The change is measured on max-normalised log messages, ignoring
-    entries whose probability stays below ``tol`` (there |dp| <= tol anyway); since
-    |dp| <= |d log p| for p <= 1, a change <= tol implies a probability change <= tol.
+    The whole update is written out in this one function on purpose: numba reference-counts array
+    arguments at every call of a compiled function, which cost more than the update itself when
+    made per node or per message.
     """
     S = unary.shape[1]
     single_table = exp_tables.shape[0] == 1
-    _node_log_belief(i, indptr, edge_ids, reverse, unary, rho, msgs_in, belief)
-    delta = 0.0
-    for k in range(indptr[i], indptr[i + 1]):
-        t = 0 if single_table else edge_ids[k]
-        change = 0.0
-        _message(i, reverse[k], k, forward[k] == 1, t, belief, msgs_in, log_tables, exp_tables,
-                 max_product, raw)
-        for b in range(S):
-            old = msgs_in[k, b]
-            new = raw[k, b]
-            if damping > 0.0:
-                if max_product:
-                    new = (1.0 - damping) * new + damping * old
-                else:
-                    new = math.log((1.0 - damping) * math.exp(new) + damping * math.exp(old))
-            if new > log_tol or old > log_tol:
-                d = abs(new - old)
-                if d > change:
-                    change = d
-            target[k, b] = new
-        if change > tol:
-            active_next[neighbors[k]] = 1
-        if change > delta:
-            delta = change
-    return delta
-
-
-@njit(cache=True, nogil=True)
-def _sweep_sequential(reverse_order, indptr, neighbors, edge_ids, reverse, forward, unary, rho,
-                      log_tables, exp_tables, max_product, damping, tol, log_tol, msgs, raw, belief,
-                      active):
-    """One node-sequential sweep over the active nodes, in place; returns (max change, updates)."""
-    n_nodes = unary.shape[0]
+    cavity = np.empty(S)
+    out = np.empty(S)
     delta = 0.0
     n_updates = 0
-    for step in range(n_nodes):
-        i = n_nodes - 1 - step if reverse_order else step
+    for step in range(hi - lo):
+        i = hi - 1 - step if backward else lo + step
         if not active[i]:
+            if not in_place:
+                for k in range(indptr[i], indptr[i + 1]):
+                    for b in range(S):
+                        target[k, b] = msgs_in[k, b]
             continue
-        active[i] = 0  # re-flagged if a neighbour later changes a message into i
-        d = _update_node(i, indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables,
-                         exp_tables, max_product, damping, tol, log_tol, msgs, raw, msgs, belief, active)
+        if in_place:
+            active[i] = 0
+        _node_log_belief(i, indptr, edge_ids, reverse, unary, rho, msgs_in, belief)
+        for k in range(indptr[i], indptr[i + 1]):
+            r = reverse[k]
+            fwd = forward[k] == 1
+            t = 0 if single_table else edge_ids[k]
+            cmax = -np.inf
+            for a in range(S):  # cavity: the belief of i without the message from the receiver
+                cavity[a] = belief[i, a] - msgs_in[r, a]
+                if cavity[a] > cmax:
+                    cmax = cavity[a]
+            exact = max_product
+            if not max_product:  # probability space, shifted so that every term is <= 1
+                for b in range(S):
+                    out[b] = 0.0
+                for a in range(S):
+                    w = math.exp(cavity[a] - cmax)
+                    for b in range(S):
+                        out[b] += w * (exp_tables[t, a, b] if fwd else exp_tables[t, b, a])
+                low = np.inf
+                for b in range(S):
+                    low = min(low, out[b])
+                exact = low < _UNDERFLOW_GUARD  # flushed terms could matter: redo in log space
+                if not exact:
+                    for b in range(S):
+                        out[b] = math.log(out[b])
+            if exact:  # log-sum-exp (or max) over the sender's states
+                for b in range(S):
+                    top = -np.inf
+                    for a in range(S):
+                        top = max(top, cavity[a] + (log_tables[t, a, b] if fwd else log_tables[t, b, a]))
+                    if max_product:
+                        out[b] = top
+                    else:
+                        acc = 0.0
+                        for a in range(S):
+                            acc += math.exp(cavity[a] + (log_tables[t, a, b] if fwd else log_tables[t, b, a]) - top)
+                        out[b] = top + math.log(acc)
+            top = -np.inf
+            for b in range(S):
+                top = max(top, out[b])
+            change = 0.0
+            for b in range(S):
+                old = msgs_in[k, b]
+                new = out[b] - top
+                if damping > 0.0:
+                    if max_product:
+                        new = (1.0 - damping) * new + damping * old
+                    else:
+                        new = math.log((1.0 - damping) * math.exp(new) + damping * math.exp(old))
+                if new > log_tol or old > log_tol:
+                    change = max(change, abs(new - old))
+                target[k, b] = new
+            if change > tol:
+                active_next[neighbors[k]] = 1
+            delta = max(delta, change)
         n_updates += indptr[i + 1] - indptr[i]
-        if d > delta:
-            delta = d
     return delta, n_updates
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _sweep_parallel(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables, exp_tables,
-                    max_product, damping, tol, log_tol, msgs, raw, new, belief, node_delta, active,
-                    active_next):
-    """One flooding iteration: messages of active nodes into ``new`` from ``msgs`` (threads over nodes)."""
+def _sweep_parallel(n_chunks, indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables,
+                    exp_tables, max_product, damping, tol, log_tol, msgs, new, belief, active, active_next):
+    """One flooding iteration: messages of active nodes into ``new`` from ``msgs`` (threads over chunks of nodes)."""
     n_nodes = unary.shape[0]
-    for i in prange(n_nodes):
-        node_delta[i] = 0.0
-        if active[i]:
-            node_delta[i] = _update_node(i, indptr, neighbors, edge_ids, reverse, forward, unary, rho,
-                                         log_tables, exp_tables, max_product, damping, tol, log_tol,
-                                         msgs, raw, new, belief, active_next)
-        else:  # an inactive node's messages are unchanged: carry them over to the new buffer
-            for k in range(indptr[i], indptr[i + 1]):
-                new[k, :] = msgs[k, :]
-    n_updates = 0
-    delta = 0.0
-    for i in range(n_nodes):
-        if active[i]:
-            n_updates += indptr[i + 1] - indptr[i]
-        if node_delta[i] > delta:
-            delta = node_delta[i]
-    return delta, n_updates
+    deltas = np.zeros(n_chunks)
+    counts = np.zeros(n_chunks, dtype=np.int64)
+    for c in prange(n_chunks):
+        deltas[c], counts[c] = _sweep_range(
+            c * n_nodes // n_chunks, (c + 1) * n_nodes // n_chunks, False, False, indptr, neighbors, edge_ids,
+            reverse, forward, unary, rho, log_tables, exp_tables, max_product, damping, tol, log_tol, msgs, new,
+            belief, active, active_next)
+    return deltas.max(), counts.sum()
 
 
 @njit(cache=True, nogil=True)
 def _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables, exp_tables,
-            max_product, parallel_schedule, damping, max_iter, tol, msgs):
-    """Iterate BP; msgs is updated in place. Returns (n_iter, max_delta, n_updates, log beliefs)."""
+            max_product, parallel_schedule, damping, max_iter, tol, msgs, n_chunks):
+    """Iterate BP; msgs is updated in place. Returns (n_iter, max_delta, n_updates, log beliefs).
+
+    Nodes without edges start inactive: they send nothing and their belief is their unary.
+    """
     n_nodes, S = unary.shape
     belief = np.empty((n_nodes, S))
-    raw = np.empty_like(msgs)
     other = msgs.copy()
-    node_delta = np.zeros(n_nodes)
-    active = np.ones(n_nodes, dtype=np.uint8)
+    active = np.zeros(n_nodes, dtype=np.uint8)
+    for i in range(n_nodes):
+        if indptr[i + 1] > indptr[i]:
+            active[i] = 1
     active_next = np.zeros(n_nodes, dtype=np.uint8)
     log_tol = math.log(tol) if tol > 0.0 else -np.inf
     delta = np.inf
@@ -370,16 +332,16 @@ def _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_table
     for it in range(max_iter):
         n_iter = it + 1
         if parallel_schedule:
-            delta, done = _sweep_parallel(indptr, neighbors, edge_ids, reverse, forward, unary, rho,
-                                          log_tables, exp_tables, max_product, damping, tol, log_tol,
-                                          current, raw, other, belief, node_delta, active, active_next)
+            delta, done = _sweep_parallel(n_chunks, indptr, neighbors, edge_ids, reverse, forward, unary, rho,
+                                          log_tables, exp_tables, max_product, damping, tol, log_tol, current,
+                                          other, belief, active, active_next)
             current, other = other, current
             active, active_next = active_next, active
             active_next[:] = 0
         else:
-            delta, done = _sweep_sequential(it % 2 == 1, indptr, neighbors, edge_ids, reverse, forward,
-                                            unary, rho, log_tables, exp_tables, max_product, damping,
-                                            tol, log_tol, current, raw, belief, active)
+            delta, done = _sweep_range(0, n_nodes, it % 2 == 1, True, indptr, neighbors, edge_ids, reverse,
+                                       forward, unary, rho, log_tables, exp_tables, max_product, damping, tol,
+                                       log_tol, current, current, belief, active, active)
         n_updates += done
         if delta <= tol:
             break
@@ -440,6 +402,66 @@ def _edge_beliefs(edges, adjacency_slot, reverse, log_belief, msgs, log_tables):
         for a in range(S):
             for b in range(S):
                 out[e, a, b] /= acc
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _log_softmax_rows(unary):
+    """Row-wise log-softmax (numerically safe for any magnitude)."""
+    n, S = unary.shape
+    out = np.empty_like(unary)
+    for i in range(n):
+        top = -np.inf
+        for a in range(S):
+            top = max(top, unary[i, a])
+        acc = 0.0
+        for a in range(S):
+            acc += math.exp(unary[i, a] - top)
+        norm = top + math.log(acc)
+        for a in range(S):
+            out[i, a] = unary[i, a] - norm
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _absorb(out, q, log_q, edges, log_tables, exp_tables):
+    """Add to ``out`` the factor-to-node message of every edge, from the other endpoint's ``q``.
+
+    Each message is max-normalised. Probability-space product against the shifted table, with
+    an exact log-sum-exp fallback when an entry underflows (as in the BP kernel).
+    """
+    S = q.shape[1]
+    single_table = exp_tables.shape[0] == 1
+    msg = np.empty(S)
+    for e in range(edges.shape[0]):
+        t = 0 if single_table else e
+        for side in range(2):  # side 0: message to edges[e, 0] (table rows), side 1: to edges[e, 1]
+            recv, send = (edges[e, 0], edges[e, 1]) if side == 0 else (edges[e, 1], edges[e, 0])
+            low = np.inf
+            high = 0.0
+            for a in range(S):  # a: state of the receiver
+                acc = 0.0
+                for b in range(S):
+                    acc += q[send, b] * (exp_tables[t, a, b] if side == 0 else exp_tables[t, b, a])
+                msg[a] = acc
+                low = min(low, acc)
+                high = max(high, acc)
+            if low >= _UNDERFLOW_GUARD:
+                for a in range(S):
+                    out[recv, a] += 0.0 if msg[a] == high else math.log(msg[a] / high)
+                continue
+            top_all = -np.inf
+            for a in range(S):
+                top = -np.inf
+                for b in range(S):
+                    top = max(top, log_q[send, b] + (log_tables[t, a, b] if side == 0 else log_tables[t, b, a]))
+                acc = 0.0
+                for b in range(S):
+                    acc += math.exp(log_q[send, b] + (log_tables[t, a, b] if side == 0 else log_tables[t, b, a]) - top)
+                msg[a] = top + math.log(acc)
+                top_all = max(top_all, msg[a])
+            for a in range(S):
+                out[recv, a] += msg[a] - top_all
     return out
 
 
@@ -655,11 +677,11 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
         if msgs.shape != (2 * n_edges, S):
             raise ValueError(f"init_messages must have shape {(2 * n_edges, S)}, got {msgs.shape}.")
     # one flooding sweep costs ~S^2 per directed message; small graphs stay on one thread
-    with threads_for(2 * n_edges * S * S if schedule == "parallel" else 0):
+    with threads_for(2 * n_edges * S * S if schedule == "parallel" else 0) as n_threads:
         n_iter, delta, n_updates, log_belief = _run_bp(
             adjacency.indptr, adjacency.neighbors, adjacency.edge_ids, adjacency.reverse, adjacency.forward,
             unary, rho, log_tables, exp_tables, mode == "max", schedule == "parallel", float(damping),
-            int(max_iter), float(tol), msgs,
+            int(max_iter), float(tol), msgs, min(n_nodes, _CHUNKS_PER_THREAD * n_threads),
         )
     node = _normalise_rows(log_belief)
     edge = None
@@ -679,9 +701,53 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
 
 def log_softmax(unary):
     """Row-wise log-softmax: the exact log marginals of a unary-only (fully factorised) model."""
-    unary = np.asarray(unary, dtype=np.float64)
-    top = unary.max(axis=1, keepdims=True)
-    return unary - (top + np.log(np.exp(unary - top).sum(axis=1, keepdims=True)))
+    return _log_softmax_rows(np.ascontiguousarray(unary, dtype=np.float64))
+
+
+def absorbed_unary(unary, edges, pairwise, *, log_seed_marginals=None, check_input=True):
+    """Unary log-potentials with each given pairwise factor folded into its two endpoints.
+
+    Factor ``e = (u, v)`` is replaced by its factor-to-node messages computed from the seed
+    marginals ``q`` of the *other* endpoint::
+
+        unary'[u, a] += log sum_b exp(pairwise_e(a, b)) q_v(b)
+        unary'[v, b] += log sum_a exp(pairwise_e(a, b)) q_u(a)
+
+    (each message shifted so that its maximum is 0, which does not change any marginal). With
+    the unary-only seed (``q = softmax(unary)``, the default) this is one BP step from the seed;
+    node marginals are exact for a factor whose endpoints have no other pairwise factors.
+    Cost O(n_edges * n_states^2).
+
+    Parameters
+    ----------
+    unary, edges, pairwise : as in :func:`loopy_bp`
+        ``edges`` (and a per-edge ``pairwise``) list only the factors to fold in.
+    log_seed_marginals : ndarray of shape (n_nodes, n_states), default=None
+        ``log q``; None: ``log_softmax(unary)``.
+    check_input : bool, default=True
+
+    Returns
+    -------
+    unary : ndarray of shape (n_nodes, n_states)
+        A new array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> unary = np.array([[0.0, 1.0], [0.0, 0.0]])
+    >>> joint = absorbed_unary(unary, [[0, 1]], np.eye(2))
+    >>> exact = loopy_bp(unary, [[0, 1]], np.eye(2)).node_marginals
+    >>> bool(np.allclose(np.exp(log_softmax(joint)), exact))
+    True
+    """
+    if check_input:
+        unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
+    elif pairwise.ndim == 2:
+        pairwise = pairwise[None]
+    log_q = log_softmax(unary) if log_seed_marginals is None else np.asarray(log_seed_marginals, dtype=np.float64)
+    shifts = pairwise.max(axis=(1, 2))
+    exp_tables = np.exp(pairwise - shifts[:, None, None])
+    return _absorb(np.array(unary, dtype=np.float64), np.exp(log_q), log_q, edges, pairwise, exp_tables)
 
 
 def seed_gains(unary, edges, pairwise, *, log_seed_marginals=None, check_input=True):
