@@ -3,7 +3,7 @@
 Shared by :class:`~sklearn_struct.NonLocalCRF` (its base model theta) and any estimator that
 needs a plain chain CRF. Everything heavy runs in :mod:`sklearn_struct.oracles`: scores by
 :class:`~sklearn_struct.oracles.linear.LinearFeatures`, expectations by
-:func:`~sklearn_struct.oracles.chain.forward_backward`.
+:func:`~sklearn_struct.oracles.chain.expected_counts` (forward-backward).
 
 Parameterisation: ``theta = (w, b, A)`` with unary scores ``X @ W + b`` per token, where
 ``W`` holds the weights ``w`` of the supported (attribute, label) pairs (see
@@ -17,7 +17,7 @@ so that ``c2`` means the same as in sklearn-crfsuite (the bias ``b`` is not pena
 import numpy as np
 import scipy.sparse as sp
 
-from .oracles.chain import forward_backward
+from .oracles.chain import expected_counts
 from .oracles.linear import LinearFeatures, observed_pairs
 from .utils.packing import pack_sequences, transition_pairs
 from .utils.parallel import even_chunks, run_chunks
@@ -48,9 +48,10 @@ class ChainData:
             self.features = LinearFeatures(packed, n_labels, pairs=pairs)
 
     def buffers(self, n_labels):
-        """Unary-score and node-marginal arrays reused by every evaluation on this chunk."""
+        """Arrays reused by every evaluation on this chunk: shifted scores, their exp, node marginals, shifts."""
         if getattr(self, "_buffers", None) is None:
-            self._buffers = (np.empty((self.n_tokens, n_labels)), np.empty((self.n_tokens, n_labels)))
+            shape = (self.n_tokens, n_labels)
+            self._buffers = (np.empty(shape), np.empty(shape), np.empty(shape), np.empty(self.n_tokens))
         return self._buffers
 
     def __getstate__(self):  # scratch buffers are not worth pickling to joblib workers
@@ -90,16 +91,17 @@ def chunk_nll_grad(data, theta, n_labels, counts):
     """
     n_weights = data.features.n_weights
     w, b, A = unpack_params(theta, n_weights, n_labels)
-    unary_buf, node_buf = data.buffers(n_labels)
-    unary = data.features.scores(w, bias=b, out=unary_buf)
-    log_z, node, edge = forward_backward(unary, A, data.offsets, edge_marginals="sum", out=node_buf)
+    unary, exp_unary, node, shift = data.buffers(n_labels)
+    data.features.scores(w, bias=b, out=unary, row_max=shift)  # rows shifted to maximum 0
+    np.exp(unary, out=exp_unary)
+    log_z, node, edge = expected_counts(unary, exp_unary, A, data.offsets, out=node)
     grad = np.empty_like(theta)
     gw, gb, gA = unpack_params(grad, n_weights, n_labels)
     gw[:] = data.features.gradient(node)
     gb[:] = node.sum(axis=0)
     gA[:] = edge
     grad -= counts  # expected minus observed
-    return float(np.sum(log_z) - np.dot(counts, theta)), grad
+    return float(np.sum(log_z) + np.sum(shift) - np.dot(counts, theta)), grad
 
 
 class ChainObjective:

@@ -4,7 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from sklearn_struct.oracles.chain import forward_backward, sample_chain, viterbi
@@ -170,3 +170,21 @@ def test_make_chain_data_is_seeded_and_validates():
     ]:
         with pytest.raises(ValueError, match=match):
             make_chain_data(3, **kwargs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(chains(magnitude=st.sampled_from([1.0, 5.0, 1e3])))
+def test_expected_counts_is_forward_backward_on_shifted_rows(problem):
+    # the training path: pre-exponentiated, max-shifted rows (1e3 takes the log-space redo)
+    from sklearn_struct.oracles.chain import expected_counts
+
+    unary, trans, offsets, per_position = problem
+    assume(not per_position)
+    log_z, node, edge = forward_backward(unary, trans, offsets, edge_marginals="sum")
+    shift = unary.max(axis=1)
+    shifted = unary - shift[:, None]
+    lz, node2, edge2 = expected_counts(shifted, np.exp(shifted), trans, offsets, np.empty_like(unary))
+    per_seq = np.add.reduceat(shift, offsets[:-1])
+    np.testing.assert_allclose(lz + per_seq, log_z, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(node2, node, atol=1e-10)
+    np.testing.assert_allclose(edge2, edge, atol=1e-9)

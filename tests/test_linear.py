@@ -1,6 +1,7 @@
 """Feature-weight kernels against plain scipy products, for every attribute/label support."""
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,15 +17,24 @@ from sklearn_struct.oracles.linear import LinearFeatures, all_pairs, observed_pa
     density=st.floats(0.05, 1.0),
     seed=st.integers(0, 2**31 - 1),
 )
-def test_scores_and_gradient_match_scipy(n_rows, n_feat, n_labels, density, seed):
+@pytest.mark.parametrize("binary", [False, True])
+def test_scores_and_gradient_match_scipy(n_rows, n_feat, n_labels, density, seed, binary):
     rng = np.random.default_rng(seed)
     X = sp.random(n_rows, n_feat, density=density, format="csr", random_state=seed)
+    if binary:  # indicator features take the kernels' value-free path
+        X.data[:] = 1.0
     y = rng.integers(0, n_labels, size=n_rows)
     for pairs in (observed_pairs(X, y, n_labels), all_pairs(n_feat, n_labels), None):
         lf = LinearFeatures(X, n_labels, pairs=pairs)
         w = rng.normal(size=lf.n_weights)
         W = lf.dense_coef(w)
-        np.testing.assert_allclose(lf.scores(w), X @ W, atol=1e-12)
+        bias = rng.normal(size=n_labels)
+        expected = X @ W + bias
+        np.testing.assert_allclose(lf.scores(w, bias=bias), expected, atol=1e-12)
+        row_max = np.empty(n_rows)  # shifted rows: maximum 0, the shift returned
+        shifted = lf.scores(w, bias=bias, row_max=row_max)
+        np.testing.assert_allclose(row_max, expected.max(axis=1), atol=1e-12)
+        np.testing.assert_allclose(shifted, expected - expected.max(axis=1, keepdims=True), atol=1e-12)
         D = rng.normal(size=(n_rows, n_labels))
         full = X.T @ D  # gradient w.r.t. every (attribute, label) weight
         ptr, lab = lf.pairs
@@ -37,6 +47,10 @@ def test_dense_input_uses_blas_and_every_pair():
     lf = LinearFeatures(X, 2)
     w = np.array([1.0, 2.0, 3.0, 4.0])
     np.testing.assert_allclose(lf.scores(w), X @ w.reshape(2, 2))
+    row_max = np.empty(3)
+    shifted = lf.scores(w, row_max=row_max)
+    np.testing.assert_allclose(shifted + row_max[:, None], X @ w.reshape(2, 2))
+    np.testing.assert_allclose(shifted.max(axis=1), 0.0)
     np.testing.assert_allclose(lf.gradient(np.ones((3, 2))), (X.T @ np.ones((3, 2))).ravel())
 
 

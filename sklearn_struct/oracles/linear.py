@@ -34,18 +34,22 @@ __all__ = ["LinearFeatures", "observed_pairs", "all_pairs"]
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _pair_scores(indptr, code, data, pair_ptr, pair_label, w, W_dense, n_labels, n_chunks, out):
+def _pair_scores(indptr, code, data, pair_ptr, pair_label, w, W_dense, bias, n_chunks, out, row_max):
+    # data None: binary features (all values 1), so the value stream is never read.
+    # row_max of length n_rows: each row is shifted by its maximum, which is stored there.
     n_rows = indptr.shape[0] - 1
+    n_labels = bias.shape[0]
     L = np.uint64(n_labels)
+    shift = row_max.shape[0] == n_rows
     bounds = np.linspace(0, n_rows, n_chunks + 1).astype(np.int64)
     for c in prange(n_chunks):
         for r in range(bounds[c], bounds[c + 1]):
             base = np.uint64(r) * L
             for j in range(L):
-                out[base + j] = 0.0
+                out[base + j] = bias[j]
             for k in range(indptr[r], indptr[r + 1]):
                 d = code[k]
-                v = data[k]
+                v = 1.0 if data is None else data[k]
                 if d >= 0:  # many labels: one vectorised L-wide update
                     row = np.uint64(d) * L
                     for j in range(L):
@@ -54,6 +58,15 @@ def _pair_scores(indptr, code, data, pair_ptr, pair_label, w, W_dense, n_labels,
                     f = -1 - d
                     for p in range(pair_ptr[f], pair_ptr[f + 1]):
                         out[base + np.uint64(pair_label[p])] += v * w[p]
+            if shift:
+                m = out[base]
+                for j in range(1, n_labels):
+                    m = max(m, out[base + j])
+                if not np.isfinite(m):
+                    m = 0.0
+                for j in range(L):
+                    out[base + j] -= m
+                row_max[r] = m
     return out
 
 
@@ -76,7 +89,7 @@ def _pair_gradient(indptr, code, data, pair_ptr, pair_label, dense_row, n_dense,
             base = np.uint64(r) * L
             for k in range(indptr[r], indptr[r + 1]):
                 d = code[k]
-                v = data[k]
+                v = 1.0 if data is None else data[k]
                 if d >= 0:
                     row = np.uint64(d) * L
                     for j in range(L):
@@ -165,12 +178,14 @@ class LinearFeatures:
         if self.sparse:
             X = sp.csr_matrix(X, dtype=np.float64)
             X.sort_indices()
-            self._X = (X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data)
+            # binary features (the usual indicator attributes) pass no value array at all
+            self._indptr = X.indptr.astype(np.int64)
+            self._data = None if np.all(X.data == 1.0) else X.data
             self.pairs = pairs if pairs is not None else all_pairs(X.shape[1], n_labels)
-            self._dense_row = _dense_rows(self.pairs[0], self._X[1], n_labels)
+            self._dense_row = _dense_rows(self.pairs[0], X.indices, n_labels)
             self._n_dense = int(np.count_nonzero(self._dense_row >= 0))
-            code = self._dense_row[self._X[1]]
-            self._code = np.where(code >= 0, code, -1 - self._X[1])
+            code = self._dense_row[X.indices]
+            self._code = np.where(code >= 0, code, -1 - X.indices.astype(np.int64))
             self._work = X.nnz * n_labels  # an upper bound on the multiply-adds of one product
         else:
             self._X = np.ascontiguousarray(X, dtype=np.float64)
@@ -183,40 +198,45 @@ class LinearFeatures:
     def n_weights(self):
         return self.shape[1] * self.n_labels if self.pairs is None else int(self.pairs[0][-1])
 
-    def scores(self, w, bias=None, out=None):
+    def scores(self, w, bias=None, out=None, row_max=None):
         """Token scores ``X @ W (+ bias)``, shape (n_tokens, n_labels), for the flat weights ``w``.
 
         ``out`` (C-contiguous float64 of that shape) receives the result when given: a fit
         reuses one buffer, since a fresh array this large costs page faults on every call.
+        ``row_max`` (float64 of shape (n_tokens,)), when given, receives each row's maximum,
+        which is subtracted from the row (while it is still in cache): the shift a
+        forward-backward pass needs before exponentiating.
         """
         w = np.ascontiguousarray(w, dtype=np.float64)
-        shape = (self.shape[0], self.n_labels)
+        n_rows, L = self.shape[0], self.n_labels
         if out is None:
-            out = np.empty(shape)
-        elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
-            raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}.")
+            out = np.empty((n_rows, L))
+        elif out.shape != (n_rows, L) or out.dtype != np.float64 or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous float64 array of shape {(n_rows, L)}.")
+        bias = np.zeros(L) if bias is None else np.ascontiguousarray(bias, dtype=np.float64)
         if self.sparse:
-            W_dense = np.empty((self._n_dense, self.n_labels))
+            W_dense = np.empty((self._n_dense, L))
             _scatter_dense_rows(*self.pairs, self._dense_row, w, W_dense)
-            indptr, _, data = self._X
             with threads_for(self._work):
-                _pair_scores(indptr, self._code, data, *self.pairs, w, W_dense.ravel(), self.n_labels,
-                             self._n_chunks(), out.reshape(-1))
-        else:
-            np.dot(self._X, w.reshape(self.shape[1], self.n_labels), out=out)
-        if bias is not None:
-            out += bias
+                _pair_scores(self._indptr, self._code, self._data, *self.pairs, w, W_dense.ravel(), bias,
+                             self._n_chunks(), out.reshape(-1), np.empty(0) if row_max is None else row_max)
+            return out
+        np.dot(self._X, w.reshape(self.shape[1], L), out=out)
+        out += bias
+        if row_max is not None:
+            np.max(out, axis=1, out=row_max)
+            row_max[~np.isfinite(row_max)] = 0.0
+            out -= row_max[:, None]
         return out
 
     def gradient(self, D):
         """Flat gradient ``d/dw sum_{r,l} D[r, l] * scores[r, l]`` for D of shape (n_tokens, n_labels)."""
         D = np.ascontiguousarray(D, dtype=np.float64)
         if self.sparse:
-            indptr, _, data = self._X
             with threads_for(self._work):
                 # one chunk per thread: every chunk carries a full gradient accumulator
                 n_chunks = min(numba.get_num_threads(), self.shape[0])
-                return _pair_gradient(indptr, self._code, data, *self.pairs, self._dense_row, self._n_dense,
+                return _pair_gradient(self._indptr, self._code, self._data, *self.pairs, self._dense_row, self._n_dense,
                                       D.reshape(-1), self.n_labels, n_chunks)
         return (self._X.T @ D).ravel()
 
