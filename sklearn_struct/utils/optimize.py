@@ -68,6 +68,23 @@ def _lbfgs_direction(g, S, Y, rho, order, out):
     return out
 
 
+@njit(cache=True, nogil=True)
+def _max_abs(v):
+    m = 0.0
+    for x in v:
+        m = max(m, abs(x))
+    return m
+
+
+@njit(cache=True, nogil=True)
+def _step(x, step, d):
+    """x + step * d in one pass (NumPy's expression makes two parameter-sized temporaries)."""
+    out = np.empty_like(x)
+    for k in range(x.shape[0]):
+        out[k] = x[k] + step * d[k]
+    return out
+
+
 def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=None, max_backtracks=30):
     """Minimise ``fun`` (returning value and gradient) with L-BFGS.
 
@@ -108,7 +125,7 @@ def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=No
     message, success = "max_iter reached", False
     nit = 0
     for nit in range(1, max_iter + 1):
-        if np.max(np.abs(g)) <= gtol:
+        if _max_abs(g) <= gtol:
             message, success, nit = "gradient below gtol", True, nit - 1
             break
         _lbfgs_direction(g, S, Y, rho, np.array(stored, dtype=np.int64), d)
@@ -119,7 +136,7 @@ def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=No
             slope = -np.dot(g, g)
         step = 1.0 if stored else min(1.0, 1.0 / np.sqrt(-slope))
         for _ in range(max_backtracks):
-            x_new = x + step * d
+            x_new = _step(x, step, d)
             f_new, g_new = fun(x_new)
             nfev += 1
             if np.isfinite(f_new) and f_new <= f + 1e-4 * step * slope:
