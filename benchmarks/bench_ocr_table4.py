@@ -376,8 +376,11 @@ NOTES = """
   at the cap. There the exact form learns psi ~1.25 and Algorithm 3 psi ~2.4, which is closer to
   the accuracy-optimal psi: on fold 0's validation split, fixed psi = 1.2 / 2 / 3 / 5 gives
   93.3 / 94.1 / 94.5 / 93.2. Raising the cap to 120 ("inference cap 120") lets more words
-  converge (42% instead of 28%) but, in this run, the exact gradient still learns psi ~1.24
-  (an earlier exploratory run with another harness saw psi ~2.3 there; not reconciled yet).
+  converge (42% instead of 28%) but the exact gradient still learns psi ~1.24. A recheck on
+  fold 0's training split found the same psi from the exact gradient at cap 40 and 120, whatever
+  the initial psi, step size, number of epochs or inference tolerance; only Algorithm 3's
+  gradient learns ~2.3. An earlier exploratory run that reported ~2.3 for the exact form at cap
+  120 was, most likely, running Algorithm 3's gradient (the default).
 - **MM features.** Making psi linear in the mean map moves the 10-fold mean by less than 0.1
   point here, while the paper reports +0.95 (L^u) and +0.57 (L^w). On the validation split, feature
   scales x3 / x10 and more epochs did not help either.

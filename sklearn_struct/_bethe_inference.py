@@ -12,9 +12,28 @@ Algorithms (with the corrections of the brief)
 ----------------------------------------------
 ``"rda"`` (Algorithm 1, Bethe-RDA, eq. 10)::
 
-    g_sum_t = g_sum_{t-1} + grad L(mu_{t-1})         (the printed mu_t must be mu_{t-1})
-    theta_t = t / (t + beta) * (theta - g_sum_t / t)  (eq. 10 scales theta too; = printed at beta=0)
+    g_sum_t = g_sum_{t-1} + grad L(mu_{t-1})          (the printed mu_t must be mu_{t-1})
+    theta_t = theta - g_sum_t / (t + beta_t)          (= theta - t / (t + beta_t) * gbar_t, as printed)
     mu_t    = ORACLE(theta_t)
+
+This is eq. 10 with the prox-function ``phi(mu) = KL(mu || mu_0)``, the Bregman divergence
+of ``-H_B`` centred at the algorithm's "prox-center" ``mu_0 = ORACLE(theta)``: Xiao's RDA
+(2010) needs the minimiser of ``phi`` to minimise the regulariser ``R = -H_B - <theta, mu>``
+too, which ``mu_0`` does. Taking ``phi = -H_B`` literally, as the text after eq. 10 does,
+centres the prox term at the uniform marginals and gives
+``theta_t = t / (t + beta) * (theta - gbar_t)`` (``prox_center="uniform"``); both agree at
+``beta = 0``. With ``beta_t = 0`` (the paper's choice) ``theta_t`` is ``theta`` minus the mean
+of all gradients so far.
+
+``beta="auto"`` keeps ``beta_t = 0`` unless an oracle call lands on marginals whose energy
+gradient is more than twice as large (l2 norm, per sequence) as at ``mu_0``; the step is then
+redone with ``beta_t`` raised (1, 2, 4, ...). Xiao's analysis allows any non-negative,
+non-decreasing ``beta_t``, and its O(ln t / t) rate (Prop. 4) assumes bounded gradients,
+which this enforces. It matters for energies whose gradient is unbounded on ``M``, such as
+the Poisson likelihood of eq. 23 (``y / mu`` as ``mu -> 0``): there one overshooting step
+can put a marginal near 0, and the huge negative gradient that follows stays in RDA's
+running sum until later gradients cancel it; they are bounded above (by ``psi * rate``), so
+that takes about ``|g| / (psi * rate)`` iterations: RDA with ``beta = 0`` never recovers.
 
 ``"md"`` (Algorithm 4, Bethe-MD, composite mirror descent with the sign corrected)::
 
@@ -32,6 +51,14 @@ with ``eta_t = 1 / (lambda t)`` and ``lambda = 1 / (2 (2n - 1)^2)`` (Prop. 6) by
 Stopping: a sequence stops when the largest change of its node marginals between two
 iterates is below ``tol``, or after ``max_iter`` iterations. Only the sequences still
 running are passed to the oracle, all of them in one batched call per iteration.
+With ``gap_tol`` (convex energies, last iterate of RDA or MD) a sequence also needs a
+certified relative duality gap: for convex ``L`` and ``g = grad L(mu)``,
+
+    min_nu f(nu) >= -log Z(theta - g) + L(mu) - <g, mu>
+
+(``L`` replaced by its linearisation at ``mu``), and at an oracle output
+``mu = ORACLE(theta_t)`` the objective is ``f(mu) = -log Z(theta_t) + <theta_t - theta, mu> + L(mu)``;
+one extra forward-backward per check gives ``gap = f(mu) - bound >= f(mu) - min f``.
 
 MAP: the returned dual potentials are ``theta_t`` (the last oracle input) for the
 last-iterate RDA and MD (``ORACLE(theta_t) = mu_t`` exactly, Prop. 1), and
@@ -50,6 +77,9 @@ from .utils.packing import edge_offsets, segment_sum, subset_sequences
 __all__ = ["bethe_inference", "nonlocal_objective", "chain_entropy"]
 
 _METHODS = ("rda", "md", "accelerated")
+_PROX_CENTERS = ("base", "uniform")
+_AUTO_GROWTH = 2.0  # beta="auto": largest accepted gradient norm, relative to the one at mu_0
+_AUTO_MAX_DOUBLINGS = 50  # beta="auto": after this many retries of one step, accept it anyway
 
 
 def _check_psi(psi, n_seq, n_weights):
@@ -89,6 +119,41 @@ def _eta_schedule(eta, lengths):
     raise ValueError(f"eta must be None, a positive number or a callable t -> eta_t, got {eta!r}.")
 
 
+def _check_options(method, max_iter, tol, beta, prox_center, gap_tol, average, energy):
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {_METHODS}, got {method!r}.")
+    if not (isinstance(max_iter, numbers.Integral) and max_iter >= 0):
+        raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}.")
+    if not (isinstance(tol, numbers.Real) and tol >= 0):
+        raise ValueError(f"tol must be a number >= 0, got {tol!r}.")
+    auto = isinstance(beta, str) and beta == "auto"
+    if not auto and not (isinstance(beta, numbers.Real) and np.isfinite(beta) and beta >= 0):
+        raise ValueError(f"beta must be a finite number >= 0 or 'auto', got {beta!r}.")
+    if prox_center not in _PROX_CENTERS:
+        raise ValueError(f"prox_center must be one of {_PROX_CENTERS}, got {prox_center!r}.")
+    if auto and prox_center != "base":
+        # raising beta must pull theta_t back to theta (mu_t -> mu_0, where the gradient is
+        # small by definition); with the uniform centre it pulls towards uniform marginals
+        raise ValueError("beta='auto' needs prox_center='base'.")
+    if gap_tol is not None:
+        if not (isinstance(gap_tol, numbers.Real) and gap_tol >= 0):
+            raise ValueError(f"gap_tol must be None or a number >= 0, got {gap_tol!r}.")
+        if method == "accelerated" or average:
+            raise ValueError("gap_tol needs the last iterate of method='rda' or 'md' (average=False): "
+                             "the objective is evaluated from the oracle's log-partition function.")
+        if energy is not None and energy.n_weights and not energy.convex:
+            raise ValueError(f"gap_tol needs a convex energy ({type(energy).__name__} is not): the bound "
+                             "replaces L by its linearisation, a lower bound only for convex L.")
+    return auto
+
+
+def _compose(rows, sub_rows):
+    """Rows of a subset of a subset (``rows`` may be the full slice)."""
+    if isinstance(rows, slice):
+        return sub_rows
+    return rows if isinstance(sub_rows, slice) else rows[sub_rows]
+
+
 def bethe_inference(
     unary,
     transition,
@@ -100,9 +165,11 @@ def bethe_inference(
     max_iter=40,
     tol=1e-4,
     beta=0.0,
+    prox_center="base",
     eta=None,
     lipschitz=None,
     average=False,
+    gap_tol=None,
     return_edges=True,
     energy_index=None,
 ):
@@ -122,12 +189,21 @@ def bethe_inference(
     method : {"rda", "md", "accelerated"}, default="rda"
         Algorithm 1 (Bethe-RDA), 4 (Bethe-MD) or 5 (accelerated Bethe-RDA).
     max_iter : int, default=40
-        Maximum number of oracle calls after the initial ``mu_0 = ORACLE(theta)``.
+        Maximum number of iterations after the initial ``mu_0 = ORACLE(theta)``.
     tol : float, default=1e-4
         A sequence stops once ``max |mu_t - mu_{t-1}|`` over its node marginals is below ``tol``.
-    beta : float, default=0.0
-        RDA's ``beta_t`` (constant). 0 needs no step size; ``beta > 0`` adds the proximal
-        term of eq. 10 and shrinks ``theta_t`` by ``t / (t + beta)``.
+    beta : float or "auto", default=0.0
+        RDA's ``beta_t``: a constant (0, the paper's choice, needs no step size; ``beta > 0``
+        damps the steps, ``theta_t = theta - g_sum_t / (t + beta)``), or ``"auto"``: 0 until
+        a step lands where the energy gradient exceeds twice its norm at ``mu_0``, then
+        raised (1, 2, 4, ...) and the step redone, per sequence. Use ``"auto"`` for energies
+        with unbounded gradients such as :class:`~sklearn_struct.energies.PoissonCountEnergy`.
+        Each retry costs one oracle call.
+    prox_center : {"base", "uniform"}, default="base"
+        Centre of RDA's proximal term for ``beta > 0``: the base marginals ``mu_0``
+        (Algorithm 1 as printed) or the uniform marginals (``phi = -H_B`` literally, which
+        also shrinks ``theta``: ``theta_t = t / (t + beta) (theta - gbar_t)``; it converges
+        only at rate ``beta / t`` towards the optimum). Irrelevant at ``beta = 0``.
     eta : None, float or callable, default=None
         Bethe-MD step sizes ``eta_t``: None for ``1 / (lambda t)`` with the strong-convexity
         constant ``lambda = 1 / (2 (2n - 1)^2)`` of a chain of ``n`` nodes, a constant, or a
@@ -138,6 +214,11 @@ def bethe_inference(
     average : bool, default=False
         Return the primal average of the iterates ``mu_0 .. mu_t`` (Props. 4 and 6) instead
         of the last iterate (RDA and MD; the accelerated ``mu_t`` is already an average).
+    gap_tol : float or None, default=None
+        Also require a certified relative duality gap ``(f(mu) - bound) <= gap_tol |f(mu)|``
+        before a sequence stops (convex energies; RDA or MD, last iterate). Checked when
+        the marginals change less than ``tol``; a failed check divides that sequence's
+        ``tol`` by 10. Each check costs one forward-backward.
     return_edges : bool, default=True
         Also return per-position edge marginals.
     energy_index : ndarray of shape (n_sequences,), default=None
@@ -151,7 +232,9 @@ def bethe_inference(
         ``edge`` (n_tokens - n_sequences, n_labels, n_labels) edge marginals, or None;
         ``dual_unary`` (n_tokens, n_labels) and ``dual_transition`` ((L, L) or per-position)
         potentials of the MRF ``theta_tilde`` for MAP (Viterbi) prediction;
-        ``n_iter`` (n_sequences,) iterations used; ``converged`` (n_sequences,) bool.
+        ``n_iter`` (n_sequences,) iterations used; ``converged`` (n_sequences,) bool;
+        ``beta`` (n_sequences,) RDA's final ``beta_t``; ``gap`` (n_sequences,) certified
+        duality gap ``f(mu) - min f`` bound at the returned marginals (None without ``gap_tol``).
 
     Examples
     --------
@@ -162,19 +245,17 @@ def bethe_inference(
     >>> res = bethe_inference(unary, np.zeros((2, 2)), np.array([0, 4]), energy, psi=5.0, max_iter=200)
     >>> bool(res.node[:, 1].sum() > 4 * 0.27)  # the constraint (#1 - #0 >= 0) pulls mass to label 1
     True
+    >>> res = bethe_inference(unary, np.zeros((2, 2)), np.array([0, 4]), energy, psi=5.0, max_iter=200,
+    ...                       tol=1e-3, gap_tol=1e-8)
+    >>> f = nonlocal_objective(res.node, res.edge, unary, np.zeros((2, 2)), np.array([0, 4]), energy, 5.0)
+    >>> bool(res.converged[0] and 0 <= res.gap[0] <= 1e-8 * abs(f[0]))  # certified: f(mu) - min f <= gap
+    True
     """
     unary, trans3, per_position, offsets = check_chain_potentials(unary, transition, offsets)
     n_seq = offsets.shape[0] - 1
     T, L = unary.shape
     E = T - n_seq
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}, got {method!r}.")
-    if not (isinstance(max_iter, numbers.Integral) and max_iter >= 0):
-        raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}.")
-    if not (isinstance(tol, numbers.Real) and tol >= 0):
-        raise ValueError(f"tol must be a number >= 0, got {tol!r}.")
-    if not (isinstance(beta, numbers.Real) and np.isfinite(beta) and beta >= 0):
-        raise ValueError(f"beta must be a finite number >= 0, got {beta!r}.")
+    auto = _check_options(method, max_iter, tol, beta, prox_center, gap_tol, average, energy)
     base_trans = trans3[:E] if per_position else trans3[0]
     lengths = np.diff(offsets)
 
@@ -183,7 +264,8 @@ def bethe_inference(
             unary, base_trans, offsets, edge_marginals="per_position" if return_edges else "none"
         )
         return Bunch(node=node, edge=edge, dual_unary=unary, dual_transition=base_trans,
-                     n_iter=np.zeros(n_seq, dtype=np.int64), converged=np.ones(n_seq, dtype=bool))
+                     n_iter=np.zeros(n_seq, dtype=np.int64), converged=np.ones(n_seq, dtype=bool),
+                     beta=np.zeros(n_seq), gap=None if gap_tol is None else np.zeros(n_seq))
 
     K = energy.n_weights
     psi = _check_psi(psi, n_seq, K)
@@ -194,11 +276,33 @@ def bethe_inference(
     energy.check_batch(offsets, L, index=energy_index)
 
     need_edges = bool(energy.uses_edges)
-    iter_edges = need_edges or (return_edges and (average or method == "accelerated"))
+    # RDA with the uniform prox-centre scales the transitions too (theta_t's edge part moves)
+    scaled_edges = method == "rda" and prox_center == "uniform" and not auto and beta > 0
+    iter_edges = (need_edges or (return_edges and (average or method == "accelerated"))
+                  or (gap_tol is not None and scaled_edges))
     edge_mode = "per_position" if iter_edges else "none"
+    all_idx = np.arange(n_seq)
+
+    def rows(idx):
+        """Token rows, edge rows and offsets of sequences idx (slices for the whole batch)."""
+        if idx.size == n_seq:
+            return slice(None), slice(None), offsets
+        return subset_sequences(offsets, idx)
+
+    def e_index(idx):
+        return idx if energy_index is None else energy_index[idx]
 
     def base_edges(etok):
         return base_trans[etok] if per_position else base_trans[None]
+
+    def seq_sum(node_part, edge_part, sub):
+        """Per-sequence sum of a node array and/or an edge array (either may be None)."""
+        out = np.zeros(sub.shape[0] - 1)
+        if node_part is not None:
+            out += segment_sum(node_part.sum(axis=1), sub)
+        if edge_part is not None and edge_part.shape[0]:
+            out += segment_sum(edge_part.sum(axis=(1, 2)), edge_offsets(sub))
+        return out
 
     if method == "accelerated":
         lip = energy.lipschitz(offsets, psi, index=energy_index) if lipschitz is None else lipschitz
@@ -210,13 +314,34 @@ def bethe_inference(
         eta_fn = _eta_schedule(eta, lengths.astype(np.float64))
 
     # mu_0 = ORACLE(theta): the prox-center
-    _, mu_node, mu_edge = forward_backward(unary, base_trans, offsets, edge_marginals=edge_mode)
+    log_z, mu_node, mu_edge = forward_backward(unary, base_trans, offsets, edge_marginals=edge_mode)
     dual_unary = unary.copy()
-    dual_edge = np.broadcast_to(base_trans, (E, L, L)).copy() if (need_edges or per_position) else None
-    final_scale = np.ones(n_seq)  # RDA with beta > 0: t / (t + beta) at each sequence's last step
+    dual_edge = np.broadcast_to(base_trans, (E, L, L)).copy() if need_edges else None
+    beta_s = np.zeros(n_seq) if auto else np.full(n_seq, float(beta))
+    tol_s = np.full(n_seq, float(tol))
+    final_scale = np.ones(n_seq)  # prox_center="uniform": t / (t + beta) at each sequence's last step
     n_iter = np.zeros(n_seq, dtype=np.int64)
     converged = np.zeros(n_seq, dtype=bool)
     active = np.ones(n_seq, dtype=bool)
+    delta = np.zeros(n_seq)
+    gap = np.full(n_seq, np.nan) if gap_tol is not None else None
+    gap_iter = np.full(n_seq, -1, dtype=np.int64)  # iteration at which gap was computed
+
+    # energy gradient at the current marginals, kept between iterations (RDA, MD, gap checks)
+    cur_gn = np.zeros((T, L))
+    cur_ge = np.zeros((E, L, L)) if need_edges else None
+    fresh = np.zeros(n_seq, dtype=bool)
+
+    def refresh(idx):
+        stale = idx[~fresh[idx]]
+        if stale.size:
+            tok, etok, sub = rows(stale)
+            gn, ge = energy.gradient(mu_node[tok], mu_edge[etok] if need_edges else None, sub, psi[stale],
+                                     index=e_index(stale))
+            cur_gn[tok] = gn
+            if need_edges:
+                cur_ge[etok] = ge
+            fresh[stale] = True
 
     g_node = np.zeros((T, L))  # RDA: running sum; accelerated: weighted average
     g_edge = np.zeros((E, L, L)) if need_edges else None
@@ -229,33 +354,121 @@ def bethe_inference(
     if use_avg:
         sum_node = mu_node.copy()
         sum_edge = None if mu_edge is None else mu_edge.copy()
+    if auto:
+        refresh(all_idx)
+        grad_bound = _AUTO_GROWTH * np.sqrt(seq_sum(cur_gn ** 2, None if cur_ge is None else cur_ge ** 2, offsets))
+
+    def rda_potentials(idx, tok, etok, t):
+        if prox_center == "base":
+            w = 1.0 / (t + beta_s[idx])
+            un = unary[tok] - np.repeat(w, lengths[idx])[:, None] * g_node[tok]
+            if need_edges:
+                tr = base_edges(etok) - np.repeat(w, lengths[idx] - 1)[:, None, None] * g_edge[etok]
+            else:
+                tr = base_trans[etok] if per_position else base_trans
+            return un, tr, 1.0
+        s = t / (t + float(beta))  # uniform prox-centre: scalar beta
+        un = s * (unary[tok] - g_node[tok] / t)
+        if need_edges:
+            tr = s * (base_edges(etok) - g_edge[etok] / t)
+        else:
+            tr = s * (base_trans[etok] if per_position else base_trans)
+        return un, tr, s
+
+    def commit(idx, tok, etok, sub, loc, t, lz, new_node, new_edge, un, tr, scale, grads=None):
+        """Store the accepted part ``loc`` (positions in idx) of an oracle call on sequences idx."""
+        if loc is None:
+            acc, ctok, cetok, csub, ltok, letok = idx, tok, etok, sub, slice(None), slice(None)
+        else:
+            acc = idx[loc]
+            ltok, letok, csub = subset_sequences(sub, loc)
+            ctok, cetok = _compose(tok, ltok), _compose(etok, letok)
+        nn = new_node[ltok]
+        delta[acc] = np.maximum.reduceat(np.max(np.abs(nn - mu_node[ctok]), axis=1), csub[:-1])
+        mu_node[ctok] = nn
+        if mu_edge is not None:
+            mu_edge[cetok] = new_edge[letok]
+        if method != "accelerated":
+            dual_unary[ctok] = un[ltok]
+            if need_edges:
+                dual_edge[cetok] = tr[letok]
+        log_z[acc] = lz if loc is None else lz[loc]
+        final_scale[acc] = scale
+        if use_avg:
+            sum_node[ctok] += nn
+            if sum_edge is not None:
+                sum_edge[cetok] += new_edge[letok]
+        if grads is None:
+            fresh[acc] = False
+        else:
+            cur_gn[ctok] = grads[0][ltok]
+            if need_edges:
+                cur_ge[cetok] = grads[1][letok]
+            fresh[acc] = True
+        n_iter[acc] = t
+
+    def certified_gap(idx):
+        """f(mu) - lower bound, for sequences whose mu is the oracle output of dual_unary / dual_edge."""
+        refresh(idx)
+        tok, etok, sub = rows(idx)
+        node = mu_node[tok]
+        edge = mu_edge[etok] if mu_edge is not None else None
+        gn = cur_gn[tok]
+        if need_edges:
+            ge = cur_ge[etok]
+            lin_tr = base_edges(etok) - ge
+        else:
+            ge = None
+            lin_tr = base_trans[etok] if per_position else base_trans
+        lz_lin, _, _ = forward_backward(unary[tok] - gn, lin_tr, sub, edge_marginals="none")
+        value = energy.value(node, edge if need_edges else None, sub, psi[idx], index=e_index(idx))
+        bound = -lz_lin + value - seq_sum(gn * node, None if ge is None else ge * edge, sub)
+        shift = seq_sum((dual_unary[tok] - unary[tok]) * node, None, sub)
+        if need_edges:
+            shift = shift + seq_sum(None, (dual_edge[etok] - base_edges(etok)) * edge, sub)
+        elif scaled_edges:
+            shift = shift + (final_scale[idx] - 1.0) * seq_sum(None, base_edges(etok) * edge, sub)
+        f = -log_z[idx] + shift + value
+        gap[idx] = f - bound
+        gap_iter[idx] = n_iter[idx]
+        return gap[idx] <= gap_tol * np.abs(f)
 
     for t in range(1, max_iter + 1):
         idx = np.flatnonzero(active)
         if idx.size == 0:
             break
-        if idx.size == n_seq:
-            tok, etok, sub = slice(None), slice(None), offsets
-        else:
-            tok, etok, sub = subset_sequences(offsets, idx)
+        tok, etok, sub = rows(idx)
         psi_a = psi[idx]
-        e_idx = idx if energy_index is None else energy_index[idx]
-        old_node = mu_node[tok]
-        old_edge = None if mu_edge is None else mu_edge[etok]
 
         if method == "rda":
-            gn, ge = energy.gradient(old_node, old_edge, sub, psi_a, index=e_idx)
-            g_node[tok] += gn
-            s = t / (t + beta)
-            un = s * (unary[tok] - g_node[tok] / t)
+            refresh(idx)
+            g_node[tok] += cur_gn[tok]
             if need_edges:
-                g_edge[etok] += ge
-                tr = s * (base_edges(etok) - g_edge[etok] / t)
-            else:
-                tr = s * (base_trans[etok] if per_position else base_trans)
-            final_scale[idx] = s
+                g_edge[etok] += cur_ge[etok]
+            pending, ptok, petok, psub = idx, tok, etok, sub
+            for attempt in range(_AUTO_MAX_DOUBLINGS + 1):
+                un, tr, scale = rda_potentials(pending, ptok, petok, t)
+                lz, new_node, new_edge = forward_backward(un, tr, psub, edge_marginals=edge_mode)
+                if not auto:
+                    commit(pending, ptok, petok, psub, None, t, lz, new_node, new_edge, un, tr, scale)
+                    break
+                gn, ge = energy.gradient(new_node, new_edge if need_edges else None, psub, psi[pending],
+                                         index=e_index(pending))
+                norm = np.sqrt(seq_sum(gn ** 2, None if ge is None else ge ** 2, psub))
+                ok = norm <= grad_bound[pending]  # NaN fails too
+                if ok.all() or attempt == _AUTO_MAX_DOUBLINGS:
+                    commit(pending, ptok, petok, psub, None, t, lz, new_node, new_edge, un, tr, scale, (gn, ge))
+                    break
+                if ok.any():
+                    commit(pending, ptok, petok, psub, np.flatnonzero(ok), t, lz, new_node, new_edge, un, tr,
+                           scale, (gn, ge))
+                # redo the step of the others with a stronger pull towards mu_0
+                pending = pending[~ok]
+                beta_s[pending] = np.maximum(1.0, 2.0 * beta_s[pending])
+                ptok, petok, psub = rows(pending)
         elif method == "md":
-            gn, ge = energy.gradient(old_node, old_edge, sub, psi_a, index=e_idx)
+            refresh(idx)
+            gn, ge = cur_gn[tok], (cur_ge[etok] if need_edges else None)
             eta_s = eta_fn(t)[idx]
             eta_tok = np.repeat(eta_s, np.diff(sub))[:, None]
             th_node[tok] = (th_node[tok] + eta_tok * (unary[tok] - gn)) / (1.0 + eta_tok)
@@ -266,13 +479,17 @@ def bethe_inference(
                 tr = th_edge[etok]
             else:  # (A + eta A) / (1 + eta) = A: shared transitions stay shared
                 tr = base_trans[etok] if per_position else base_trans
+            lz, new_node, new_edge = forward_backward(un, tr, sub, edge_marginals=edge_mode)
+            commit(idx, tok, etok, sub, None, t, lz, new_node, new_edge, un, tr, 1.0)
         else:  # accelerated
+            old_node = mu_node[tok]
+            old_edge = None if mu_edge is None else mu_edge[etok]
             c = 2.0 / (t + 1.0)
             u_node = (1 - c) * old_node + c * nu_node[tok]
             u_edge = None
             if need_edges:
                 u_edge = (1 - c) * old_edge + c * nu_edge[etok]
-            gn, ge = energy.gradient(u_node, u_edge, sub, psi_a, index=e_idx)
+            gn, ge = energy.gradient(u_node, u_edge, sub, psi_a, index=e_index(idx))
             g_node[tok] = (1 - c) * g_node[tok] + c * gn
             w = t * (t + 1.0) / (4.0 * lip[idx] + t * (t + 1.0))
             un = np.repeat(w, np.diff(sub))[:, None] * (unary[tok] - g_node[tok])
@@ -284,30 +501,26 @@ def bethe_inference(
                 tr = w[0] * base_trans
             else:
                 tr = w_e * (base_trans[etok] if per_position else base_trans[None])
-
-        _, new_node, new_edge = forward_backward(un, tr, sub, edge_marginals=edge_mode)
-        if method == "accelerated":
+            lz, new_node, new_edge = forward_backward(un, tr, sub, edge_marginals=edge_mode)
             nu_node[tok] = new_node
             new_node = (1 - c) * old_node + c * new_node
             if new_edge is not None:
                 nu_edge[etok] = new_edge
                 new_edge = (1 - c) * old_edge + c * new_edge
-        else:
-            dual_unary[tok] = un
-            if dual_edge is not None and (need_edges or per_position):
-                dual_edge[etok] = tr if np.ndim(tr) == 3 else tr[None]
-        delta = np.maximum.reduceat(np.max(np.abs(new_node - old_node), axis=1), sub[:-1])
-        mu_node[tok] = new_node
-        if mu_edge is not None:
-            mu_edge[etok] = new_edge
-        if use_avg:
-            sum_node[tok] += new_node
-            if sum_edge is not None:
-                sum_edge[etok] += new_edge
-        n_iter[idx] = t
-        done = delta < tol
-        converged[idx[done]] = True
-        active[idx[done]] = False
+            commit(idx, tok, etok, sub, None, t, lz, new_node, new_edge, un, tr, 1.0)
+
+        done = idx[delta[idx] < tol_s[idx]]
+        if gap_tol is not None and done.size:
+            certified = certified_gap(done)
+            tol_s[done[~certified]] /= 10.0  # not there yet: look again once the iterates settle further
+            done = done[certified]
+        converged[done] = True
+        active[done] = False
+
+    if gap_tol is not None:
+        stale = np.flatnonzero(gap_iter != n_iter)
+        if stale.size:
+            certified_gap(stale)
 
     if use_avg:
         count_tok = np.repeat(n_iter + 1.0, lengths)[:, None]
@@ -323,20 +536,22 @@ def bethe_inference(
             dual_trans = base_edges(slice(None)) - ge
         else:
             dual_trans = base_trans
-    elif need_edges or per_position:
+    elif need_edges:
         dual_trans = dual_edge
-    elif beta > 0 and not np.all(final_scale == final_scale[0]):
-        dual_trans = np.repeat(final_scale, lengths - 1)[:, None, None] * base_trans[None]
+    elif not scaled_edges:
+        dual_trans = base_trans
+    elif per_position or not np.all(final_scale == final_scale[0]):
+        dual_trans = np.repeat(final_scale, lengths - 1)[:, None, None] * base_edges(slice(None))
     else:
         dual_trans = final_scale[0] * base_trans
 
     edge_out = None
     if return_edges:
         if mu_edge is None:  # last iterate of RDA / MD: mu_t = ORACLE(theta_t) exactly
-            _, node_check, mu_edge = forward_backward(dual_unary, dual_trans, offsets, edge_marginals="per_position")
+            _, _, mu_edge = forward_backward(dual_unary, dual_trans, offsets, edge_marginals="per_position")
         edge_out = mu_edge
     return Bunch(node=mu_node, edge=edge_out, dual_unary=dual_unary, dual_transition=dual_trans,
-                 n_iter=n_iter, converged=converged)
+                 n_iter=n_iter, converged=converged, beta=beta_s, gap=gap)
 
 
 def chain_entropy(node, edge, offsets):

@@ -520,17 +520,21 @@ class PoissonCountEnergy(Energy):
     rate : float, default=1.0
         Expected count of a label with marginal 1 (``detection_rate * population``).
     floor : float, default=1e-12
-        Marginals are clipped below at ``floor`` before taking logs, which keeps the
-        gradient ``psi * (rate - y / mu)`` finite.
+        Below ``floor`` the ``log`` is continued by its second-order Taylor expansion at
+        ``floor``, so the energy stays convex and finite at ``mu = 0`` with a bounded
+        gradient (``-2 psi y / floor`` there). The minimiser of eq. 2 is unchanged whenever
+        its marginals are at least ``floor`` wherever a count is observed (the continuation
+        lies below ``-log`` and meets it with equal value and slope at ``floor``).
 
     Notes
     -----
-    The gradient is unbounded as a marginal goes to 0 where a count is observed. Bethe-RDA
-    (``beta=0``) is reliable when the counts are roughly consistent with the base model,
-    as in CGMs where ``theta`` is the (estimated) transition model; a step that drives some
-    marginal to ~0 where a count is observed otherwise produces a huge gradient that
-    dominates RDA's gradient average for many iterations. Far from that regime use
-    ``method="accelerated"`` with a ``lipschitz`` estimate, which damps the steps.
+    The gradient ``psi * (rate - y / mu)`` is bounded above but not below: it grows like
+    ``1 / mu`` where a count is observed and the marginal is small. A first RDA step from
+    a base model that gives such a cell little mass (a bird seen where the model expects
+    almost none) can overshoot and drive other marginals to ~0; their huge gradients then
+    dominate RDA's gradient average for as many iterations as their size, and Bethe-RDA with
+    ``beta = 0`` does not recover. Use ``bethe_inference(..., beta="auto")``, which damps such
+    steps (Xiao's non-decreasing ``beta_t``) and otherwise runs the paper's ``beta = 0``.
 
     Examples
     --------
@@ -539,6 +543,9 @@ class PoissonCountEnergy(Energy):
     >>> g, _ = e.gradient(np.array([[0.3, 0.7]]), None, np.array([0, 1]), psi=[[1.0]])
     >>> g  # rate - y / mu where observed
     array([[0., 0.]])
+    >>> e = PoissonCountEnergy(counts=np.array([[3.0]]), rate=10.0, floor=0.1).fit(None, 1)
+    >>> e.gradient(np.array([[0.0]]), None, np.array([0, 1]), psi=[[1.0]])[0]  # rate - 2 y / floor
+    array([[-50.]])
     """
 
     convex = True
@@ -567,6 +574,8 @@ class PoissonCountEnergy(Energy):
             arrays.append(c)
         if not (isinstance(self.rate, numbers.Real) and np.isfinite(self.rate) and self.rate > 0):
             raise ValueError(f"PoissonCountEnergy: rate must be a positive number, got {self.rate!r}.")
+        if not (isinstance(self.floor, numbers.Real) and np.isfinite(self.floor) and self.floor > 0):
+            raise ValueError(f"PoissonCountEnergy: floor must be a positive number, got {self.floor!r}.")
         L = arrays[0].shape[1]
         if any(c.shape[1] != L for c in arrays):
             raise ValueError("PoissonCountEnergy: every sequence's counts must have the same number of labels.")
@@ -607,18 +616,29 @@ class PoissonCountEnergy(Energy):
             raise ValueError(f"PoissonCountEnergy: counts have {self.n_labels_} labels, the batch {n_labels}.")
         self._rows(offsets, index)
 
+    def _log(self, mu):
+        """``log(mu)``, continued below ``floor`` by its second-order Taylor expansion, and its derivative."""
+        eps = self.floor
+        low = mu < eps
+        d = np.where(low, mu - eps, 0.0)
+        safe = np.where(low, 1.0, mu)  # keeps log and 1 / mu away from the continued part
+        log_mu = np.where(low, np.log(eps) + d / eps - 0.5 * (d / eps) ** 2, np.log(safe))
+        inv_mu = np.where(low, (1.0 - d / eps) / eps, 1.0 / safe)
+        return log_mu, inv_mu
+
     def term_values(self, node, edge, offsets, index=None):
         rows = self._rows(offsets, index)
         y, obs = np.nan_to_num(self.counts_[rows]), self.observed_[rows]
-        lam = self.rate * np.maximum(node, self.floor)
-        nll = np.where(obs, lam - y * np.log(lam) + self.log_factorial_[rows], 0.0)
+        log_mu, _ = self._log(node)
+        nll = np.where(obs, self.rate * node - y * (np.log(self.rate) + log_mu) + self.log_factorial_[rows], 0.0)
         return segment_sum(nll.sum(axis=1), offsets)[:, None]
 
     def gradient(self, node, edge, offsets, psi, index=None):
         psi = np.asarray(psi, dtype=np.float64).reshape(len(offsets) - 1, -1)
         rows = self._rows(offsets, index)
         y, obs = np.nan_to_num(self.counts_[rows]), self.observed_[rows]
-        g = np.where(obs, self.rate - y / np.maximum(node, self.floor), 0.0)
+        _, inv_mu = self._log(node)
+        g = np.where(obs, self.rate - y * inv_mu, 0.0)
         return segment_repeat(psi[:, :1], offsets) * g, None
 
     def term_gradient_dot(self, node, edge, offsets, d_node, d_edge, index=None):

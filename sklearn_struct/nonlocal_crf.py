@@ -84,8 +84,12 @@ class NonLocalCRF(BaseEstimator):
         Cap on inference iterations (oracle calls) per sequence.
     inference_tol : float, default=1e-4
         A sequence's inference stops when no node marginal changes by more than this.
-    beta : float, default=0.0
-        Bethe-RDA's ``beta`` (eq. 10); 0 needs no step size.
+    beta : float or "auto", default=0.0
+        Bethe-RDA's ``beta_t`` (eq. 10, centred on the base marginals as Algorithm 1's
+        printed step): 0, the paper's choice, needs no step size; ``beta > 0`` damps the
+        steps, ``theta_t = theta - g_sum_t / (t + beta)``; ``"auto"`` keeps 0 until a step's
+        energy gradient explodes (e.g. a Poisson count where the base model expects almost
+        nothing), then redoes that sequence's step with beta 1, 2, 4, ...
     eta : None, float or callable, default=None
         Bethe-MD step sizes (None: ``1 / (lambda t)`` of Prop. 6).
     lipschitz : None or float, default=None
@@ -192,7 +196,7 @@ class NonLocalCRF(BaseEstimator):
         "inference": [StrOptions({"rda", "md", "accelerated"})],
         "inference_max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "inference_tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "beta": [Interval(numbers.Real, 0, None, closed="left")],
+        "beta": [Interval(numbers.Real, 0, None, closed="left"), StrOptions({"auto"})],
         "eta": [None, Interval(numbers.Real, 0, None, closed="neither"), callable],
         "lipschitz": [None, Interval(numbers.Real, 0, None, closed="left")],
         "average": ["boolean"],

@@ -143,3 +143,46 @@ def test_mean_map_default_bandwidth_scales_with_the_data():
     fixed = RandomFourierMeanMap(n_components=200, gamma=1.0, random_state=0).fit_transform(letters)
     # gamma=1 on 128 binary pixels: exp(-32) between typical letters, the kernel vanishes
     assert mean_cross_kernel(fixed) < 0.01 < 0.05 < mean_cross_kernel(phi)
+
+
+def test_poisson_below_floor_is_a_convex_taylor_continuation():
+    counts = np.array([[3.0, 0.0, np.nan], [1.0, 2.0, 5.0]])
+    e = PoissonCountEnergy(counts=counts, rate=10.0, floor=0.2).fit(None, L)
+    off, psi = np.array([0, 2]), [[0.5]]
+
+    def value(mu):
+        return e.value(mu, None, off, psi)[0]
+
+    # above the floor: the plain negative log-likelihood
+    mu = np.array([[0.5, 0.3, 0.2], [0.3, 0.3, 0.4]])
+    obs = ~np.isnan(counts)
+    y = np.nan_to_num(counts)
+    lam = 10.0 * mu
+    from scipy.special import gammaln
+    exact = 0.5 * np.sum(np.where(obs, lam - y * np.log(lam) + gammaln(y + 1), 0.0))
+    np.testing.assert_allclose(value(mu), exact)
+    # below it (and at 0): finite, gradient = finite differences, continuous value and slope at the floor
+    rng = np.random.RandomState(0)
+    for mu in (np.array([[0.05, 0.0, 0.95], [0.0, 0.15, 0.85]]), np.array([[0.2, 0.1, 0.7], [0.2, 0.2, 0.6]])):
+        g, _ = e.gradient(mu, None, off, psi)
+        assert np.all(np.isfinite(g)) and np.isfinite(value(mu))
+        for _ in range(3):
+            d = rng.normal(size=mu.shape)
+            h = 1e-7
+            np.testing.assert_allclose(np.sum(g * d), (value(mu + h * d) - value(mu - h * d)) / (2 * h), rtol=1e-6)
+    # at mu = 0 the slope is rate - 2 y / floor; the continuation never exceeds the true -log
+    g0, _ = e.gradient(np.zeros((2, L)), None, off, psi)
+    np.testing.assert_allclose(g0[1], 0.5 * (10.0 - 2 * np.array([1.0, 2.0, 5.0]) / 0.2))
+    low = np.array([[0.1, 0.1, 0.8], [0.05, 0.1, 0.85]])
+    plain = PoissonCountEnergy(counts=counts, rate=10.0, floor=1e-300).fit(None, L)
+    assert e.value(low, None, off, psi)[0] < plain.value(low, None, off, psi)[0]
+    # convex along any segment, across the floor
+    a, b = np.full((2, L), 0.01), np.full((2, L), 0.6)
+    ts = np.linspace(0, 1, 21)
+    vals = np.array([value((1 - s) * a + s * b) for s in ts])
+    assert np.all(vals[1:-1] <= 0.5 * (vals[:-2] + vals[2:]) + 1e-12)
+
+
+def test_poisson_bad_floor():
+    with pytest.raises(ValueError, match="floor must be a positive number"):
+        PoissonCountEnergy(counts=np.ones((2, L)), floor=0.0).fit(None, L)

@@ -136,8 +136,12 @@ def test_first_steps_follow_corrected_algorithms(references):
     unary, trans, offsets, energy, psi, _ = references["soft_edges"]
     _, mu0, e0 = forward_backward(unary, trans, offsets, edge_marginals="per_position")
     gn, ge = energy.gradient(mu0, e0, offsets, psi)
-    # eq. 10 with beta: theta_1 = (theta - grad L(mu_0)) / (1 + beta), theta scaled too
+    # eq. 10 with beta, prox term centred on mu_0 (Algorithm 1's line): theta_1 = theta - g_1 / (1 + beta)
     res = bethe_inference(unary, trans, offsets, energy, psi, beta=2.0, max_iter=1, tol=0)
+    np.testing.assert_allclose(res.dual_unary, unary - gn / 3.0)
+    np.testing.assert_allclose(res.dual_transition, trans[None] - ge / 3.0)
+    # centred on the uniform marginals (-H_B as the prox function), theta is shrunk too
+    res = bethe_inference(unary, trans, offsets, energy, psi, beta=2.0, prox_center="uniform", max_iter=1, tol=0)
     np.testing.assert_allclose(res.dual_unary, (unary - gn) / 3.0)
     np.testing.assert_allclose(res.dual_transition, (trans[None] - ge) / 3.0)
     # Bethe-MD (sign corrected): theta_1 = (theta_0 + eta (theta - grad L(mu_0))) / (1 + eta)
