@@ -497,13 +497,18 @@ class NonLocalCRF(BaseEstimator):
             ``marginals`` (list of (n_tokens_i, n_classes)), ``n_iter`` (n_sequences,)
             inference iterations and ``converged`` (n_sequences,) bool.
         """
+        return self._infer(X, psi_features=psi_features, max_iter=max_iter)
+
+    def _infer(self, X, psi_features=None, max_iter=None, marginals=True):
         X, data, unary = self._unary(X)
         offsets = data.offsets
         n_seq = offsets.shape[0] - 1
         if self.energy is None or not hasattr(self, "energy_"):
             if psi_features is not None:
                 raise ValueError("psi_features were given, but this model has no energy.")
-            _, node, _ = forward_backward(unary, self.transition_, offsets, edge_marginals="none")
+            node = None
+            if marginals:
+                _, node, _ = forward_backward(unary, self.transition_, offsets, edge_marginals="none")
             labels, _ = viterbi(unary, self.transition_, offsets)
             n_iter, converged = np.zeros(n_seq, dtype=np.int64), np.ones(n_seq, dtype=bool)
         else:
@@ -519,7 +524,7 @@ class NonLocalCRF(BaseEstimator):
             node, n_iter, converged = res.node, res.n_iter, res.converged
         return Bunch(
             labels=[self.classes_[part] for part in unpack_sequences(labels, offsets)],
-            marginals=unpack_sequences(node, offsets),
+            marginals=None if node is None else unpack_sequences(node, offsets),
             n_iter=n_iter,
             converged=converged,
         )
@@ -534,7 +539,8 @@ class NonLocalCRF(BaseEstimator):
         -------
         y : list of ndarray of shape (n_tokens_i,)
         """
-        return self.infer(X, psi_features=psi_features).labels
+        # the base CRF's Viterbi needs no forward-backward
+        return self._infer(X, psi_features=psi_features, marginals=False).labels
 
     def predict_marginals(self, X, psi_features=None):
         """Per-token label marginals (``mu`` of non-local inference with an energy).
