@@ -355,20 +355,7 @@ def _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_table
 @njit(cache=True, nogil=True)
 def _normalise_rows(log_belief):
     """Softmax of each row (numerically safe for any magnitude)."""
-    n, S = log_belief.shape
-    out = np.empty_like(log_belief)
-    for i in range(n):
-        top = -np.inf
-        for a in range(S):
-            if log_belief[i, a] > top:
-                top = log_belief[i, a]
-        acc = 0.0
-        for a in range(S):
-            out[i, a] = math.exp(log_belief[i, a] - top)
-            acc += out[i, a]
-        for a in range(S):
-            out[i, a] /= acc
-    return out
+    return np.exp(_log_softmax_rows(log_belief))
 
 
 @njit(cache=True, nogil=True)
@@ -740,13 +727,8 @@ def absorbed_unary(unary, edges, pairwise, *, log_seed_marginals=None, check_inp
     >>> bool(np.allclose(np.exp(log_softmax(joint)), exact))
     True
     """
-    if check_input:
-        unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
-    elif pairwise.ndim == 2:
-        pairwise = pairwise[None]
-    log_q = log_softmax(unary) if log_seed_marginals is None else np.asarray(log_seed_marginals, dtype=np.float64)
-    shifts = pairwise.max(axis=(1, 2))
-    exp_tables = np.exp(pairwise - shifts[:, None, None])
+    unary, edges, pairwise, log_q, exp_tables, _ = _seed_inputs(unary, edges, pairwise, log_seed_marginals,
+                                                                check_input)
     return _absorb(np.array(unary, dtype=np.float64), np.exp(log_q), log_q, edges, pairwise, exp_tables)
 
 
@@ -781,6 +763,13 @@ def seed_gains(unary, edges, pairwise, *, log_seed_marginals=None, check_input=T
     >>> bool(np.isclose(g[0], np.log(0.75 + 0.25 * np.exp(2)) - 0.25 * 2))
     True
     """
+    unary, edges, pairwise, log_q, exp_tables, shifts = _seed_inputs(unary, edges, pairwise, log_seed_marginals,
+                                                                     check_input)
+    return _seed_gains(np.exp(log_q), log_q, edges, pairwise, exp_tables, shifts)
+
+
+def _seed_inputs(unary, edges, pairwise, log_seed_marginals, check_input):
+    """Checked inputs, seed log marginals and max-shifted exponentiated tables (with their shifts)."""
     if check_input:
         unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
     elif pairwise.ndim == 2:
@@ -788,7 +777,7 @@ def seed_gains(unary, edges, pairwise, *, log_seed_marginals=None, check_input=T
     log_q = log_softmax(unary) if log_seed_marginals is None else np.asarray(log_seed_marginals, dtype=np.float64)
     shifts = pairwise.max(axis=(1, 2))
     exp_tables = np.exp(pairwise - shifts[:, None, None])
-    return _seed_gains(np.exp(log_q), log_q, edges, pairwise, exp_tables, shifts)
+    return unary, edges, pairwise, log_q, exp_tables, shifts
 
 
 def _forward_slots(adjacency, n_edges):
