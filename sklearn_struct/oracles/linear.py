@@ -178,8 +178,8 @@ class LinearFeatures:
         if self.sparse:
             X = sp.csr_matrix(X, dtype=np.float64)
             X.sort_indices()
-            # binary features (the usual indicator attributes) pass no value array at all
             self._indptr = X.indptr.astype(np.int64)
+            # binary features (the usual indicator attributes) pass no value array at all
             self._data = None if np.all(X.data == 1.0) else X.data
             self.pairs = pairs if pairs is not None else all_pairs(X.shape[1], n_labels)
             self._dense_row = _dense_rows(self.pairs[0], X.indices, n_labels)
