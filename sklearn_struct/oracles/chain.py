@@ -111,14 +111,16 @@ def _fb_scaled(unary, pre_exp, exp_unary, lo, hi, exp_trans, trans_shift, trans,
             else:
                 log_z += trans_shift
             prev = node_out[lo + t - 1]
+            acc = beta_next  # free during the forward pass
             for j in range(L):
-                a[j] = 0.0
+                acc[j] = 0.0
             for i in range(L):
                 p = prev[i]
+                Ei = E[i]
                 for j in range(L):
-                    a[j] += p * E[i, j]
+                    acc[j] += p * Ei[j]
             for j in range(L):
-                a[j] *= u_buf[t, j]
+                a[j] = acc[j] * u_buf[t, j]
         c = 0.0
         for j in range(L):
             c += a[j]
@@ -145,8 +147,9 @@ def _fb_scaled(unary, pre_exp, exp_unary, lo, hi, exp_trans, trans_shift, trans,
         if edge_mode == _EDGE_SUM and not per_position:
             for i in range(L):
                 p = prev[i]
+                row = outer_acc[i]
                 for j in range(L):
-                    outer_acc[i, j] += p * v[j]
+                    row[j] += p * v[j]
         elif edge_mode != _EDGE_NONE:
             target = direct_acc if edge_mode == _EDGE_SUM else edge_out[elo + t - 1]
             for i in range(L):
@@ -159,8 +162,9 @@ def _fb_scaled(unary, pre_exp, exp_unary, lo, hi, exp_trans, trans_shift, trans,
             a[j] *= beta[j]
         for i in range(L):
             s = 0.0
+            Ei = E[i]
             for j in range(L):
-                s += E[i, j] * v[j]
+                s += Ei[j] * v[j]
             beta[i] = s
     a = node_out[lo]
     for j in range(L):
