@@ -21,7 +21,7 @@ from numba import njit
 from .oracles.chain import expected_counts
 from .oracles.linear import LinearFeatures, observed_pairs
 from .utils.packing import pack_sequences, transition_pairs
-from .utils.optimize import dot
+from .utils.optimize import _dot
 from .utils.parallel import even_chunks, run_chunks
 
 
@@ -103,7 +103,7 @@ def chunk_nll_grad(data, theta, n_labels, counts):
     gb[:] = node.sum(axis=0)
     gA[:] = edge
     grad -= counts  # expected minus observed
-    return float(np.sum(log_z) + np.sum(shift) - dot(counts, theta)), grad
+    return float(np.sum(log_z) + np.sum(shift) - _dot(counts, theta)), grad
 
 
 class ChainObjective:

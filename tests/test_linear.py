@@ -59,3 +59,14 @@ def test_observed_pairs_are_the_support():
     ptr, lab = observed_pairs(X, np.array([0, 1, 1]), 2)
     np.testing.assert_array_equal(ptr, [0, 2, 3])
     np.testing.assert_array_equal(lab, [0, 1, 1])
+
+
+def test_scores_reject_buffers_of_the_wrong_shape():
+    lf = LinearFeatures(sp.csr_matrix(np.eye(3)), 2)
+    w = np.zeros(lf.n_weights)
+    with pytest.raises(ValueError, match="row_max must be a C-contiguous float64 array of shape \\(3,\\)"):
+        lf.scores(w, row_max=np.empty(2))
+    with pytest.raises(ValueError, match="bias must have shape \\(2,\\)"):
+        lf.scores(w, bias=np.zeros(3))
+    with pytest.raises(ValueError, match="out must be"):
+        lf.scores(w, out=np.empty((2, 2)))

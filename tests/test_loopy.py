@@ -337,3 +337,17 @@ def test_bad_options():
         loopy_bp(np.zeros((2, 2)), [[0, 1]], np.eye(2), rho=0.0)
     with pytest.raises(ValueError, match="sum-product"):
         loopy_bp(np.zeros((2, 2)), [[0, 1]], np.eye(2), mode="max", free_energy=True)
+
+
+@pytest.mark.parametrize("func", [seed_gains, absorbed_unary])
+@pytest.mark.parametrize(
+    "log_q, match",
+    [
+        (np.zeros((2, 2)), "log_seed_marginals must have the unary's shape"),
+        (np.full((3, 2), np.nan), "log_seed_marginals contain NaN"),
+        (np.full((3, 2), np.inf), "log_seed_marginals contain NaN or \\+inf"),
+    ],
+)
+def test_bad_seed_marginals(func, log_q, match):
+    with pytest.raises(ValueError, match=match):
+        func(np.zeros((3, 2)), [[0, 1], [1, 2]], np.eye(2), log_seed_marginals=log_q)

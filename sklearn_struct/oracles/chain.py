@@ -467,14 +467,10 @@ def forward_backward(unary, transition, offsets, *, edge_marginals="sum", out=No
     if edge_marginals not in modes:
         raise ValueError(f"edge_marginals must be one of {sorted(modes)}, got {edge_marginals!r}.")
     unary, trans, per_position, offsets = check_chain_potentials(unary, transition, offsets)
-    n_seq = offsets.shape[0] - 1
-    max_len = int(np.max(np.diff(offsets)))
-    L = unary.shape[1]
-    with threads_for(3 * unary.shape[0] * L * L):
-        log_z, node, edge_sum, edge_pos = _forward_backward_batch(
-            unary, np.empty((0, L)), trans, per_position, offsets, modes[edge_marginals], _n_chunks(n_seq),
-            max_len, _output_buffer(out, unary.shape),
-        )
+    log_z, node, edge_sum, edge_pos = _run_forward_backward(
+        unary, np.empty((0, unary.shape[1])), trans, per_position, offsets, modes[edge_marginals],
+        _output_buffer(out, unary.shape),
+    )
     _raise_if_infeasible(log_z)
     edge = {"none": None, "sum": edge_sum, "per_position": edge_pos}[edge_marginals]
     return log_z, node, edge
@@ -490,15 +486,17 @@ def expected_counts(unary, exp_unary, transition, offsets, out):
     shifted rows. No input checks: the caller builds these arrays; a non-finite result is
     reported by a non-finite ``log Z``, never an exception.
     """
-    n_seq = offsets.shape[0] - 1
-    L = unary.shape[1]
-    max_len = int(np.max(np.diff(offsets)))
-    with threads_for(3 * unary.shape[0] * L * L):
-        log_z, node, edge_sum, _ = _forward_backward_batch(
-            unary, exp_unary, np.ascontiguousarray(transition, dtype=np.float64)[None], False, offsets,
-            _EDGE_SUM, _n_chunks(n_seq), max_len, out,
-        )
+    trans = np.ascontiguousarray(transition, dtype=np.float64)[None]
+    log_z, node, edge_sum, _ = _run_forward_backward(unary, exp_unary, trans, False, offsets, _EDGE_SUM, out)
     return log_z, node, edge_sum
+
+
+def _run_forward_backward(unary, exp_unary, trans, per_position, offsets, edge_mode, out):
+    """The batch kernel on checked arrays, with threads for its work (``exp_unary`` empty: exponentiate inside)."""
+    L = unary.shape[1]
+    with threads_for(3 * unary.shape[0] * L * L):
+        return _forward_backward_batch(unary, exp_unary, trans, per_position, offsets, edge_mode,
+                                       _n_chunks(offsets.shape[0] - 1), int(np.max(np.diff(offsets))), out)
 
 
 def _output_buffer(out, shape):

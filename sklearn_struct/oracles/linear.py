@@ -214,6 +214,11 @@ class LinearFeatures:
         elif out.shape != (n_rows, L) or out.dtype != np.float64 or not out.flags.c_contiguous:
             raise ValueError(f"out must be a C-contiguous float64 array of shape {(n_rows, L)}.")
         bias = np.zeros(L) if bias is None else np.ascontiguousarray(bias, dtype=np.float64)
+        if bias.shape != (L,):
+            raise ValueError(f"bias must have shape ({L},), got {bias.shape}.")
+        if row_max is not None and (row_max.shape != (n_rows,) or row_max.dtype != np.float64
+                                    or not row_max.flags.c_contiguous):
+            raise ValueError(f"row_max must be a C-contiguous float64 array of shape ({n_rows},).")
         if self.sparse:
             W_dense = np.empty((self._n_dense, L))
             _scatter_dense_rows(*self.pairs, self._dense_row, w, W_dense)

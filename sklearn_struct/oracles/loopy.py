@@ -774,7 +774,14 @@ def _seed_inputs(unary, edges, pairwise, log_seed_marginals, check_input):
         unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
     elif pairwise.ndim == 2:
         pairwise = pairwise[None]
-    log_q = log_softmax(unary) if log_seed_marginals is None else np.asarray(log_seed_marginals, dtype=np.float64)
+    if log_seed_marginals is None:
+        log_q = log_softmax(unary)
+    else:
+        log_q = np.ascontiguousarray(log_seed_marginals, dtype=np.float64)
+        if check_input and log_q.shape != unary.shape:
+            raise ValueError(f"log_seed_marginals must have the unary's shape {unary.shape}, got {log_q.shape}.")
+        if check_input and (np.isnan(log_q).any() or (log_q == np.inf).any()):
+            raise ValueError("log_seed_marginals contain NaN or +inf (log marginals are <= 0; -inf is allowed).")
     shifts = pairwise.max(axis=(1, 2))
     exp_tables = np.exp(pairwise - shifts[:, None, None])
     return unary, edges, pairwise, log_q, exp_tables, shifts

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 from scipy.optimize import OptimizeResult
 
-__all__ = ["lbfgs", "dot"]
+__all__ = ["lbfgs"]
 
 
 @njit(cache=True, nogil=True)
@@ -69,7 +69,7 @@ def _lbfgs_direction(g, S, Y, rho, order, out):
 
 
 @njit(cache=True, nogil=True)
-def dot(a, b):
+def _dot(a, b):
     """Inner product of two float64 vectors, single-threaded.
 
     ``np.dot`` of long vectors goes to a multi-threaded BLAS whose idle threads keep
@@ -135,6 +135,7 @@ def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=No
     S, Y = np.empty((memory, x.size)), np.empty((memory, x.size))
     rho = np.empty(memory)
     stored = deque()  # rows of S, Y in use, oldest first
+    free = list(range(memory))  # rows not in use
     d = np.empty_like(x)
     message, success = "max_iter reached", False
     nit = 0
@@ -143,11 +144,12 @@ def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=No
             message, success, nit = "gradient below gtol", True, nit - 1
             break
         _lbfgs_direction(g, S, Y, rho, np.array(stored, dtype=np.int64), d)
-        slope = dot(g, d)
+        slope = _dot(g, d)
         if not slope < 0:  # not a descent direction: restart from steepest descent
+            free.extend(stored)
             stored.clear()
             np.negative(g, out=d)
-            slope = -dot(g, g)
+            slope = -_dot(g, g)
         step = 1.0 if stored else min(1.0, 1.0 / np.sqrt(-slope))
         for _ in range(max_backtracks):
             x_new = _step(x, step, d)
@@ -162,19 +164,15 @@ def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=No
         else:
             message = "line search failed to decrease the objective"
             break
-        # a free row, else the oldest pair's (which this pair replaces)
-        free = [r for r in range(memory) if r not in stored]
-        row = free[0] if free else stored[0]
+        row = free.pop() if free else stored.popleft()  # a free row, else the oldest pair's
         np.subtract(x_new, x, out=S[row])
         np.subtract(g_new, g, out=Y[row])
-        sy = dot(S[row], Y[row])
-        if sy > 1e-12 * dot(Y[row], Y[row]):
+        sy = _dot(S[row], Y[row])
+        if sy > 1e-12 * _dot(Y[row], Y[row]):
             rho[row] = 1.0 / sy
-            if row in stored:
-                stored.remove(row)
             stored.append(row)
-        elif row in stored:  # its old pair was overwritten: forget it
-            stored.remove(row)
+        else:  # not kept (and any older pair in that row was overwritten)
+            free.append(row)
         decrease = (f - f_new) / max(abs(f), abs(f_new), 1.0)
         x, f, g = x_new, f_new, g_new
         if callback is not None:
