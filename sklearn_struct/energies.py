@@ -171,7 +171,7 @@ class Energy(BaseEstimator):
 
 
 class SoftConstraintEnergy(Energy):
-    """Soft constraints on linear measurements: ``sum_j psi_j h(a_j . mu - b_j)`` (eqs. 4-5, 20).
+    """Soft constraints on linear measurements: ``sum_j psi_j h(<a_j, mu> - b_j)`` (eqs. 4-5, 20).
 
     The measurement ``a_j . mu`` of a sequence is a weighted count of expected labels and,
     optionally, expected transitions over its positions::

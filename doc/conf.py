@@ -1,0 +1,59 @@
+"""Sphinx configuration: numpydoc docstrings, the PyData theme, a gallery over ``examples/``.
+
+Build with ``make -C doc html`` (needs the ``doc`` extra: ``pip install -e ".[doc]"``).
+Set ``SKLEARN_STRUCT_DOC_EXAMPLES=0`` to render the gallery without running the examples.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import sklearn_struct  # noqa: E402
+
+project = "sklearn_struct"
+author = "the sklearn_struct developers"
+copyright = "2026, the sklearn_struct developers"
+release = sklearn_struct.__version__
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "myst_parser",
+    "sphinx_gallery.gen_gallery",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "generated/*.examples"]
+
+autosummary_generate = True
+autodoc_default_options = {"members": False, "inherited-members": False}
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_validation_checks = set()
+myst_heading_anchors = 3
+suppress_warnings = ["myst.header", "config.cache"]
+
+html_theme = "pydata_sphinx_theme"
+html_title = "sklearn_struct"
+html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
+html_static_path = []
+
+_run_examples = os.environ.get("SKLEARN_STRUCT_DOC_EXAMPLES", "1") != "0"
+sphinx_gallery_conf = {
+    "examples_dirs": str(ROOT / "examples"),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "plot_gallery": _run_examples,
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "within_subsection_order": "FileNameSortKey",
+    "image_scrapers": ("matplotlib",),
+}

@@ -1,0 +1,22 @@
+"""Every example runs and writes its figure."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("plot_*.py"))
+_NEEDS_DATA = {"plot_ocr_nonlocal.py"}
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_runs_and_writes_its_figure(script, tmp_path):
+    pytest.importorskip("matplotlib")
+    if script.name in _NEEDS_DATA and not os.environ.get("SKLEARN_STRUCT_DATA"):
+        pytest.skip("real data not available: set SKLEARN_STRUCT_DATA to the shared data folder")
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert list(tmp_path.glob("*.png")), f"{script.name} wrote no figure"
