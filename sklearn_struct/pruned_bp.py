@@ -561,9 +561,11 @@ class _Problem:
         est = self.est
 
         def evaluate(index):
-            return _chunk_nll(self.chunks[index], coef, intercept, edge_coef, est, self, index)
+            return _chunk_nll(self.chunks[index], coef, intercept, edge_coef, est, self.messages[index])
 
         parts = run_chunks(evaluate, range(len(self.chunks)), n_jobs=est.n_jobs)
+        # warm starts come back with the results, so a process or dask backend keeps them too
+        self.messages = [p[4] for p in parts]
         nll = sum(p[0] for p in parts)
         g_coef = sum(p[1] for p in parts)
         g_intercept = sum(p[2] for p in parts)
@@ -616,8 +618,9 @@ def _pack(graphs, y_enc, S):
                   np.repeat(np.arange(len(graphs)), sizes), np.concatenate([[0], np.cumsum(n_edges)]))
 
 
-def _chunk_nll(chunk, coef, intercept, edge_coef, est, problem, index):
-    """Bethe NLL of a chunk and its gradients w.r.t. coef, intercept and the edge tables."""
+def _chunk_nll(chunk, coef, intercept, edge_coef, est, messages):
+    """Bethe NLL of a chunk, its gradients w.r.t. coef, intercept and the edge tables, and the BP
+    messages to warm-start the chunk's next evaluation (``messages``: the last ones, or None)."""
     unary, edges, pairwise = _potentials((chunk.feats, chunk.edges, chunk.edge_feats), coef, intercept, edge_coef)
     pw3 = pairwise[None] if pairwise.ndim == 2 else pairwise
     n_edges = edges.shape[0]
@@ -628,11 +631,10 @@ def _chunk_nll(chunk, coef, intercept, edge_coef, est, problem, index):
     sub_edges = edges[kept]
     sub_pw = pw3 if pw3.shape[0] == 1 else pw3[kept]
     rho = trw_edge_probabilities(sub_edges, unary.shape[0]) if est.inference == "trw" else None
-    warm = problem.messages[index] if kept.all() else None
+    warm = messages if kept.all() else None
     res = loopy_bp(unary, sub_edges, sub_pw, rho=rho, max_iter=est.bp_max_iter, tol=est.bp_tol,
                    damping=est.damping, free_energy=True, init_messages=warm, check_input=False)
-    if kept.all():
-        problem.messages[index] = res.log_messages
+    messages = res.log_messages if kept.all() else messages
     node = res.node_marginals
     edge_marg = np.empty((n_edges, unary.shape[1], unary.shape[1]))
     edge_marg[kept] = res.edge_marginals
@@ -656,7 +658,7 @@ def _chunk_nll(chunk, coef, intercept, edge_coef, est, problem, index):
     g_intercept = diff.sum(axis=0)
     z = np.ones((n_edges, 1)) if chunk.edge_feats is None else chunk.edge_feats
     g_edge = np.einsum("eg,eab->gab", z, edge_marg) - chunk.pair_counts
-    return log_z - score, g_coef, g_intercept, g_edge
+    return log_z - score, g_coef, g_intercept, g_edge, messages
 
 
 def _select_per_graph(unary, edges, pw3, edge_offsets, est):

@@ -1,0 +1,217 @@
+"""One scikit-learn conformance suite over every estimator of the package.
+
+Each estimator is registered once in ``CASES`` with small data in its own form, a parameter to
+tune, a featurizer to put in front of it and bad inputs; every test below runs over all of them:
+``clone`` / ``get_params`` / ``set_params``, pickle and ``joblib.dump`` / ``load``, ``GridSearchCV``
+and ``cross_val_score``, a ``Pipeline``, ``random_state`` determinism, ``n_jobs=1`` against
+``n_jobs=2``, the dask backend on a two-process ``LocalCluster``, and bad input.
+
+``check_estimator`` applies only where the estimator takes scikit-learn's own 2-D data
+(``DLPWClassifier``); the sequence, graph and matching estimators take lists of structured
+samples, which the generic checks cannot generate, so their contract is checked here instead.
+"""
+
+import pickle
+from dataclasses import dataclass, field
+from typing import Callable
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from sklearn_struct import NonLocalCRF, PrunedBPMarginals
+from sklearn_struct.datasets import make_chain_data
+from sklearn_struct.datasets._ising import make_ising_grid
+from sklearn_struct.preprocessing import SequenceVectorizer
+from sklearn_struct.utils.graph import images_to_graphs
+
+
+@dataclass
+class Case:
+    """How to exercise one estimator: its data, a parameter grid, a front featurizer, bad inputs."""
+
+    name: str
+    make: Callable  # **params -> estimator
+    data: Callable  # () -> X_train, y_train, X_test
+    grid: dict
+    front: Callable  # () -> (transformer, X_raw_train, y_train, X_raw_test)
+    bad: list = field(default_factory=list)  # (X, y, regex) for fit
+    random: bool = True  # has random_state
+    parallel: bool = True  # has n_jobs
+
+
+def _outputs(est, X):
+    """Everything an estimator predicts on X, as a flat list of arrays."""
+    out = []
+    for method in ("predict", "predict_marginals"):
+        res = getattr(est, method)(X)
+        out.extend(np.asarray(r, dtype=float) if np.asarray(r).dtype.kind in "fiub" else np.asarray(r)
+                   for r in (res if isinstance(res, list) else [res]))
+    return out
+
+
+def _assert_same(a, b, rtol=1e-7, atol=1e-9):
+    assert len(a) == len(b)
+    for u, v in zip(a, b):
+        if u.dtype.kind in "fiub":
+            np.testing.assert_allclose(u, v, rtol=rtol, atol=atol)
+        else:
+            np.testing.assert_array_equal(u, v)
+
+
+# ------------------------------------------------------------------------------- the cases
+def _chain_data():
+    X, y = make_chain_data(60, n_labels=3, n_features=6, min_length=3, max_length=8, random_state=0)
+    return X[:40], y[:40], X[40:]
+
+
+def _token_dicts(X):
+    return [[{f"f{j}": float(v) for j, v in enumerate(row)} for row in x] for x in X]
+
+
+def _chain_front():
+    X, y, Xt = _chain_data()
+    return SequenceVectorizer(), _token_dicts(X), y, _token_dicts(Xt)
+
+
+def _grid_data():
+    images, labels = make_ising_grid(n_noisy=2, shape=(8, 8), noise=1.0, random_state=0)
+    X = images_to_graphs(images)
+    y = list(labels.reshape(len(labels), -1))
+    return X[:6], y[:6], X[6:]
+
+
+def _grid_front():
+    images, labels = make_ising_grid(n_noisy=2, shape=(8, 8), noise=1.0, random_state=0)
+    y = list(labels.reshape(len(labels), -1))
+    return FunctionTransformer(images_to_graphs), list(images[:6]), y[:6], list(images[6:])
+
+
+_X3 = [np.zeros((3, 6)), np.zeros((4, 6))]
+CASES = [
+    Case(
+        "NonLocalCRF",
+        lambda **p: NonLocalCRF(**{"c2": 0.1, "max_iter": 30, **p}),
+        _chain_data,
+        {"c2": [0.1, 1.0]},
+        _chain_front,
+        bad=[
+            ([], [], "empty|at least one"),
+            (_X3, [np.zeros(3)], "(?i)X.*y|number of"),
+            ([np.zeros((3, 6)), np.zeros((4, 5))], [np.zeros(3), np.zeros(4)], "Sequence 1"),
+            ([np.zeros((3, 6)), np.full((4, 6), np.nan)], [np.zeros(3), np.zeros(4)], "Sequence 1"),
+            (_X3, [np.zeros(3), np.zeros(3)], "Sequence 1"),
+        ],
+        random=False,
+    ),
+    Case(
+        "PrunedBPMarginals",
+        lambda **p: PrunedBPMarginals(**{"gamma": 1e-3, "max_iter": 20, **p}),
+        _grid_data,
+        {"C": [1.0, 10.0]},
+        _grid_front,
+        bad=[
+            ([], [], "empty|at least one"),
+            ([(np.zeros((3, 2)), [[0, 1], [1, 5]])], [np.array([0, 1, 0])], "(?i)sample 0|edge"),
+            ([(np.full((3, 2), np.inf), [[0, 1]])], [np.array([0, 1, 0])], "Sample 0"),
+            ([(np.zeros((3, 2)), [[0, 1]])], [np.array([0, 1])], "Sample 0"),
+        ],
+        random=False,
+    ),
+]
+IDS = [c.name for c in CASES]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=IDS)
+def case(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def fitted(case):
+    X, y, Xt = case.data()
+    return case.make().fit(X, y), X, y, Xt
+
+
+# ------------------------------------------------------------------------------- the tests
+def test_clone_and_params_round_trip(case):
+    est = case.make()
+    params = est.get_params()
+    assert clone(est).get_params() == params
+    key, values = next(iter(case.grid.items()))
+    assert est.set_params(**{key: values[-1]}).get_params()[key] == values[-1]
+    with pytest.raises(NotFittedError):
+        case.make().predict(case.data()[2])
+
+
+def test_pickle_and_joblib_round_trips_predict_the_same(fitted, tmp_path):
+    est, _, _, Xt = fitted
+    expected = _outputs(est, Xt)
+    _assert_same(_outputs(pickle.loads(pickle.dumps(est)), Xt), expected, rtol=0, atol=0)
+    joblib.dump(est, tmp_path / "model.joblib")
+    _assert_same(_outputs(joblib.load(tmp_path / "model.joblib"), Xt), expected, rtol=0, atol=0)
+
+
+def test_grid_search_and_cross_val_score(case):
+    X, y, _ = case.data()
+    cv = KFold(3, shuffle=True, random_state=0)
+    scores = cross_val_score(case.make(), X, y, cv=cv)
+    assert scores.shape == (3,) and np.all((scores >= 0) & (scores <= 1))
+    search = GridSearchCV(case.make(), case.grid, cv=cv).fit(X, y)
+    key = next(iter(case.grid))
+    assert search.best_params_[key] in case.grid[key]
+    assert 0 <= search.score(X, y) <= 1
+
+
+def test_pipeline_with_a_featurizer_in_front(case):
+    front, X_raw, y, Xt_raw = case.front()
+    pipe = make_pipeline(front, case.make()).fit(X_raw, y)
+    Xt = clone(front).fit(X_raw, y).transform(Xt_raw)
+    direct = case.make().fit(clone(front).fit_transform(X_raw, y), y)
+    _assert_same(_outputs(pipe[-1], pipe[:-1].transform(Xt_raw)), _outputs(direct, Xt))
+    _assert_same([np.concatenate(pipe.predict(Xt_raw))], [np.concatenate(direct.predict(Xt))])
+    assert isinstance(pipe, Pipeline) and 0 <= pipe.score(X_raw, y) <= 1
+
+
+def test_random_state_makes_fits_reproducible(case):
+    X, y, Xt = case.data()
+    params = {"random_state": 0} if case.random else {}
+    a, b = case.make(**params).fit(X, y), case.make(**params).fit(X, y)
+    _assert_same(_outputs(a, Xt), _outputs(b, Xt), rtol=0, atol=0)
+
+
+def test_n_jobs_does_not_change_the_model(case):
+    if not case.parallel:
+        pytest.skip(f"{case.name} has no n_jobs")
+    X, y, Xt = case.data()
+    a, b = case.make(n_jobs=1).fit(X, y), case.make(n_jobs=2).fit(X, y)
+    _assert_same(_outputs(a, Xt), _outputs(b, Xt), rtol=1e-6, atol=1e-8)
+
+
+def test_bad_input_gets_a_value_error_naming_the_item(case):
+    for X, y, match in case.bad:
+        with pytest.raises(ValueError, match=match):
+            case.make().fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def test_dask_cluster_fit_equals_the_local_fit(case, dask_client):
+    if not case.parallel:
+        pytest.skip(f"{case.name} has no n_jobs")
+    X, y, Xt = case.data()
+    local = case.make(n_jobs=2).fit(X, y)
+    with joblib.parallel_backend("dask"):
+        remote = case.make(n_jobs=2).fit(X, y)
+    _assert_same(_outputs(remote, Xt), _outputs(local, Xt), rtol=1e-6, atol=1e-8)
