@@ -24,7 +24,7 @@ from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from sklearn_struct import NonLocalCRF, PrunedBPMarginals
+from sklearn_struct import ChainCRF, NonLocalCRF, PrunedBPMarginals
 from sklearn_struct.datasets import make_chain_data
 from sklearn_struct.datasets._ising import make_ising_grid
 from sklearn_struct.preprocessing import SequenceVectorizer
@@ -93,20 +93,23 @@ def _grid_front():
 
 
 _X3 = [np.zeros((3, 6)), np.zeros((4, 6))]
+_SEQ_BAD = [
+    ([], [], "empty|at least one"),
+    (_X3, [np.zeros(3)], "(?i)X.*y|number of"),
+    ([np.zeros((3, 6)), np.zeros((4, 5))], [np.zeros(3), np.zeros(4)], "Sequence 1"),
+    ([np.zeros((3, 6)), np.full((4, 6), np.nan)], [np.zeros(3), np.zeros(4)], "Sequence 1"),
+    (_X3, [np.zeros(3), np.zeros(3)], "Sequence 1"),
+]
 CASES = [
+    Case("ChainCRF", lambda **p: ChainCRF(**{"c2": 0.1, "max_iter": 30, **p}), _chain_data, {"c2": [0.1, 1.0]},
+         _chain_front, bad=_SEQ_BAD, random=False),
     Case(
         "NonLocalCRF",
         lambda **p: NonLocalCRF(**{"c2": 0.1, "max_iter": 30, **p}),
         _chain_data,
         {"c2": [0.1, 1.0]},
         _chain_front,
-        bad=[
-            ([], [], "empty|at least one"),
-            (_X3, [np.zeros(3)], "(?i)X.*y|number of"),
-            ([np.zeros((3, 6)), np.zeros((4, 5))], [np.zeros(3), np.zeros(4)], "Sequence 1"),
-            ([np.zeros((3, 6)), np.full((4, 6), np.nan)], [np.zeros(3), np.zeros(4)], "Sequence 1"),
-            (_X3, [np.zeros(3), np.zeros(3)], "Sequence 1"),
-        ],
+        bad=_SEQ_BAD,
         random=False,
     ),
     Case(

@@ -115,7 +115,9 @@ def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=No
         Stop when ``max |g| <= gtol``.
     memory : int
         Number of curvature pairs kept.
-    callback : callable ``(k, f, x) -> None``, optional
+    callback : callable ``(k, f, x) -> bool or None``, optional
+        Called after every iteration; returning True stops the minimisation
+        (``message="stopped by callback"``, ``success=False``).
 
     Returns
     -------
@@ -175,8 +177,9 @@ def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=No
             free.append(row)
         decrease = (f - f_new) / max(abs(f), abs(f_new), 1.0)
         x, f, g = x_new, f_new, g_new
-        if callback is not None:
-            callback(nit, f, x)
+        if callback is not None and callback(nit, f, x) is True:
+            message = "stopped by callback"
+            break
         if decrease <= tol:
             message, success = "relative decrease below tol", True
             break

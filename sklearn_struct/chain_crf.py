@@ -1,0 +1,270 @@
+"""ChainCRF: the plain linear-chain CRF, a drop-in for sklearn-crfsuite users.
+
+The model and its training live in :mod:`sklearn_struct._chain_crf` (shared with
+:class:`~sklearn_struct.NonLocalCRF`, whose base model is this CRF); the recursions in
+:mod:`sklearn_struct.oracles.chain`.
+"""
+
+import json
+import numbers
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted
+
+from ._chain_crf import fit_chain_crf, predict_unary
+from .oracles.chain import forward_backward, viterbi
+from .utils.packing import edge_offsets, unpack_sequences
+from .utils.validation import check_sequence_labels, check_sequences, encode_sequence_labels
+
+__all__ = ["ChainCRF"]
+
+_FORMAT = "sklearn_struct.ChainCRF"
+_FORMAT_VERSION = 1
+
+
+class ChainCRF(ClassifierMixin, BaseEstimator):
+    """Linear-chain conditional random field trained by L-BFGS (the CRFsuite objective).
+
+    Unary scores ``X @ W + b`` per token and a transition table ``A[from, to]``, trained by
+    minimising ``sum_i -log P(y_i | x_i) + c2 * (||W||^2 + ||A||^2)`` (the bias is not
+    penalised) with exact gradients from forward-backward, parallel over sequences.
+    With sparse features only the (attribute, label) pairs seen in training get a weight, as
+    in CRFsuite; ``all_possible_states=True`` gives every pair one.
+
+    From sklearn-crfsuite: keep your token feature dicts and put
+    :class:`~sklearn_struct.preprocessing.SequenceVectorizer` in front,
+    ``make_pipeline(SequenceVectorizer(), ChainCRF(c2=0.1))``.
+
+    Parameters
+    ----------
+    c2 : float, default=1.0
+        L2 regularisation strength, as in CRFsuite (``c2 * ||theta||^2``).
+    all_possible_states : bool, default=False
+        With sparse features, weights for every (attribute, label) pair (True) or only for
+        the pairs that occur in the training data (False, CRFsuite's default).
+    max_iter : int, default=100
+        Maximum number of L-BFGS iterations.
+    tol : float, default=1e-5
+        Stop when the relative decrease of the objective falls below ``tol``.
+    warm_start : bool, default=False
+        Start the next ``fit`` (same features and labels) from the fitted parameters: continued
+        training, e.g. ``max_iter`` more iterations.
+    callback : callable or None, default=None
+        Called after every L-BFGS iteration as ``callback(iteration, objective, seconds)``;
+        returning True stops training there (no convergence warning is raised then).
+    n_jobs : int, default=None
+        Number of joblib jobs over chunks of sequences (one chunk and numba's threads when None).
+    verbose : int, default=0
+        Print one line per iteration (objective and elapsed seconds) when > 0.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (n_features, n_classes)
+    intercept_ : ndarray of shape (n_classes,)
+    transition_ : ndarray of shape (n_classes, n_classes)
+        Transition log-potentials ``A[from, to]``.
+    n_features_in_ : int
+    n_iter_ : int
+        L-BFGS iterations of the last fit.
+    objective_ : float
+        Final value of the regularised objective.
+
+    See Also
+    --------
+    NonLocalCRF : this CRF plus learned non-local energies.
+    sklearn_struct.preprocessing.SequenceVectorizer : token feature dicts to sparse sequences.
+
+    References
+    ----------
+    J. Lafferty, A. McCallum, F. Pereira. "Conditional Random Fields: Probabilistic Models for
+    Segmenting and Labeling Sequence Data." ICML 2001.
+
+    Examples
+    --------
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn_struct import ChainCRF
+    >>> from sklearn_struct.preprocessing import SequenceVectorizer
+    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}, {"w": "runs"}]]
+    >>> y = [["DET", "NOUN"], ["DET", "NOUN", "VERB"]]
+    >>> model = make_pipeline(SequenceVectorizer(), ChainCRF(c2=0.01)).fit(X, y)
+    >>> [list(p) for p in model.predict(X)]
+    [['DET', 'NOUN'], ['DET', 'NOUN', 'VERB']]
+    """
+
+    _parameter_constraints = {
+        "c2": [Interval(numbers.Real, 0, None, closed="left")],
+        "all_possible_states": ["boolean"],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "warm_start": ["boolean"],
+        "callback": [None, callable],
+        "n_jobs": [numbers.Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, *, c2=1.0, all_possible_states=False, max_iter=100, tol=1e-5, warm_start=False,
+                 callback=None, n_jobs=None, verbose=0):
+        self.c2 = c2
+        self.all_possible_states = all_possible_states
+        self.max_iter = max_iter
+        self.tol = tol
+        self.warm_start = warm_start
+        self.callback = callback
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the CRF by L-BFGS.
+
+        Parameters
+        ----------
+        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
+        y : list of array-like of shape (n_tokens_i,)
+            Labels of each token; any hashable values.
+
+        Returns
+        -------
+        self : ChainCRF
+        """
+        X, y = check_sequences(X, y)
+        encoder = LabelEncoder().fit(np.concatenate(y))
+        previous = self._warm_start_params(X[0].shape[1], encoder.classes_)
+        self.classes_ = encoder.classes_
+        self.n_features_in_ = X[0].shape[1]
+        y_enc = encode_sequence_labels(encoder, y)
+        fitted = fit_chain_crf(X, y_enc, len(self.classes_), c2=self.c2, max_iter=self.max_iter, tol=self.tol,
+                               all_possible_states=self.all_possible_states, n_jobs=self.n_jobs,
+                               previous=previous, callback=self.callback, verbose=self.verbose,
+                               name=type(self).__name__)
+        self.coef_, self.intercept_, self.transition_, self.n_iter_, self.objective_ = fitted
+        return self
+
+    def _warm_start_params(self, n_features, classes):
+        if not self.warm_start or not hasattr(self, "coef_"):
+            return None
+        if n_features != self.n_features_in_ or not np.array_equal(classes, self.classes_):
+            raise ValueError(
+                "warm_start=True needs the same features and labels as the previous fit: got "
+                f"{n_features} features and labels {list(classes)}, previously {self.n_features_in_} "
+                f"and {list(self.classes_)}."
+            )
+        return self.coef_, self.intercept_, self.transition_
+
+    def _unary(self, X):
+        check_is_fitted(self)
+        X = check_sequences(X, n_features=self.n_features_in_)
+        return predict_unary(X, self.coef_, self.intercept_)
+
+    def predict(self, X):
+        """Most likely label sequence of each sequence (Viterbi).
+
+        Returns
+        -------
+        y : list of ndarray of shape (n_tokens_i,)
+        """
+        data, unary = self._unary(X)
+        labels, _ = viterbi(unary, self.transition_, data.offsets)
+        return [self.classes_[part] for part in unpack_sequences(labels, data.offsets)]
+
+    def predict_marginals(self, X):
+        """Per-token label marginals, columns in ``classes_`` order.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_tokens_i, n_classes)
+        """
+        data, unary = self._unary(X)
+        _, node, _ = forward_backward(unary, self.transition_, data.offsets, edge_marginals="none")
+        return unpack_sequences(node, data.offsets)
+
+    def predict_edge_marginals(self, X):
+        """Marginals of consecutive label pairs: ``P(y_t = a, y_{t+1} = b | x)``.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_tokens_i - 1, n_classes, n_classes)
+        """
+        data, unary = self._unary(X)
+        _, _, edge = forward_backward(unary, self.transition_, data.offsets, edge_marginals="per_position")
+        return unpack_sequences(edge, edge_offsets(data.offsets))
+
+    def score(self, X, y):
+        """Token accuracy of :meth:`predict` on ``X`` against ``y``."""
+        y_pred = self.predict(X)
+        y = check_sequence_labels(y, lengths=[len(p) for p in y_pred])
+        return float(np.mean(np.concatenate(y_pred) == np.concatenate(y)))
+
+    # ------------------------------------------------------------------ save / load
+    def save(self, path):
+        """Write the fitted model to one ``.npz`` file that loads without pickle.
+
+        The file holds the arrays ``coef``, ``intercept``, ``transition`` and ``classes``
+        (numbers or strings) and ``meta``: a JSON string with the format name and version,
+        the constructor parameters (those that are JSON values) and ``n_features_in_``,
+        ``n_iter_``, ``objective_``. Any NumPy-reading tool can use it.
+
+        Parameters
+        ----------
+        path : str or path-like
+        """
+        check_is_fitted(self)
+        classes = np.asarray(self.classes_)
+        if classes.dtype.kind not in "biufU":
+            raise ValueError(
+                f"save needs labels that are numbers or strings; classes_ has dtype {classes.dtype}."
+            )
+        params = {k: v for k, v in self.get_params().items() if _is_json_value(v)}
+        meta = {"format": _FORMAT, "version": _FORMAT_VERSION, "params": params,
+                "n_features_in_": int(self.n_features_in_), "n_iter_": int(self.n_iter_),
+                "objective_": float(self.objective_)}
+        with open(path, "wb") as fh:
+            np.savez(fh, coef=self.coef_, intercept=self.intercept_, transition=self.transition_,
+                     classes=classes, meta=np.array(json.dumps(meta)))
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or path-like
+
+        Returns
+        -------
+        model : ChainCRF
+        """
+        with np.load(Path(path), allow_pickle=False) as data:
+            try:
+                meta = json.loads(str(data["meta"]))
+                arrays = {k: data[k] for k in ("coef", "intercept", "transition", "classes")}
+            except KeyError as exc:
+                raise ValueError(f"{path} is not a ChainCRF file: missing {exc}.") from None
+        if meta.get("format") != _FORMAT or meta.get("version") != _FORMAT_VERSION:
+            raise ValueError(f"{path} is not a ChainCRF file of version {_FORMAT_VERSION}: {meta.get('format')!r}, "
+                             f"version {meta.get('version')!r}.")
+        model = cls(**meta["params"])
+        L = arrays["classes"].shape[0]
+        if arrays["coef"].shape != (meta["n_features_in_"], L) or arrays["transition"].shape != (L, L):
+            raise ValueError(f"{path}: array shapes do not match {L} classes and {meta['n_features_in_']} features.")
+        model.coef_, model.intercept_, model.transition_ = arrays["coef"], arrays["intercept"], arrays["transition"]
+        model.classes_ = arrays["classes"]
+        model.n_features_in_, model.n_iter_ = meta["n_features_in_"], meta["n_iter_"]
+        model.objective_ = meta["objective_"]
+        return model
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        return tags
+
+
+def _is_json_value(value):
+    return value is None or isinstance(value, (bool, numbers.Integral, numbers.Real, str))
