@@ -62,6 +62,7 @@ __all__ = [
     "icm",
     "pseudo_marginals",
     "max_marginals",
+    "conditional_scores",
     "local_polytope_lp",
     "LocalPolytopeLP",
 ]
@@ -385,6 +386,22 @@ def _max_marginals_batch(unary, pairwise, edges, n_states, indptr, slots, delta,
                 out[m, i, a] += g - star
 
 
+@njit(cache=True, parallel=True)
+def _conditional_batch(unary, pairwise, edges, n_states, indptr, slots, Y, out):
+    """out[m, i, a] = unary_i(a) + sum_{e = ik} pairwise_e(a, y_k): the score terms touching y_i = a."""
+    S = out.shape[2]
+    for m in prange(unary.shape[0]):
+        for i in range(n_states.shape[0]):
+            for a in range(S):
+                out[m, i, a] = unary[m, i, a] if a < n_states[i] else _NEG
+            for p in range(indptr[i], indptr[i + 1]):
+                k = slots[p]
+                e, side = k >> 1, k & 1
+                other = Y[m, edges[e, 1 - side]]
+                for a in range(n_states[i]):
+                    out[m, i, a] += _table(pairwise, e, side, other, a)
+
+
 # --------------------------------------------------------------------------------------
 # Python wrappers
 # --------------------------------------------------------------------------------------
@@ -432,7 +449,8 @@ def decode(graph, unary, delta=None):
     """Labelling ``argmax_a b_i(a)`` of the node beliefs, ``(n_samples, n_nodes)`` int64."""
     unary, _, delta = _prep(graph, unary, np.zeros((graph.n_edges, graph.max_states, graph.max_states)), delta)
     Y = np.empty(unary.shape[:2], dtype=np.int64)
-    _decode_batch(unary, graph.n_states, graph.indptr, graph.slots, delta, graph.max_states, Y)
+    with threads_for(_work(graph, unary.shape[0])):
+        _decode_batch(unary, graph.n_states, graph.indptr, graph.slots, delta, graph.max_states, Y)
     return Y
 
 
@@ -441,7 +459,8 @@ def primal_values(graph, unary, pairwise, Y):
     unary, pairwise, _ = _prep(graph, unary, pairwise)
     Y = np.ascontiguousarray(Y, dtype=np.int64).reshape(unary.shape[0], graph.n_nodes)
     out = np.empty(unary.shape[0])
-    _primal_batch(unary, pairwise, graph.edges, Y, out)
+    with threads_for(_work(graph, unary.shape[0])):
+        _primal_batch(unary, pairwise, graph.edges, Y, out)
     return out
 
 
@@ -510,8 +529,9 @@ def icm(graph, unary, pairwise, Y, max_sweeps=100):
     unary, pairwise, _ = _prep(graph, unary, pairwise)
     Y = np.array(Y, dtype=np.int64).reshape(unary.shape[0], graph.n_nodes)
     primal = np.empty(unary.shape[0])
-    _icm_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, Y, int(max_sweeps),
-               graph.max_states, primal)
+    with threads_for(_work(graph, unary.shape[0], 3)):
+        _icm_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, Y, int(max_sweeps),
+                   graph.max_states, primal)
     return Y, primal
 
 
@@ -525,7 +545,8 @@ def pseudo_marginals(graph, unary, delta, rtol=1e-6):
     """
     unary, _, delta = _prep(graph, unary, np.zeros((graph.n_edges, graph.max_states, graph.max_states)), delta)
     out = np.empty(unary.shape)
-    _pseudo_marginals_batch(unary, graph.n_states, graph.indptr, graph.slots, delta, float(rtol), out)
+    with threads_for(_work(graph, unary.shape[0])):
+        _pseudo_marginals_batch(unary, graph.n_states, graph.indptr, graph.slots, delta, float(rtol), out)
     return out
 
 
@@ -541,6 +562,19 @@ def max_marginals(graph, unary, pairwise, delta):
     with threads_for(_work(graph, unary.shape[0], 2)):
         _max_marginals_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, delta,
                              graph.max_degree, out)
+    return out
+
+
+def conditional_scores(graph, unary, pairwise, Y):
+    """Score terms touching each node given the others' labels, ``(n_samples, n_nodes, S)``.
+
+    ``score(Y with y_i = a) - score(Y) = out[m, i, a] - out[m, i, Y[m, i]]`` (``-inf`` on padded states).
+    """
+    unary, pairwise, _ = _prep(graph, unary, pairwise)
+    Y = np.ascontiguousarray(Y, dtype=np.int64).reshape(unary.shape[0], graph.n_nodes)
+    out = np.empty(unary.shape)
+    with threads_for(_work(graph, unary.shape[0])):
+        _conditional_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, Y, out)
     return out
 
 
