@@ -136,12 +136,12 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     --------
     >>> from sklearn_struct import DLPWClassifier
     >>> from sklearn_struct.datasets import make_multilabel_pairwise
-    >>> X, Y = make_multilabel_pairwise(100, n_features=5, n_labels=4, random_state=0)
-    >>> clf = DLPWClassifier(C=10.0, max_epochs=20).fit(X, Y)
+    >>> X, Y = make_multilabel_pairwise(200, n_features=5, n_labels=4, noise=0.2, random_state=0)
+    >>> clf = DLPWClassifier(C=100.0, max_epochs=50, tol=0).fit(X, Y)
     >>> clf.predict(X[:3]).shape
     (3, 4)
-    >>> bool(clf.score(X, Y) > 0.3)
-    True
+    >>> bool(clf.score(X, Y) > 0.6), clf.n_certified_
+    (True, 200)
     """
 
     _parameter_constraints = {
