@@ -1,0 +1,657 @@
+"""LP-MAP over the local polytope of pairwise models: dual block-coordinate descent ("star" updates).
+
+A batch of ``n_samples`` pairwise models shares one graph (``edges`` ``(n_edges, 2)``, ``n_states``
+per node, padded to ``S = max(n_states)``) and one pairwise table per edge ``pairwise``
+``(n_edges, S, S)`` (``pairwise[e, a, b]`` scores ``y[edges[e, 0]] = a, y[edges[e, 1]] = b``); each
+sample has its own ``unary`` ``(n_nodes, S)``, so the batch is ``unary`` ``(n_samples, n_nodes, S)``.
+Entries for padded states are never read.
+
+Dual (Werner 2007; Meshi et al. 2010, eq. 8)
+--------------------------------------------
+Messages are packed per sample as ``delta`` ``(n_samples, 2 * n_edges, S)``: ``delta[m, 2e + s]`` is
+the message from edge ``e`` into its endpoint ``edges[e, s]``. The dual function is::
+
+    g(delta) = sum_i max_a [unary_i(a) + sum_{e ∋ i} delta_{e->i}(a)]
+             + sum_e max_{a,b} [pairwise_e(a, b) - delta_{e->u}(a) - delta_{e->v}(b)]
+
+an upper bound on the LP relaxation of MAP for every ``delta``, equal to it at the minimum.
+The star update of node ``j`` (Meshi et al. eqs. 11-12, an MPLP-type block update) minimises
+``g`` exactly over all messages into ``j`` at once::
+
+    gamma_e(b) = max_a [pairwise_e(a, b) - delta_{e->i}(a)]         (e = ij, i the other end)
+    delta_{e->j}(b) = gamma_e(b) - (unary_j(b) + sum_{e' ∋ j} gamma_e'(b)) / (1 + deg j)
+
+so ``g`` never increases. One pass updates every node in index order; each costs
+``deg * S^2`` operations. Messages take ``n_samples * 2 * n_edges * S`` floats (float64 or
+float32; arithmetic is in float64 either way).
+
+Decoding and certificates
+-------------------------
+The labelling ``y_i = argmax_a b_i(a)`` of the node beliefs ``b_i = unary_i + sum delta_{e->i}``
+has the primal score ``sum_i unary_i(y_i) + sum_e pairwise_e(y_u, y_v) <= MAP <= LP <= g``, so
+``g - primal <= tol`` certifies that the labelling is a MAP labelling (and that the LP is tight).
+Where it is not tight, :func:`icm` improves the labelling by iterated conditional modes.
+
+References
+----------
+Meshi, O., Sontag, D., Jaakkola, T., Globerson, A. "Learning efficiently with approximate
+inference via dual losses." ICML 2010.
+Werner, T. "A linear programming approach to max-sum problem: a review." IEEE TPAMI 29(7), 2007.
+Globerson, A., Jaakkola, T. "Fixing max-product: convergent message passing algorithms for MAP
+LP-relaxations." NIPS 2008.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit, prange
+from scipy.optimize import linprog
+
+from ._threads import threads_for
+from .loopy import build_adjacency, check_edge_list
+
+__all__ = [
+    "LPGraph",
+    "make_lp_graph",
+    "star_passes",
+    "dual_values",
+    "decode",
+    "primal_values",
+    "lp_map",
+    "icm",
+    "pseudo_marginals",
+    "max_marginals",
+    "conditional_scores",
+    "local_polytope_lp",
+    "LocalPolytopeLP",
+]
+
+_NEG = -np.inf
+
+
+@dataclass
+class LPGraph:
+    """Graph of a batch of pairwise models, with the CSR lists of messages into each node.
+
+    Attributes
+    ----------
+    edges : ndarray of shape (n_edges, 2), int64
+    n_states : ndarray of shape (n_nodes,), int64
+    indptr : ndarray of shape (n_nodes + 1,), int64
+        Messages into node ``j`` are ``slots[indptr[j]:indptr[j + 1]]``.
+    slots : ndarray of shape (2 * n_edges,), int64
+        Message index ``2e + s`` (edge ``e`` into its endpoint ``edges[e, s]``).
+    """
+
+    edges: np.ndarray
+    n_states: np.ndarray
+    indptr: np.ndarray
+    slots: np.ndarray
+
+    @property
+    def n_nodes(self):
+        return self.n_states.shape[0]
+
+    @property
+    def n_edges(self):
+        return self.edges.shape[0]
+
+    @property
+    def max_states(self):
+        return int(self.n_states.max()) if self.n_states.size else 1
+
+    @property
+    def max_degree(self):
+        return int(np.diff(self.indptr).max()) if self.n_nodes else 0
+
+
+def make_lp_graph(edges, n_states, name="graph"):
+    """Validate ``edges`` and ``n_states`` (one count per node, each >= 1) and build an :class:`LPGraph`.
+
+    Examples
+    --------
+    >>> g = make_lp_graph([[0, 1], [1, 2]], [2, 2, 3])
+    >>> g.indptr.tolist(), g.slots.tolist()
+    ([0, 1, 3, 4], [0, 1, 2, 3])
+    """
+    n_states = np.asarray(n_states)
+    if n_states.ndim != 1 or n_states.size == 0 or n_states.dtype.kind not in "iu" or np.any(n_states < 1):
+        raise ValueError(f"{name}: n_states must be a non-empty 1D array of integers >= 1, got {n_states!r}.")
+    n_states = np.ascontiguousarray(n_states, dtype=np.int64)
+    edges = check_edge_list(np.asarray(edges, dtype=np.int64).reshape(-1, 2), n_states.size, name)
+    adj = build_adjacency(edges, n_states.size)
+    # loopy's slots list messages out of each node; the message into node j over edge e is 2e + side
+    side = np.where(adj.forward == 1, 0, 1)
+    slots = np.ascontiguousarray(2 * adj.edge_ids + side, dtype=np.int64)
+    return LPGraph(edges, n_states, adj.indptr, slots)
+
+
+# --------------------------------------------------------------------------------------
+# Per-sample kernels
+# --------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _table(pairwise, e, side, a, b):
+    """pairwise_e with the *other* endpoint in state ``a`` and the receiving endpoint (``side``) in ``b``."""
+    if side == 1:
+        return pairwise[e, a, b]
+    return pairwise[e, b, a]
+
+
+@njit(cache=True, nogil=True)
+def _star_update(j, unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total):
+    """Star update of every message into node ``j`` (exact minimisation of g over them)."""
+    lo, hi = indptr[j], indptr[j + 1]
+    deg = hi - lo
+    if deg == 0:
+        return
+    nj = n_states[j]
+    for b in range(nj):
+        total[b] = unary[j, b]
+    for p in range(lo, hi):
+        k = slots[p]
+        e, side = k >> 1, k & 1
+        ni = n_states[edges[e, 1 - side]]
+        ko = k ^ 1
+        for b in range(nj):
+            best = _NEG
+            for a in range(ni):
+                v = _table(pairwise, e, side, a, b) - delta[ko, a]
+                if v > best:
+                    best = v
+            gamma[p - lo, b] = best
+            total[b] += best
+    scale = 1.0 / (1.0 + deg)
+    for p in range(lo, hi):
+        k = slots[p]
+        for b in range(nj):
+            delta[k, b] = gamma[p - lo, b] - scale * total[b]
+
+
+@njit(cache=True, nogil=True)
+def _passes_one(n_passes, unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total):
+    for _ in range(n_passes):
+        for j in range(n_states.shape[0]):
+            _star_update(j, unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total)
+
+
+@njit(cache=True, nogil=True)
+def _belief(i, unary, n_states, indptr, slots, delta, out):
+    for a in range(n_states[i]):
+        out[a] = unary[i, a]
+    for p in range(indptr[i], indptr[i + 1]):
+        k = slots[p]
+        for a in range(n_states[i]):
+            out[a] += delta[k, a]
+
+
+@njit(cache=True, nogil=True)
+def _edge_max(e, pairwise, edges, n_states, delta):
+    """max_{a,b} pairwise_e(a, b) - delta_{e->u}(a) - delta_{e->v}(b), and its argmax (a, b)."""
+    best, ba, bb = _NEG, 0, 0
+    for a in range(n_states[edges[e, 0]]):
+        da = delta[2 * e, a]
+        for b in range(n_states[edges[e, 1]]):
+            v = pairwise[e, a, b] - da - delta[2 * e + 1, b]
+            if v > best:
+                best, ba, bb = v, a, b
+    return best, ba, bb
+
+
+@njit(cache=True, nogil=True)
+def _dual_one(unary, pairwise, edges, n_states, indptr, slots, delta, buf):
+    g = 0.0
+    for i in range(n_states.shape[0]):
+        _belief(i, unary, n_states, indptr, slots, delta, buf)
+        best = _NEG
+        for a in range(n_states[i]):
+            if buf[a] > best:
+                best = buf[a]
+        g += best
+    for e in range(edges.shape[0]):
+        g += _edge_max(e, pairwise, edges, n_states, delta)[0]
+    return g
+
+
+@njit(cache=True, nogil=True)
+def _decode_one(unary, n_states, indptr, slots, delta, buf, y):
+    for i in range(n_states.shape[0]):
+        _belief(i, unary, n_states, indptr, slots, delta, buf)
+        best, arg = _NEG, 0
+        for a in range(n_states[i]):
+            if buf[a] > best:
+                best, arg = buf[a], a
+        y[i] = arg
+
+
+@njit(cache=True, nogil=True)
+def _primal_one(unary, pairwise, edges, y):
+    s = 0.0
+    for i in range(y.shape[0]):
+        s += unary[i, y[i]]
+    for e in range(edges.shape[0]):
+        s += pairwise[e, y[edges[e, 0]], y[edges[e, 1]]]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _icm_one(unary, pairwise, edges, n_states, indptr, slots, y, max_sweeps, buf):
+    """Iterated conditional modes from ``y`` (in place); returns the number of sweeps."""
+    for sweep in range(max_sweeps):
+        changed = False
+        for i in range(n_states.shape[0]):
+            for a in range(n_states[i]):
+                buf[a] = unary[i, a]
+            for p in range(indptr[i], indptr[i + 1]):
+                k = slots[p]
+                e, side = k >> 1, k & 1
+                other = y[edges[e, 1 - side]]
+                for a in range(n_states[i]):
+                    buf[a] += _table(pairwise, e, side, other, a)
+            best, arg = buf[y[i]], y[i]
+            for a in range(n_states[i]):
+                if buf[a] > best + 1e-12 * (1.0 + abs(best)):
+                    best, arg = buf[a], a
+            if arg != y[i]:
+                y[i] = arg
+                changed = True
+        if not changed:
+            return sweep + 1
+    return max_sweeps
+
+
+@njit(cache=True, nogil=True)
+def _lp_map_one(unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total, buf, y, max_iter, tol):
+    """Star passes until certified (gap <= tol_abs) or the dual stalls; returns (dual, primal, passes)."""
+    g_old = _dual_one(unary, pairwise, edges, n_states, indptr, slots, delta, buf)
+    primal = 0.0
+    it = 0
+    while True:
+        _decode_one(unary, n_states, indptr, slots, delta, buf, y)
+        primal = _primal_one(unary, pairwise, edges, y)
+        scale = max(1.0, abs(g_old))
+        if g_old - primal <= tol * scale or it >= max_iter:
+            return g_old, primal, it
+        _passes_one(1, unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total)
+        it += 1
+        g = _dual_one(unary, pairwise, edges, n_states, indptr, slots, delta, buf)
+        if g_old - g <= 0.01 * tol * scale:
+            _decode_one(unary, n_states, indptr, slots, delta, buf, y)
+            return g, _primal_one(unary, pairwise, edges, y), it
+        g_old = g
+
+
+# --------------------------------------------------------------------------------------
+# Batched kernels (numba threads over samples)
+# --------------------------------------------------------------------------------------
+
+
+@njit(cache=True, parallel=True)
+def _star_passes_batch(n_passes, unary, pairwise, edges, n_states, indptr, slots, delta, max_deg, S):
+    for m in prange(unary.shape[0]):
+        gamma = np.empty((max(max_deg, 1), S))
+        total = np.empty(S)
+        _passes_one(n_passes, unary[m], pairwise, edges, n_states, indptr, slots, delta[m], gamma, total)
+
+
+@njit(cache=True, parallel=True)
+def _dual_batch(unary, pairwise, edges, n_states, indptr, slots, delta, S, out):
+    for m in prange(unary.shape[0]):
+        buf = np.empty(S)
+        out[m] = _dual_one(unary[m], pairwise, edges, n_states, indptr, slots, delta[m], buf)
+
+
+@njit(cache=True, parallel=True)
+def _decode_batch(unary, n_states, indptr, slots, delta, S, Y):
+    for m in prange(unary.shape[0]):
+        buf = np.empty(S)
+        _decode_one(unary[m], n_states, indptr, slots, delta[m], buf, Y[m])
+
+
+@njit(cache=True, parallel=True)
+def _primal_batch(unary, pairwise, edges, Y, out):
+    for m in prange(unary.shape[0]):
+        out[m] = _primal_one(unary[m], pairwise, edges, Y[m])
+
+
+@njit(cache=True, parallel=True)
+def _lp_map_batch(unary, pairwise, edges, n_states, indptr, slots, delta, max_deg, S, max_iter, tol,
+                  Y, dual, primal, n_iter):
+    for m in prange(unary.shape[0]):
+        gamma = np.empty((max(max_deg, 1), S))
+        total = np.empty(S)
+        buf = np.empty(S)
+        d, p, it = _lp_map_one(unary[m], pairwise, edges, n_states, indptr, slots, delta[m], gamma, total,
+                               buf, Y[m], max_iter, tol)
+        dual[m], primal[m], n_iter[m] = d, p, it
+
+
+@njit(cache=True, parallel=True)
+def _icm_batch(unary, pairwise, edges, n_states, indptr, slots, Y, max_sweeps, S, primal):
+    for m in prange(unary.shape[0]):
+        buf = np.empty(S)
+        _icm_one(unary[m], pairwise, edges, n_states, indptr, slots, Y[m], max_sweeps, buf)
+        primal[m] = _primal_one(unary[m], pairwise, edges, Y[m])
+
+
+@njit(cache=True, parallel=True)
+def _pseudo_marginals_batch(unary, n_states, indptr, slots, delta, rtol, out):
+    S = out.shape[2]
+    for m in prange(unary.shape[0]):
+        buf = np.empty(S)
+        for i in range(n_states.shape[0]):
+            _belief(i, unary[m], n_states, indptr, slots, delta[m], buf)
+            best = _NEG
+            for a in range(n_states[i]):
+                best = max(best, buf[a])
+            cut = best - rtol * max(1.0, abs(best))
+            count = 0
+            for a in range(n_states[i]):
+                if buf[a] >= cut:
+                    count += 1
+            for a in range(S):
+                out[m, i, a] = 1.0 / count if (a < n_states[i] and buf[a] >= cut) else 0.0
+
+
+@njit(cache=True, parallel=True)
+def _max_marginals_batch(unary, pairwise, edges, n_states, indptr, slots, delta, max_deg, out):
+    """out[m, i, a] = g(delta) - star_i(delta) + unary_i(a) + sum_e gamma_e(a): the dual bound with y_i = a."""
+    S = out.shape[2]
+    for m in prange(unary.shape[0]):
+        u, dm = unary[m], delta[m]
+        buf = np.empty(S)
+        g = _dual_one(u, pairwise, edges, n_states, indptr, slots, dm, buf)
+        for i in range(n_states.shape[0]):
+            ni = n_states[i]
+            _belief(i, u, n_states, indptr, slots, dm, buf)
+            star = _NEG
+            for a in range(ni):
+                star = max(star, buf[a])
+                out[m, i, a] = u[i, a]
+            for a in range(ni, S):
+                out[m, i, a] = _NEG
+            for p in range(indptr[i], indptr[i + 1]):
+                k = slots[p]
+                e, side = k >> 1, k & 1
+                star += _edge_max(e, pairwise, edges, n_states, dm)[0]
+                no = n_states[edges[e, 1 - side]]
+                for b in range(ni):
+                    best = _NEG
+                    for a in range(no):
+                        best = max(best, _table(pairwise, e, side, a, b) - dm[k ^ 1, a])
+                    out[m, i, b] += best
+            for a in range(ni):
+                out[m, i, a] += g - star
+
+
+@njit(cache=True, parallel=True)
+def _conditional_batch(unary, pairwise, edges, n_states, indptr, slots, Y, out):
+    """out[m, i, a] = unary_i(a) + sum_{e = ik} pairwise_e(a, y_k): the score terms touching y_i = a."""
+    S = out.shape[2]
+    for m in prange(unary.shape[0]):
+        for i in range(n_states.shape[0]):
+            for a in range(S):
+                out[m, i, a] = unary[m, i, a] if a < n_states[i] else _NEG
+            for p in range(indptr[i], indptr[i + 1]):
+                k = slots[p]
+                e, side = k >> 1, k & 1
+                other = Y[m, edges[e, 1 - side]]
+                for a in range(n_states[i]):
+                    out[m, i, a] += _table(pairwise, e, side, other, a)
+
+
+# --------------------------------------------------------------------------------------
+# Python wrappers
+# --------------------------------------------------------------------------------------
+
+
+def _prep(graph, unary, pairwise, delta=None):
+    unary = np.ascontiguousarray(unary, dtype=np.float64)
+    if unary.ndim == 2:
+        unary = unary[None]
+    S = graph.max_states
+    if unary.ndim != 3 or unary.shape[1:] != (graph.n_nodes, S):
+        raise ValueError(f"unary must have shape (n_samples, {graph.n_nodes}, {S}), got {unary.shape}.")
+    pairwise = np.ascontiguousarray(pairwise, dtype=np.float64).reshape(graph.n_edges, S, S)
+    if delta is None:
+        delta = np.zeros((unary.shape[0], 2 * graph.n_edges, S))
+    elif delta.shape != (unary.shape[0], 2 * graph.n_edges, S) or not delta.flags.c_contiguous:
+        raise ValueError(f"delta must be C-contiguous of shape {(unary.shape[0], 2 * graph.n_edges, S)}.")
+    return unary, pairwise, delta
+
+
+def _work(graph, n_samples, passes=1):
+    return n_samples * passes * (2 * graph.n_edges * graph.max_states**2 + graph.n_nodes)
+
+
+def star_passes(graph, unary, pairwise, delta, n_passes=1):
+    """Run ``n_passes`` star-update passes over all nodes of every sample, updating ``delta`` in place."""
+    unary, pairwise, delta = _prep(graph, unary, pairwise, delta)
+    with threads_for(_work(graph, unary.shape[0], n_passes)):
+        _star_passes_batch(int(n_passes), unary, pairwise, graph.edges, graph.n_states, graph.indptr,
+                           graph.slots, delta, graph.max_degree, graph.max_states)
+    return delta
+
+
+def dual_values(graph, unary, pairwise, delta=None):
+    """The dual function g(delta) of each sample (an upper bound on its LP and MAP values)."""
+    unary, pairwise, delta = _prep(graph, unary, pairwise, delta)
+    out = np.empty(unary.shape[0])
+    with threads_for(_work(graph, unary.shape[0])):
+        _dual_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, delta,
+                    graph.max_states, out)
+    return out
+
+
+def decode(graph, unary, delta=None):
+    """Labelling ``argmax_a b_i(a)`` of the node beliefs, ``(n_samples, n_nodes)`` int64."""
+    unary, _, delta = _prep(graph, unary, np.zeros((graph.n_edges, graph.max_states, graph.max_states)), delta)
+    Y = np.empty(unary.shape[:2], dtype=np.int64)
+    with threads_for(_work(graph, unary.shape[0])):
+        _decode_batch(unary, graph.n_states, graph.indptr, graph.slots, delta, graph.max_states, Y)
+    return Y
+
+
+def primal_values(graph, unary, pairwise, Y):
+    """Score ``sum_i unary_i(y_i) + sum_e pairwise_e(y_u, y_v)`` of each labelling."""
+    unary, pairwise, _ = _prep(graph, unary, pairwise)
+    Y = np.ascontiguousarray(Y, dtype=np.int64).reshape(unary.shape[0], graph.n_nodes)
+    out = np.empty(unary.shape[0])
+    with threads_for(_work(graph, unary.shape[0])):
+        _primal_batch(unary, pairwise, graph.edges, Y, out)
+    return out
+
+
+@dataclass
+class LPMapResult:
+    """Output of :func:`lp_map`: labels, dual bound, primal score, certificate flag, passes, messages."""
+
+    labels: np.ndarray
+    dual: np.ndarray
+    primal: np.ndarray
+    certified: np.ndarray
+    n_iter: np.ndarray
+    delta: np.ndarray
+
+
+def lp_map(graph, unary, pairwise, delta=None, *, max_iter=1000, tol=1e-7, local_search=True):
+    """LP-MAP of every sample: star passes until certified or converged, then decoding (and ICM).
+
+    Parameters
+    ----------
+    graph : LPGraph
+    unary : ndarray of shape (n_samples, n_nodes, S)
+    pairwise : ndarray of shape (n_edges, S, S)
+    delta : ndarray of shape (n_samples, 2 * n_edges, S), optional
+        Starting messages (updated in place); zeros if omitted.
+    max_iter : int
+        Most star passes per sample.
+    tol : float
+        Relative tolerance: a sample is certified when ``dual - primal <= tol * max(1, |dual|)``;
+        passes stop earlier when one pass lowers the dual by less than ``tol / 100`` of that scale.
+    local_search : bool
+        Run ICM from the decoded labelling where it is not certified.
+
+    Returns
+    -------
+    LPMapResult
+        ``certified[m]`` is True only if ``labels[m]`` is a MAP labelling (up to ``tol``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> g = make_lp_graph([[0, 1]], [2, 2])
+    >>> res = lp_map(g, np.array([[[0.0, 1.0], [0.0, 0.5]]]), np.array([[[0.0, 0.0], [0.0, -2.0]]]))
+    >>> res.labels.tolist(), res.certified.tolist(), round(float(res.dual[0]), 6)
+    ([[1, 0]], [True], 1.0)
+    """
+    unary, pairwise, delta = _prep(graph, unary, pairwise, delta)
+    n = unary.shape[0]
+    Y = np.empty((n, graph.n_nodes), dtype=np.int64)
+    dual, primal, n_iter = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
+    with threads_for(_work(graph, n, 20)):
+        _lp_map_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, delta,
+                      graph.max_degree, graph.max_states, int(max_iter), float(tol), Y, dual, primal, n_iter)
+    certified = dual - primal <= tol * np.maximum(1.0, np.abs(dual))
+    if local_search and not certified.all():
+        rest = np.flatnonzero(~certified)
+        Yr, pr = icm(graph, unary[rest], pairwise, Y[rest])
+        better = pr > primal[rest]
+        Y[rest[better]], primal[rest[better]] = Yr[better], pr[better]
+        certified = dual - primal <= tol * np.maximum(1.0, np.abs(dual))
+    return LPMapResult(Y, dual, primal, certified, n_iter, delta)
+
+
+def icm(graph, unary, pairwise, Y, max_sweeps=100):
+    """Iterated conditional modes from the labellings ``Y``; returns ``(labels, primal scores)``."""
+    unary, pairwise, _ = _prep(graph, unary, pairwise)
+    Y = np.array(Y, dtype=np.int64).reshape(unary.shape[0], graph.n_nodes)
+    primal = np.empty(unary.shape[0])
+    with threads_for(_work(graph, unary.shape[0], 3)):
+        _icm_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, Y, int(max_sweeps),
+                   graph.max_states, primal)
+    return Y, primal
+
+
+def pseudo_marginals(graph, unary, delta, rtol=1e-6):
+    """LP pseudo-marginals read from (converged) dual messages, ``(n_samples, n_nodes, S)``.
+
+    By complementary slackness an optimal LP solution puts its node mass on the maximisers of the
+    node beliefs at the dual optimum; this returns the uniform distribution over those maximisers
+    (within ``rtol``): one-hot where the belief has a unique maximum, 1/2 on binary ties (binary
+    local-polytope vertices are half-integral).
+    """
+    unary, _, delta = _prep(graph, unary, np.zeros((graph.n_edges, graph.max_states, graph.max_states)), delta)
+    out = np.empty(unary.shape)
+    with threads_for(_work(graph, unary.shape[0])):
+        _pseudo_marginals_batch(unary, graph.n_states, graph.indptr, graph.slots, delta, float(rtol), out)
+    return out
+
+
+def max_marginals(graph, unary, pairwise, delta):
+    """Dual upper bounds on the max-marginals, ``(n_samples, n_nodes, S)`` (``-inf`` on padded states).
+
+    ``out[m, i, a]`` is the dual value of sample ``m`` with node ``i`` clamped to ``a`` after an exact
+    star update at ``i``: an upper bound on ``max {score(y) : y_i = a}`` for any messages, equal to the
+    MAP score at the MAP state of ``i`` when the messages certify the MAP labelling.
+    """
+    unary, pairwise, delta = _prep(graph, unary, pairwise, delta)
+    out = np.empty(unary.shape)
+    with threads_for(_work(graph, unary.shape[0], 2)):
+        _max_marginals_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, delta,
+                             graph.max_degree, out)
+    return out
+
+
+def conditional_scores(graph, unary, pairwise, Y):
+    """Score terms touching each node given the others' labels, ``(n_samples, n_nodes, S)``.
+
+    ``score(Y with y_i = a) - score(Y) = out[m, i, a] - out[m, i, Y[m, i]]`` (``-inf`` on padded states).
+    """
+    unary, pairwise, _ = _prep(graph, unary, pairwise)
+    Y = np.ascontiguousarray(Y, dtype=np.int64).reshape(unary.shape[0], graph.n_nodes)
+    out = np.empty(unary.shape)
+    with threads_for(_work(graph, unary.shape[0])):
+        _conditional_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, Y, out)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Reference: the local-polytope LP solved by HiGHS (baselines and tests)
+# --------------------------------------------------------------------------------------
+
+
+class LocalPolytopeLP:
+    """The local-polytope LP of one graph, constraints built once, solved by ``scipy.optimize.linprog``.
+
+    Variables: node marginals ``mu_i(a)`` (``n_states[i]`` each, in node order) then edge marginals
+    ``mu_e(a, b)`` (row-major per edge). Constraints: each node sums to one; each edge's row and
+    column sums equal its endpoints' marginals.
+    """
+
+    def __init__(self, graph):
+        self.graph = graph
+        ns, edges = graph.n_states, graph.edges
+        self.node_off = np.concatenate([[0], np.cumsum(ns)])
+        n_node_vars = int(self.node_off[-1])
+        sizes = ns[edges[:, 0]] * ns[edges[:, 1]] if graph.n_edges else np.zeros(0, dtype=np.int64)
+        self.edge_off = n_node_vars + np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.n_vars = int(self.edge_off[-1])
+        rows, cols, vals = [], [], []
+        r = 0
+        for i in range(graph.n_nodes):
+            for a in range(ns[i]):
+                rows.append(r), cols.append(self.node_off[i] + a), vals.append(1.0)
+            r += 1
+        for e, (u, v) in enumerate(edges):
+            base = self.edge_off[e]
+            for a in range(ns[u]):  # sum_b mu_e(a, b) = mu_u(a)
+                for b in range(ns[v]):
+                    rows.append(r), cols.append(base + a * ns[v] + b), vals.append(1.0)
+                rows.append(r), cols.append(self.node_off[u] + a), vals.append(-1.0)
+                r += 1
+            for b in range(ns[v]):  # sum_a mu_e(a, b) = mu_v(b)
+                for a in range(ns[u]):
+                    rows.append(r), cols.append(base + a * ns[v] + b), vals.append(1.0)
+                rows.append(r), cols.append(self.node_off[v] + b), vals.append(-1.0)
+                r += 1
+        self.A_eq = sp.csr_matrix((vals, (rows, cols)), shape=(r, self.n_vars))
+        self.b_eq = np.zeros(r)
+        self.b_eq[: graph.n_nodes] = 1.0
+
+    def objective(self, unary, pairwise):
+        """Flatten one sample's potentials into the LP's cost vector (to maximise)."""
+        ns, edges = self.graph.n_states, self.graph.edges
+        c = np.empty(self.n_vars)
+        for i in range(self.graph.n_nodes):
+            c[self.node_off[i] : self.node_off[i + 1]] = unary[i, : ns[i]]
+        for e, (u, v) in enumerate(edges):
+            c[self.edge_off[e] : self.edge_off[e + 1]] = pairwise[e, : ns[u], : ns[v]].ravel()
+        return c
+
+    def solve(self, unary, pairwise):
+        """Maximise over the local polytope; returns ``(value, node marginals (n, S), edge marginals (E, S, S))``."""
+        c = self.objective(np.asarray(unary, dtype=np.float64), np.asarray(pairwise, dtype=np.float64))
+        res = linprog(-c, A_eq=self.A_eq, b_eq=self.b_eq, bounds=(0, None), method="highs")
+        if res.status != 0:
+            raise RuntimeError(f"linprog (HiGHS) failed on the local polytope: {res.message}")
+        return -res.fun, *self.unpack(res.x)
+
+    def unpack(self, x):
+        g = self.graph
+        S = g.max_states
+        mu_n = np.zeros((g.n_nodes, S))
+        mu_e = np.zeros((g.n_edges, S, S))
+        for i in range(g.n_nodes):
+            mu_n[i, : g.n_states[i]] = x[self.node_off[i] : self.node_off[i + 1]]
+        for e, (u, v) in enumerate(g.edges):
+            mu_e[e, : g.n_states[u], : g.n_states[v]] = x[self.edge_off[e] : self.edge_off[e + 1]].reshape(
+                g.n_states[u], g.n_states[v])
+        return mu_n, mu_e
+
+
+def local_polytope_lp(graph, unary, pairwise):
+    """Value and marginals of the local-polytope LP of one model by HiGHS (see :class:`LocalPolytopeLP`)."""
+    return LocalPolytopeLP(graph).solve(unary, pairwise)

@@ -1,0 +1,163 @@
+"""Learning kernels for pairwise models scored by LP relaxations: DLPW epochs and Pegasos steps.
+
+The model (Meshi et al. 2010, sec. 5, the overcomplete representation): ``n_nodes`` labels with
+``n_states[i]`` states (padded to ``S``), features ``x`` shared by all labels, unary weights
+``W[:, i * S + a]`` (the score of ``y_i = a`` is ``x . W[:, i * S + a]``) and one free table
+``P[e, a, b]`` per edge. The weights are stored scaled, ``w = scale * (V, P)``, so that the Pegasos
+shrink ``w <- (1 - 1/t) w`` costs O(1); ``state = [scale, ||V||^2 + ||P||^2]`` (the squared norm is
+updated entry by entry, so the projection on the ``sqrt(C)`` ball is O(1) too).
+
+Features arrive as CSR rows (``indptr, indices, data``; dense data converted once): a step costs
+O(nnz(x) * changed labels * S) for the unary weights and O(n_edges * S^2) for the tables.
+
+Pegasos step (Shalev-Shwartz et al. 2007, with lambda = 1/C, as rebuilt in the DLPW brief)::
+
+    w <- (1 - 1/t) w - (C / t) G,     w <- min(1, sqrt(C) / ||w||) w
+
+for a subgradient ``G`` of one sample's loss, given as node coefficients ``node_g`` (``n_nodes * S``:
+``G_W = x outer node_g``) and edge coefficients ``edge_g`` (``(n_edges, S, S)``).
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .lp import _edge_max, _passes_one
+
+__all__ = ["pegasos_step", "dlpw_epoch"]
+
+
+@njit(cache=True, nogil=True)
+def _step(t, C, xi, xv, node_g, edge_g, V, P, state):
+    shrink = 1.0 - 1.0 / t
+    if shrink <= 0.0:
+        V[:] = 0.0
+        P[:] = 0.0
+        state[0], state[1] = 1.0, 0.0
+    else:
+        state[0] *= shrink
+    a = state[0]
+    coef = -(C / t) / a
+    sq = state[1]
+    nq = node_g.shape[0]
+    for p in range(xi.shape[0]):
+        f, x = xi[p], xv[p]
+        for q in range(nq):
+            g = node_g[q]
+            if g != 0.0:
+                old = V[f, q]
+                new = old + coef * x * g
+                sq += new * new - old * old
+                V[f, q] = new
+    E, S = P.shape[0], P.shape[1]
+    for e in range(E):
+        for u in range(S):
+            for v in range(S):
+                g = edge_g[e, u, v]
+                if g != 0.0:
+                    old = P[e, u, v]
+                    new = old + coef * g
+                    sq += new * new - old * old
+                    P[e, u, v] = new
+    sq = max(sq, 0.0)
+    norm2 = a * a * sq
+    if norm2 > C:
+        a *= math.sqrt(C / norm2)
+    if a < 1e-8:  # fold the scale back in before it underflows
+        for f in range(V.shape[0]):
+            for q in range(nq):
+                V[f, q] *= a
+        for e in range(E):
+            for u in range(S):
+                for v in range(S):
+                    P[e, u, v] *= a
+        sq *= a * a
+        a = 1.0
+    state[0], state[1] = a, sq
+
+
+def pegasos_step(t, C, xi, xv, node_g, edge_g, V, P, state):
+    """One projected Pegasos step at iteration ``t`` (>= 1) in place on ``V``, ``P`` and ``state``.
+
+    ``xi, xv``: indices and values of the sample's features; ``node_g`` ``(n_nodes * S,)`` and
+    ``edge_g`` ``(n_edges, S, S)`` the subgradient coefficients of its loss (see module docstring).
+    """
+    _step(float(t), float(C), xi, xv, np.ascontiguousarray(node_g, dtype=np.float64),
+          np.ascontiguousarray(edge_g, dtype=np.float64), V, P, state)
+
+
+@njit(cache=True, nogil=True)
+def _loss_augmented_unary(m, Xp, Xi, Xd, V, a, Y, loss_weight, n_states, out):
+    """out[i, s] = a * x_m . V[:, i*S + s] + loss_weight * [s != y_mi]."""
+    S = out.shape[1]
+    out[:] = 0.0
+    for p in range(Xp[m], Xp[m + 1]):
+        f, x = Xi[p], Xd[p]
+        for i in range(n_states.shape[0]):
+            base = i * S
+            for s in range(n_states[i]):
+                out[i, s] += x * V[f, base + s]
+    for i in range(n_states.shape[0]):
+        for s in range(n_states[i]):
+            out[i, s] = a * out[i, s] + (loss_weight if s != Y[m, i] else 0.0)
+
+
+@njit(cache=True, nogil=True)
+def dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr, slots,
+               delta):
+    """One pass of Algorithm 1 (DLPW) over the samples in ``order``; returns the new step count.
+
+    For each sample ``m``: build the loss-augmented potentials from the current weights, run
+    ``n_inner`` star passes on its stored messages ``delta[m]`` (warm start, updated in place),
+    read the subgradient of ``g(delta_m; theta_m(w))`` from the maximisers of its node and edge
+    terms, and take a projected Pegasos step.
+    """
+    n_nodes, S, E = n_states.shape[0], P.shape[1], P.shape[0]
+    unary = np.empty((n_nodes, S))
+    pair = np.empty_like(P)
+    max_deg = 1
+    for i in range(n_nodes):
+        max_deg = max(max_deg, indptr[i + 1] - indptr[i])
+    gamma = np.empty((max_deg, S))
+    total = np.empty(S)
+    buf = np.empty(S)
+    node_g = np.zeros(n_nodes * S)
+    edge_g = np.zeros_like(P)
+    t = t0
+    for m in order:
+        t += 1
+        a = state[0]
+        _loss_augmented_unary(m, Xp, Xi, Xd, V, a, Y, loss_weight, n_states, unary)
+        for e in range(E):
+            for u in range(S):
+                for v in range(S):
+                    pair[e, u, v] = a * P[e, u, v]
+        dm = delta[m]
+        _passes_one(n_inner, unary, pair, edges, n_states, indptr, slots, dm, gamma, total)
+        # subgradient: f(maximisers) - f(y_m), node by node and edge by edge (they need not agree)
+        for i in range(n_nodes):
+            for s in range(n_states[i]):
+                buf[s] = unary[i, s]
+            for p in range(indptr[i], indptr[i + 1]):
+                k = slots[p]
+                for s in range(n_states[i]):
+                    buf[s] += dm[k, s]
+            best, arg = -np.inf, 0
+            for s in range(n_states[i]):
+                if buf[s] > best:
+                    best, arg = buf[s], s
+            if arg != Y[m, i]:
+                node_g[i * S + arg] += 1.0
+                node_g[i * S + Y[m, i]] -= 1.0
+        for e in range(E):
+            _, ea, eb = _edge_max(e, pair, edges, n_states, dm)
+            yu, yv = Y[m, edges[e, 0]], Y[m, edges[e, 1]]
+            if ea != yu or eb != yv:
+                edge_g[e, ea, eb] += 1.0
+                edge_g[e, yu, yv] -= 1.0
+        lo, hi = Xp[m], Xp[m + 1]
+        _step(float(t), C, Xi[lo:hi], Xd[lo:hi], node_g, edge_g, V, P, state)
+        node_g[:] = 0.0
+        edge_g[:] = 0.0
+    return t
