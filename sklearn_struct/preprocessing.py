@@ -19,9 +19,10 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from ._crfpp_template import CRFppTemplateFeaturizer  # noqa: F401  (re-export)
 from .utils.packing import lengths_to_offsets
 
-__all__ = ["SequenceVectorizer", "WindowFeaturizer"]
+__all__ = ["SequenceVectorizer", "WindowFeaturizer", "CRFppTemplateFeaturizer"]
 
 
 class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
@@ -222,6 +223,13 @@ class WindowFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
         Drop features that occur in fewer than ``min_freq`` training tokens.
     dtype : dtype, default=np.float64
         Type of the matrix values.
+    word_column : int or str, default=0
+        Where a token holds its word: index into a tuple token, or key of a dict token
+        (an int means key ``"word"`` for dict tokens).
+    pos_column : int, str or None, default=1
+        Where a token holds its POS tag (same rules; an int means key ``"pos"`` for dict
+        tokens); None: no POS features. The defaults read CoNLL-2000 rows
+        ``(word, POS, chunk)``; for other column layouts name the columns explicitly.
 
     Attributes
     ----------
@@ -234,9 +242,9 @@ class WindowFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
 
     Notes
     -----
-    A token is a tuple or list ``(word, POS, ...)`` (extra columns, such as the chunk tag
-    of a CoNLL row, are ignored), a dict with keys ``"word"`` and optionally ``"pos"``,
-    or a plain str (word only, no POS features).
+    A token is a tuple or list of columns (``word_column`` and ``pos_column`` say which
+    are used; a tuple too short for ``pos_column`` has no POS), a dict with keys
+    ``"word"`` and optionally ``"pos"`` (or the keys given), or a plain str (word only).
 
     Examples
     --------
@@ -256,13 +264,18 @@ class WindowFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
         "suffix_lengths": ["array-like"],
         "min_freq": [Interval(Integral, 1, None, closed="left")],
         "dtype": "no_validation",
+        "word_column": [Interval(Integral, 0, None, closed="left"), str],
+        "pos_column": [Interval(Integral, 0, None, closed="left"), str, None],
     }
 
-    def __init__(self, *, window=2, suffix_lengths=(2, 3), min_freq=1, dtype=np.float64):
+    def __init__(self, *, window=2, suffix_lengths=(2, 3), min_freq=1, dtype=np.float64, word_column=0,
+                 pos_column=1):
         self.window = window
         self.suffix_lengths = suffix_lengths
         self.min_freq = min_freq
         self.dtype = dtype
+        self.word_column = word_column
+        self.pos_column = pos_column
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -363,7 +376,7 @@ class WindowFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
             raise ValueError(
                 f"suffix_lengths must be a sequence of positive ints, got {self.suffix_lengths!r}."
             )
-        return _parse_word_tokens(X)
+        return _parse_word_tokens(X, self.word_column, self.pos_column)
 
     def _iter_dicts(self, words, tags):
         """Yield the feature dict of every token, sequence after sequence.
@@ -495,9 +508,11 @@ def _split_csr(packed, offsets):
 _TOKEN_FORMS = "a (word, POS, ...) tuple, a dict with a 'word' key, or a str"
 
 
-def _parse_word_tokens(X):
+def _parse_word_tokens(X, word_column=0, pos_column=1):
     """Words and POS tags (None when absent) per sequence, and token offsets."""
     seqs = _as_sequence_list(X, "tokens")
+    wkey = "word" if isinstance(word_column, Integral) else word_column
+    pkey = "pos" if isinstance(pos_column, Integral) else pos_column
     words, tags = [], []
     for i, seq in enumerate(seqs):
         seq_words, seq_tags = [], []
@@ -505,9 +520,20 @@ def _parse_word_tokens(X):
             if isinstance(token, str):
                 word, pos = token, None
             elif isinstance(token, Mapping):
-                word, pos = token.get("word"), token.get("pos")
+                word, pos = token.get(wkey), (None if pkey is None else token.get(pkey))
             elif isinstance(token, (tuple, list, np.ndarray)) and len(token) > 0:
-                word, pos = token[0], (token[1] if len(token) > 1 else None)
+                if not isinstance(word_column, Integral) or not (pos_column is None or isinstance(pos_column, Integral)):
+                    raise ValueError(
+                        f"Sequence {i}, token {j}: tuple tokens need int word_column / pos_column, got "
+                        f"{word_column!r} / {pos_column!r} (str names are for dict tokens)."
+                    )
+                if word_column >= len(token):
+                    raise ValueError(
+                        f"Sequence {i}, token {j}: word_column={word_column} but the token has "
+                        f"{len(token)} columns."
+                    )
+                word = token[word_column]
+                pos = token[pos_column] if pos_column is not None and pos_column < len(token) else None
             else:
                 raise ValueError(
                     f"Sequence {i}, token {j}: expected {_TOKEN_FORMS}, got {token!r}."

@@ -1,0 +1,456 @@
+"""Gray-box structured GP: kernels on sparse features, sparse prior, KL terms, MC ELBO and its gradients.
+
+Notation (Galliani et al. 2017, brief sections 3-5): Q labels, M inducing inputs ``Z``
+shared by the Q label GPs, whitened inducing values ``v_j = L_zz^{-1} u_j`` with prior
+``N(0, I)`` and posterior the mixture ``sum_k pi_k N(m_kj, S_kj)``, ``S_kj = L_kj L_kj^T``.
+For sequence ``n`` with ``B_n = K_{x z} L_zz^{-T}`` the latent unaries of label ``j`` under
+component ``k`` are ``N(b, Sigma)`` with ``b = B_n m_kj`` and
+``Sigma = K_xx - B_n B_n^T + B_n S_kj B_n^T`` (T_n x T_n, eqs. 18-19); the pairwise table
+``f_bin`` is ``N(m_bin, diag(s_bin^2))`` with prior ``N(0, I)``.
+
+The expected log-likelihood is estimated by Monte Carlo (eq. 20) with the chain oracle
+as the black box; its gradients are score-function estimates (eqs. 26-30) with a
+leave-one-out control variate (section 5.1): each sample's likelihood is centred by
+``a_{-i} = sum_{k != i} l_k r_k / sum_{k != i} r_k`` with ``r_k`` the squared norm of that
+sample's score, the optimal pooled coefficient ``Cov(l h, h) / Var(h)`` estimated without
+sample ``i`` itself, so the estimator stays exactly unbiased.
+"""
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+from scipy.special import logsumexp
+from sklearn.gaussian_process import kernels as gpk
+
+from .oracles.chain import forward_backward
+from .utils.packing import lengths_to_offsets
+from .utils.parallel import even_chunks, run_chunks
+
+_LOG2PI = np.log(2.0 * np.pi)
+_MAX_ORACLE_FLOATS = 1 << 23  # per-position transition entries per oracle call (64 MB)
+
+
+# ----------------------------------------------------------------------------- kernels
+def gram(kernel, A, B=None):
+    """``kernel(A, B)`` for dense or CSR inputs (sparse: DotProduct, RBF, constants, sums, products)."""
+    if not sp.issparse(A) and (B is None or not sp.issparse(B)):
+        try:
+            return np.asarray(kernel(A, B), dtype=np.float64)
+        except ValueError as exc:
+            raise ValueError(f"kernel {kernel!r} does not fit the features ({A.shape[1]} columns): {exc}") from None
+    A = sp.csr_matrix(A)
+    same = B is None
+    B = A if same else sp.csr_matrix(B)
+    return _sparse_gram(kernel, A, B, same)
+
+
+def _sparse_gram(k, A, B, same):
+    if isinstance(k, gpk.Sum):
+        return _sparse_gram(k.k1, A, B, same) + _sparse_gram(k.k2, A, B, same)
+    if isinstance(k, gpk.Product):
+        return _sparse_gram(k.k1, A, B, same) * _sparse_gram(k.k2, A, B, same)
+    if isinstance(k, gpk.Exponentiation):
+        return _sparse_gram(k.kernel, A, B, same) ** k.exponent
+    if isinstance(k, gpk.ConstantKernel):
+        return np.full((A.shape[0], B.shape[0]), float(k.constant_value))
+    if isinstance(k, gpk.WhiteKernel):
+        return k.noise_level * np.eye(A.shape[0]) if same else np.zeros((A.shape[0], B.shape[0]))
+    if isinstance(k, gpk.DotProduct):
+        return k.sigma_0**2 + (A @ B.T).toarray()
+    if isinstance(k, gpk.RBF):
+        ls = np.atleast_1d(k.length_scale)
+        if ls.size != 1:
+            raise ValueError(
+                f"kernel {k!r}: an anisotropic RBF on sparse features is not supported; use one length_scale."
+            )
+        a2 = np.asarray(A.multiply(A).sum(axis=1)).ravel()
+        b2 = np.asarray(B.multiply(B).sum(axis=1)).ravel()
+        d2 = np.maximum(a2[:, None] + b2[None, :] - 2.0 * (A @ B.T).toarray(), 0.0)
+        return np.exp(-0.5 * d2 / float(ls[0]) ** 2)
+    raise ValueError(
+        f"kernel {k!r} cannot be evaluated on sparse features; use DotProduct or RBF (optionally scaled by "
+        "ConstantKernel, summed or multiplied), or pass dense features."
+    )
+
+
+def init_inducing(Xp, n_inducing, rng, n_iter=10):
+    """k-means centres of the tokens (Lloyd's algorithm; sparse centres for sparse features)."""
+    n = Xp.shape[0]
+    m = min(n_inducing, n)
+    start = rng.choice(n, size=m, replace=False)
+    if not sp.issparse(Xp):
+        from sklearn.cluster import KMeans
+
+        km = KMeans(n_clusters=m, init=Xp[start], n_init=1, max_iter=n_iter, random_state=0).fit(Xp)
+        return np.ascontiguousarray(km.cluster_centers_)
+    X = sp.csr_matrix(Xp)
+    x2 = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    C = X[start]
+    for _ in range(n_iter):
+        c2 = np.asarray(C.multiply(C).sum(axis=1)).ravel()
+        d = x2[:, None] - 2.0 * (X @ C.T).toarray() + c2[None, :]
+        assign = np.argmin(d, axis=1)
+        counts = np.bincount(assign, minlength=m)
+        P = sp.csr_matrix((1.0 / counts[assign], (assign, np.arange(n))), shape=(m, n))
+        new = sp.csr_matrix(P @ X)
+        empty = counts == 0
+        if empty.any():  # keep the old centre of an empty cluster
+            new = sp.vstack([C[i] if empty[i] else new[i] for i in range(m)], format="csr")
+        C = new
+    return C
+
+
+class SparsePrior:
+    """Whitened sparse-GP quantities for packed tokens: ``B`` (N x M) and per-sequence ``K~_n``."""
+
+    def __init__(self, kernel, Z, Xp, offsets, jitter=1e-6, n_jobs=None):
+        Kzz = gram(kernel, Z)
+        scale = max(float(np.mean(np.diag(Kzz))), 1e-12)
+        self.jitter = jitter * scale
+        Kzz[np.diag_indices_from(Kzz)] += self.jitter
+        self.Lz = _cholesky(Kzz, "K(Z, Z)")
+        Kxz = gram(kernel, Xp, Z)
+        if not np.all(np.isfinite(Kxz)):
+            raise ValueError(f"kernel {kernel!r} gives non-finite values on these features.")
+        self.B = np.ascontiguousarray(sla.solve_triangular(self.Lz, Kxz.T, lower=True).T)
+        self.offsets = offsets
+
+        def blocks(sl):
+            out = []
+            for s in range(sl.start, sl.stop):
+                lo, hi = offsets[s], offsets[s + 1]
+                Kxx = gram(kernel, Xp[lo:hi])
+                Bn = self.B[lo:hi]
+                Kt = Kxx - Bn @ Bn.T
+                Kt = 0.5 * (Kt + Kt.T)
+                Kt[np.diag_indices_from(Kt)] += self.jitter
+                out.append(Kt)
+            return out
+
+        n_seq = offsets.shape[0] - 1
+        parts = run_chunks(blocks, even_chunks(n_seq, 4 * max(1, _n_jobs(n_jobs))), n_jobs=n_jobs)
+        self.Ktil = [k for part in parts for k in part]
+
+
+def _n_jobs(n_jobs):
+    from joblib import effective_n_jobs
+
+    return effective_n_jobs(n_jobs)
+
+
+def _cholesky(A, what):
+    for extra in (0.0, 1e-8, 1e-6, 1e-4, 1e-2):
+        try:
+            if extra:
+                A = A + extra * np.mean(np.diagonal(A, axis1=-2, axis2=-1)) * np.eye(A.shape[-1])
+            return np.linalg.cholesky(A)
+        except np.linalg.LinAlgError:
+            continue
+    raise ValueError(f"{what} is not positive definite even with jitter; check the kernel and features.")
+
+
+# ----------------------------------------------------------------------------- parameters
+class VarParams:
+    """Variational parameters: unary ``m`` (K, Q, M), ``L`` (K, Q, M, M) via strict-lower part and
+    log-diagonal, pairwise ``mb`` (Q, Q) and ``log_sb`` (Q, Q)."""
+
+    def __init__(self, K, Q, M, diagonal, init_scale=1.0):
+        self.K, self.Q, self.M, self.diagonal = K, Q, M, diagonal
+        self.m = np.zeros((K, Q, M))
+        self.Loff = np.zeros((K, Q, M, M))
+        self.logd = np.full((K, Q, M), np.log(init_scale))
+        self.mb = np.zeros((Q, Q))
+        self.log_sb = np.full((Q, Q), np.log(init_scale))
+
+    def copy(self):
+        new = VarParams.__new__(VarParams)
+        new.__dict__.update({k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.__dict__.items()})
+        return new
+
+    @property
+    def L(self):
+        L = self.Loff.copy()
+        idx = np.arange(self.M)
+        L[..., idx, idx] = np.exp(self.logd)
+        return L
+
+    def _tril(self):
+        return np.tril_indices(self.M, -1)
+
+    def get_unary(self):
+        parts = [self.m.ravel(), self.logd.ravel()]
+        if not self.diagonal:
+            r, c = self._tril()
+            parts.append(self.Loff[..., r, c].ravel())
+        return np.concatenate(parts)
+
+    def set_unary(self, x):
+        K, Q, M = self.K, self.Q, self.M
+        n = K * Q * M
+        self.m = x[:n].reshape(K, Q, M).copy()
+        self.logd = x[n:2 * n].reshape(K, Q, M).copy()
+        if not self.diagonal:
+            r, c = self._tril()
+            self.Loff[..., r, c] = x[2 * n:].reshape(K, Q, -1)
+
+    def unary_grad_vector(self, gm, gL):
+        """Flatten gradients w.r.t. ``m`` and the full ``L`` into the unary parameter layout."""
+        idx = np.arange(self.M)
+        parts = [gm.ravel(), (gL[..., idx, idx] * np.exp(self.logd)).ravel()]
+        if not self.diagonal:
+            r, c = self._tril()
+            parts.append(gL[..., r, c].ravel())
+        return np.concatenate(parts)
+
+    def get_pair(self):
+        return np.concatenate([self.mb.ravel(), self.log_sb.ravel()])
+
+    def set_pair(self, x):
+        Q = self.Q
+        self.mb = x[:Q * Q].reshape(Q, Q).copy()
+        self.log_sb = x[Q * Q:].reshape(Q, Q).copy()
+
+
+# ----------------------------------------------------------------------------- KL terms
+def unary_kl(p):
+    """``-KL(q(v) || p(v))`` as cross-entropy + Jensen entropy bound; value and gradients (gm, gL)."""
+    K, Q, M = p.K, p.Q, p.M
+    L = p.L
+    pi = np.full(K, 1.0 / K)
+    # cross-entropy E_q log N(v; 0, I) = sum_k pi_k sum_j [-M/2 log 2pi - |m|^2/2 - tr(S)/2]
+    ce = float(np.sum(pi[:, None] * (-0.5 * M * _LOG2PI - 0.5 * np.sum(p.m**2, -1) - 0.5 * np.sum(L**2, (-1, -2)))))
+    gm = -pi[:, None, None] * p.m
+    gL = -pi[:, None, None, None] * L
+    if K == 1:
+        # Jensen bound with one component: -log N(m; m, 2S) = Q M/2 log(2 pi) + sum_j log|2 S_j| / 2
+        logdet = 2.0 * np.sum(p.logd) + Q * M * np.log(2.0)
+        h = 0.5 * Q * M * _LOG2PI + 0.5 * logdet
+        idx = np.arange(M)
+        gL[..., idx, idx] += 1.0 / np.exp(p.logd)  # d/dL log|L L^T|/2 = L^{-T}, diagonal part in log-diag chain
+        return ce + h, gm, gL
+    S = L @ np.swapaxes(L, -1, -2)
+    logN = np.zeros((K, K))
+    cache = {}
+    for a in range(K):
+        for b in range(a, K):
+            C = S[a] + S[b]  # (Q, M, M)
+            Lc = np.linalg.cholesky(C)
+            d = p.m[a] - p.m[b]  # (Q, M)
+            Cinv = np.linalg.inv(C)
+            Cd = np.einsum("qij,qj->qi", Cinv, d)
+            val = np.sum(-0.5 * M * _LOG2PI - np.sum(np.log(np.diagonal(Lc, axis1=-2, axis2=-1)), -1)
+                         - 0.5 * np.sum(d * Cd, -1))
+            logN[a, b] = logN[b, a] = val
+            cache[a, b] = (Cinv, Cd)
+    log_z = logsumexp(logN + np.log(pi)[None, :], axis=1)
+    h = -float(np.sum(pi * log_z))
+    resp = np.exp(logN + np.log(pi)[None, :] - log_z[:, None])
+    T = pi[:, None] * resp  # dH / d logN_ab = -T_ab
+    gS = np.zeros((K, Q, M, M))
+    for a in range(K):
+        for b in range(K):
+            Cinv, Cd = cache[min(a, b), max(a, b)]
+            if a > b:
+                Cd = -Cd
+            # d logN / d m_a = -C^{-1} d,  d / d m_b = +C^{-1} d,  d / dC = (C^{-1} d d^T C^{-1} - C^{-1}) / 2
+            gm[a] += T[a, b] * Cd
+            gm[b] -= T[a, b] * Cd
+            gC = 0.5 * (np.einsum("qi,qj->qij", Cd, Cd) - Cinv)
+            gS[a] -= T[a, b] * gC
+            gS[b] -= T[a, b] * gC
+    gL += 2.0 * gS @ L
+    return ce + h, gm, gL
+
+
+def pair_kl(p):
+    """``-KL(N(mb, diag(sb^2)) || N(0, I))``; value and gradients w.r.t. (mb, log_sb)."""
+    s2 = np.exp(2.0 * p.log_sb)
+    val = -0.5 * float(np.sum(s2 + p.mb**2 - 1.0 - 2.0 * p.log_sb))
+    return val, -p.mb, -(s2 - 1.0)
+
+
+# ----------------------------------------------------------------------------- MC estimator
+def _seq_sampler(prior, p, L, s, Q, S, rng_seed):
+    """Samples of the unaries of sequence ``s`` under each component: f (K, Q, T, S), w, C^{-1}, P."""
+    lo, hi = prior.offsets[s], prior.offsets[s + 1]
+    Bn = prior.B[lo:hi]
+    Kt = prior.Ktil[s]
+    T = hi - lo
+    rng = np.random.default_rng(rng_seed)
+    eps = rng.standard_normal((p.K, Q, T, S))
+    zeta = rng.standard_normal((p.K, S, Q, Q))
+    P = np.matmul(Bn[None, None], L)  # (K, Q, T, M)
+    Sig = Kt[None, None] + P @ np.swapaxes(P, -1, -2)
+    C = _cholesky(Sig, f"the latent covariance of sequence {s}")
+    b = np.einsum("tm,kqm->kqt", Bn, p.m)
+    f = b[..., None] + C @ eps
+    Cinv = np.linalg.inv(C)
+    w = np.swapaxes(Cinv, -1, -2) @ eps  # Sigma^{-1} (f - b)
+    return f, w, Cinv, P, zeta
+
+
+def mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, control_variate=True, n_jobs=None):
+    """MC expected log-likelihood of sequences ``seqs`` and its score-function gradient parts.
+
+    Returns a dict with ``ell`` (len(seqs),), and with ``grad``: ``gb`` (tokens, K, Q)
+    gradient w.r.t. the latent means, ``U`` (tokens, K, Q, M) with
+    ``dELL/dL_kj = 2 B^T U_kj``, and pairwise ``g_mb``, ``g_lsb`` (len(seqs), Q, Q).
+    """
+    K, Q, S = p.K, p.Q, n_samples
+    offsets = prior.offsets
+    seqs = np.asarray(seqs, dtype=np.int64)
+    seeds = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=len(seqs))
+    L = p.L
+    chunks = even_chunks(len(seqs), 4 * max(1, _n_jobs(n_jobs)))
+
+    def sample(sl):
+        return [_seq_sampler(prior, p, L, int(seqs[i]), Q, S, seeds[i]) for i in range(sl.start, sl.stop)]
+
+    draws = [d for part in run_chunks(sample, chunks, n_jobs=n_jobs) for d in part]
+    sb = np.exp(p.log_sb)
+    loglik = np.empty((len(seqs), K, S))
+    counts = []
+    for i, s in enumerate(seqs):
+        ys = y[offsets[s]:offsets[s + 1]]
+        cnt = np.zeros((Q, Q))
+        np.add.at(cnt, (ys[:-1], ys[1:]), 1.0)
+        counts.append(cnt)
+    _loglik(draws, counts, seqs, y, offsets, p.mb, sb, likelihood, loglik)
+    out = {"ell": loglik.mean(axis=2).mean(axis=1)}  # pi_k = 1/K
+    if not grad:
+        return out
+    weights = _cv_weights(draws, loglik, sb, control_variate) / K  # (n, K, S), includes 1/S and pi_k
+
+    def gradients(sl):
+        res = []
+        for i in range(sl.start, sl.stop):
+            f, w, Cinv, P, zeta = draws[i]
+            c = weights[i]  # (K, S)
+            gb = np.einsum("kqts,ks->tkq", w, c)
+            wc = w * c[:, None, None, :]
+            Sinv = np.swapaxes(Cinv, -1, -2) @ Cinv
+            G = 0.5 * (wc @ np.swapaxes(w, -1, -2) - c.sum(axis=1)[:, None, None, None] * Sinv)
+            U = np.transpose(G @ P, (2, 0, 1, 3))  # (T, K, Q, M)
+            g_mb = np.einsum("ks,ksab->ab", c, zeta) / sb
+            g_lsb = np.einsum("ks,ksab->ab", c, zeta**2 - 1.0)
+            res.append((gb, np.ascontiguousarray(U), g_mb, g_lsb))
+        return res
+
+    res = [r for part in run_chunks(gradients, chunks, n_jobs=n_jobs) for r in part]
+    out["gb"] = np.concatenate([r[0] for r in res])
+    out["U"] = np.concatenate([r[1] for r in res])
+    out["g_mb"] = np.stack([r[2] for r in res])
+    out["g_lsb"] = np.stack([r[3] for r in res])
+    return out
+
+
+def _cv_weights(draws, loglik, sb, control_variate):
+    """Per-sample weights ``(l_i - a_{-i}) / S`` (leave-one-out control variate) or ``l_i / S``."""
+    n, K, S = loglik.shape
+    if not control_variate:
+        return loglik / S
+    r = np.empty_like(loglik)
+    for i, (f, w, Cinv, P, zeta) in enumerate(draws):
+        r[i] = np.sum(w**2, axis=(1, 2)) + np.sum((zeta / sb) ** 2, axis=(2, 3))
+    lr = loglik * r
+    if S < 2:
+        return loglik / S
+    a = (lr.sum(axis=2, keepdims=True) - lr) / (r.sum(axis=2, keepdims=True) - r)
+    return (loglik - a) / S
+
+
+def _loglik(draws, counts, seqs, y, offsets, mb, sb, likelihood, out):
+    """Fill ``out`` (n, K, S) with log p(y_n | f) for every sample: one packed oracle call per memory chunk."""
+    Q = mb.shape[0]
+    n, K, S = out.shape
+    lengths = np.array([offsets[s + 1] - offsets[s] for s in seqs])
+    fbin = [mb[None, None] + sb[None, None] * d[4] for d in draws]  # (K, S, Q, Q)
+    scores = np.empty((n, K, S))
+    for i, s in enumerate(seqs):
+        ys = y[offsets[s]:offsets[s + 1]]
+        f = draws[i][0]  # (K, Q, T, S)
+        unary_score = f[:, ys, np.arange(len(ys)), :].sum(axis=1)  # (K, S)
+        scores[i] = unary_score + np.einsum("ksab,ab->ks", fbin[i], counts[i])
+    if likelihood == "piecewise":
+        for i in range(n):
+            f = draws[i][0]
+            ys = y[offsets[seqs[i]]:offsets[seqs[i] + 1]]
+            unary_norm = logsumexp(f, axis=1).sum(axis=1)  # (K, S)
+            row = logsumexp(fbin[i], axis=3)  # log sum_b exp f(a, b): (K, S, Q)
+            col = logsumexp(fbin[i], axis=2)  # log sum_a exp f(a, b)
+            cnt = counts[i]
+            edge = (2.0 * np.einsum("ksab,ab->ks", fbin[i], cnt) - np.einsum("ksa,a->ks", row, cnt.sum(1))
+                    - np.einsum("ksb,b->ks", col, cnt.sum(0)))
+            # unary pieces: f_t(y_t) - lse_j f_t(j); edge pieces: both conditionals of the factor
+            out[i] = scores[i] - np.einsum("ksab,ab->ks", fbin[i], cnt) - unary_norm + edge
+        return out
+    # chain: log p = score - log Z, log Z from one packed forward-backward per memory chunk
+    log_z = np.empty(n * K * S)
+    for start, stop in _copy_chunks(lengths, K * S, Q):
+        log_z[start:stop] = _oracle_copies(draws, fbin, start, stop, K, S, False)[0]
+    out[:] = scores - log_z.reshape(n, K, S)
+    return out
+
+
+def _copy_chunks(lengths, per_seq, Q):
+    """Ranges of copies (sequence, component, sample) whose transitions fit the memory budget."""
+    per_copy = np.repeat(np.maximum(np.asarray(lengths) - 1, 1), per_seq)
+    cum = np.cumsum(per_copy)
+    budget = max(1, _MAX_ORACLE_FLOATS // (Q * Q))
+    start, total = 0, per_copy.shape[0]
+    while start < total:
+        base = cum[start - 1] if start else 0
+        stop = max(int(np.searchsorted(cum, base + budget, side="right")), start + 1)
+        yield start, stop
+        start = stop
+
+
+def _oracle_copies(draws, fbin, start, stop, K, S, need_node):
+    """log Z (and node marginals) of copies start:stop (copy = (sequence, component, sample)): one oracle call."""
+    unary_parts, trans_parts, lengths = [], [], []
+    copies = np.arange(start, stop)
+    seq_idx, rest = np.divmod(copies, K * S)
+    comp, smp = np.divmod(rest, S)
+    for i in np.unique(seq_idx):
+        sel = seq_idx == i
+        ks, ss = comp[sel], smp[sel]
+        f = draws[i][0]  # (K, Q, T, S)
+        T = f.shape[2]
+        u = np.transpose(f[ks, :, :, ss], (0, 2, 1))  # (c, T, Q)
+        unary_parts.append(u.reshape(-1, u.shape[-1]))
+        if T > 1:
+            trans_parts.append(np.repeat(fbin[i][ks, ss], T - 1, axis=0))
+        lengths.extend([T] * len(ks))
+    unary = np.concatenate(unary_parts)
+    Q = unary.shape[1]
+    trans = np.concatenate(trans_parts) if trans_parts else np.zeros((0, Q, Q))
+    log_z, node, _ = forward_backward(unary, trans, lengths_to_offsets(lengths), edge_marginals="none")
+    return log_z, (node if need_node else None), lengths
+
+
+def sample_marginals(prior, p, seqs, n_samples, seed, n_jobs=None):
+    """Posterior-predictive node marginals: forward-backward marginals averaged over q(f) samples."""
+    K, Q = p.K, p.Q
+    S = max(1, -(-n_samples // K))  # samples per component
+    offsets = prior.offsets
+    seqs = np.asarray(seqs, dtype=np.int64)
+    seeds = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=len(seqs))
+    L = p.L
+    chunks = even_chunks(len(seqs), 4 * max(1, _n_jobs(n_jobs)))
+
+    def sample(sl):
+        return [_seq_sampler(prior, p, L, int(seqs[i]), Q, S, seeds[i]) for i in range(sl.start, sl.stop)]
+
+    draws = [d for part in run_chunks(sample, chunks, n_jobs=n_jobs) for d in part]
+    sb = np.exp(p.log_sb)
+    fbin = [p.mb[None, None] + sb[None, None] * d[4] for d in draws]
+    lengths = np.diff(offsets)[seqs]
+    out = [np.zeros((T, Q)) for T in lengths]
+    for start, stop in _copy_chunks(lengths, K * S, Q):
+        _, node, lens = _oracle_copies(draws, fbin, start, stop, K, S, True)
+        owners = np.arange(start, stop) // (K * S)
+        row = 0
+        for owner, T in zip(owners, lens):
+            out[owner] += node[row:row + T]
+            row += T
+    return [o / (K * S) for o in out]
