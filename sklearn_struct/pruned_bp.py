@@ -188,9 +188,11 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
     inference : {"bp", "trw"}, default="bp"
     rho : array-like of shape (n_edges,), default=None
         TRW edge appearance probabilities of the full graph's edges (the kept ones are used);
-        None: ``trw_edge_probabilities(kept_edges, method="uniform")`` of the pruned graph, i.e.
-        the uniform spanning-tree value of each of its connected components (1 on a tree
-        component, where TRW is BP). Absorbed factors are part of the unaries and have no rho.
+        None: ``trw_edge_probabilities(kept_edges, method="auto")`` of the pruned graph, a valid
+        point of its spanning-tree polytope for any graph (effective resistances, i.e. uniform
+        spanning-tree edge marginals; 1 on dangling trees, where TRW is BP), so that TRW's
+        ``-free_energy`` bounds the pruned graph's log Z. Absorbed factors are part of the
+        unaries and have no rho.
     schedule, damping, max_iter, tol : passed to :func:`~sklearn_struct.oracles.loopy.loopy_bp`
     edge_marginals : bool, default=False
         Also compute pairwise beliefs of the kept edges (in ``report.bp_result``).
@@ -249,7 +251,7 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
     else:
         sub_rho = None
         if inference == "trw":
-            sub_rho = (trw_edge_probabilities(sub_edges, unary.shape[0]) if rho is None
+            sub_rho = (trw_edge_probabilities(sub_edges, unary.shape[0], "auto") if rho is None
                        else np.broadcast_to(np.asarray(rho, dtype=np.float64), (edges.shape[0],))[kept])
         result = loopy_bp(unary, sub_edges, sub_pairwise, rho=sub_rho, schedule=schedule, damping=damping,
                           max_iter=max_iter, tol=tol, edge_marginals=edge_marginals, check_input=False)
@@ -301,7 +303,7 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
         future work; see :func:`pruned_marginals`). Training is not affected (see
         ``fit_inference``).
     inference : {"bp", "trw"}, default="bp"
-        Loopy BP or tree-reweighted BP (uniform spanning-tree edge probabilities per component).
+        Loopy BP or tree-reweighted BP (valid spanning-tree edge probabilities, method "auto").
     fit_inference : {"full", "pruned"}, default="full"
         Marginals used for the training gradient. "full": BP on the whole graph (the gradient of
         the Bethe likelihood). "pruned": the pruned graph, with each dropped factor's expected
@@ -630,7 +632,7 @@ def _chunk_nll(chunk, coef, intercept, edge_coef, est, messages):
         kept = np.ones(n_edges, dtype=bool)
     sub_edges = edges[kept]
     sub_pw = pw3 if pw3.shape[0] == 1 else pw3[kept]
-    rho = trw_edge_probabilities(sub_edges, unary.shape[0]) if est.inference == "trw" else None
+    rho = trw_edge_probabilities(sub_edges, unary.shape[0], "auto") if est.inference == "trw" else None
     warm = messages if kept.all() else None
     res = loopy_bp(unary, sub_edges, sub_pw, rho=rho, max_iter=est.bp_max_iter, tol=est.bp_tol,
                    damping=est.damping, free_energy=True, init_messages=warm, check_input=False)

@@ -50,3 +50,6 @@ __all__ = [
     "make_multilabel_pairwise",
     "make_matchings",
 ]
+from .ud import load_conllu, load_ud  # noqa: E402  (dependency treebanks)
+
+__all__ += ["load_conllu", "load_ud"]

@@ -859,14 +859,19 @@ def trw_edge_probabilities(edges, n_nodes, method="uniform"):
     ----------
     edges : array-like of int of shape (n_edges, 2)
     n_nodes : int
-    method : {"uniform", "spanning_tree"}, default="uniform"
-        ``"spanning_tree"``: the exact appearance probability of each edge in a uniformly random
-        spanning tree of its connected component, which is the edge's effective resistance
-        (Kirchhoff); it is a valid point of the spanning-tree polytope, so TRW gives an upper bound
-        on log Z. Uses a dense Laplacian pseudo-inverse per component (fine up to a few thousand
-        nodes). ``"uniform"``: one constant per component, ``(n_c - 1) / n_edges_c``, which is the
-        average of the exact values (Foster's theorem); exact for edge-transitive graphs such as
-        tori and close to it on grids, and 1 on trees (plain BP). Cheap for any size.
+    method : {"uniform", "spanning_tree", "resistance", "forests", "auto"}, default="uniform"
+        ``"spanning_tree"`` (alias ``"resistance"``): the exact appearance probability of each
+        edge in a uniformly random spanning tree of its connected component, which is the edge's
+        effective resistance (Kirchhoff); a valid point of the spanning-tree polytope, so TRW
+        gives an upper bound on log Z. Dangling trees are peeled (rho 1), the rest is a dense
+        Cholesky solve per component (fine up to a few thousand nodes). ``"forests"``: the average
+        of spanning forests covering every edge (valid, cheap for any size). ``"auto"``: exact
+        resistances for components of the 2-core up to 1500 nodes, covering forests beyond (valid
+        for any graph; the default of :func:`sklearn_struct.pruned_bp.pruned_marginals`). See
+        :mod:`sklearn_struct.oracles.spanning`. ``"uniform"``: one constant per component,
+        ``(n_c - 1) / n_edges_c``, the average of the exact values (Foster's theorem); exact for
+        edge-transitive graphs such as tori and close to it on grids, and 1 on trees, but NOT a
+        valid point on components mixing cycles and dangling paths (TRW may then fall below log Z).
 
     Returns
     -------
@@ -876,35 +881,27 @@ def trw_edge_probabilities(edges, n_nodes, method="uniform"):
     --------
     >>> trw_edge_probabilities([[0, 1], [1, 2], [2, 0]], 3).round(4).tolist()
     [0.6667, 0.6667, 0.6667]
+    >>> trw_edge_probabilities([[0, 1], [1, 2], [2, 0], [2, 3]], 4, "auto").round(4).tolist()
+    [0.6667, 0.6667, 0.6667, 1.0]
     """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
+
+    from .spanning import spanning_tree_rho
 
     edges = check_edge_list(edges, n_nodes)
     n_edges = edges.shape[0]
     if n_edges == 0:
         return np.ones(0)
+    if method in ("spanning_tree", "resistance", "forests", "auto"):
+        return spanning_tree_rho(edges, n_nodes, "resistance" if method == "spanning_tree" else method)
+    if method != "uniform":
+        raise ValueError(f"method must be 'uniform', 'spanning_tree', 'resistance', 'forests' or 'auto', "
+                         f"got {method!r}.")
     adj = coo_matrix((np.ones(n_edges), (edges[:, 0], edges[:, 1])), shape=(n_nodes, n_nodes))
     n_comp, labels = connected_components(adj, directed=False)
     comp_of_edge = labels[edges[:, 0]]
-    if method == "uniform":
-        nodes_per = np.bincount(labels, minlength=n_comp)
-        edges_per = np.bincount(comp_of_edge, minlength=n_comp)
-        value = (nodes_per - 1) / np.maximum(edges_per, 1)
-        return np.clip(value[comp_of_edge], 1e-12, 1.0)
-    if method != "spanning_tree":
-        raise ValueError(f"method must be 'uniform' or 'spanning_tree', got {method!r}.")
-    rho = np.empty(n_edges)
-    for c in np.unique(comp_of_edge):  # one dense solve per component, not per edge
-        nodes = np.flatnonzero(labels == c)
-        local = np.full(n_nodes, -1)
-        local[nodes] = np.arange(nodes.size)
-        sel = np.flatnonzero(comp_of_edge == c)
-        u, v = local[edges[sel, 0]], local[edges[sel, 1]]
-        lap = np.zeros((nodes.size, nodes.size))
-        np.add.at(lap, (u, v), -1.0)
-        np.add.at(lap, (v, u), -1.0)
-        lap[np.diag_indices_from(lap)] = -lap.sum(axis=1)
-        pinv = np.linalg.pinv(lap, hermitian=True)
-        rho[sel] = pinv[u, u] + pinv[v, v] - 2.0 * pinv[u, v]
-    return np.clip(rho, 1e-12, 1.0)
+    nodes_per = np.bincount(labels, minlength=n_comp)
+    edges_per = np.bincount(comp_of_edge, minlength=n_comp)
+    value = (nodes_per - 1) / np.maximum(edges_per, 1)
+    return np.clip(value[comp_of_edge], 1e-12, 1.0)

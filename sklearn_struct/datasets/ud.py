@@ -1,0 +1,119 @@
+"""CoNLL-U reader (Universal Dependencies treebanks) for dependency parsing."""
+
+import numpy as np
+from sklearn.utils import Bunch
+
+from ._base import find_data_file
+from ._fetch import _as_path
+from .conll import _open_binary
+
+__all__ = ["load_conllu", "load_ud"]
+
+_FIELDS = ("form", "lemma", "upos", "xpos", "feats")
+UD_TREEBANKS = {
+    "english": ("UD_English-EWT", "en_ewt"),
+    "dutch": ("UD_Dutch-Alpino", "nl_alpino"),
+    "italian": ("UD_Italian-ISDT", "it_isdt"),
+}
+
+
+def load_conllu(path, encoding="utf-8"):
+    """Read a CoNLL-U file (plain or gzip): words, heads and relations of every sentence.
+
+    Ten tab-separated columns ``ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC``; ``#``
+    lines are comments; a blank line ends a sentence. Multi-word token lines (ID ``3-4``) and
+    empty nodes (ID ``8.1``) are not words and are skipped, so words are numbered ``1..n`` and
+    ``HEAD`` 0 is the root.
+
+    Parameters
+    ----------
+    path : str or path-like
+    encoding : str, default="utf-8"
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        - ``sentences``: list of lists of dicts with keys ``form, lemma, upos, xpos, feats``.
+        - ``heads``: list of int arrays of shape (n_words,), the head of words ``1..n``.
+        - ``deprels``: list of lists of str.
+        - ``sent_ids``: list of the ``# sent_id`` values (None where absent).
+        - ``filename``.
+
+    Raises
+    ------
+    ValueError
+        If a word line does not have 10 columns, its ID is not the next word number, or its
+        head is not an integer in ``0..n`` (the message names the line).
+    """
+    path = _as_path(path)
+    sentences, heads, deprels, sent_ids = [], [], [], []
+    words, hs, rels, sent_id, start = [], [], [], None, 1
+
+    def close(lineno):
+        n = len(words)
+        arr = np.array(hs, dtype=np.int64)
+        if arr.size and (arr.min() < 0 or arr.max() > n):
+            raise ValueError(f"{path}, sentence ending at line {lineno}: a head lies outside 0..{n}.")
+        sentences.append(words)
+        heads.append(arr)
+        deprels.append(rels)
+        sent_ids.append(sent_id)
+
+    with _open_binary(path) as f:
+        for lineno, raw in enumerate(f, start=1):
+            line = raw.decode(encoding).rstrip("\r\n")
+            if not line.strip():
+                if words:
+                    close(lineno)
+                words, hs, rels, sent_id, start = [], [], [], None, lineno + 1
+                continue
+            if line.startswith("#"):
+                if line.startswith("# sent_id"):
+                    sent_id = line.split("=", 1)[-1].strip()
+                continue
+            cols = line.split("\t")
+            if len(cols) != 10:
+                raise ValueError(f"{path}, line {lineno}: {len(cols)} tab-separated columns, expected 10.")
+            if "-" in cols[0] or "." in cols[0]:  # multi-word token or empty node
+                continue
+            if cols[0] != str(len(words) + 1):
+                raise ValueError(f"{path}, line {lineno}: word ID {cols[0]!r}, expected {len(words) + 1}.")
+            try:
+                hs.append(int(cols[6]))
+            except ValueError:
+                raise ValueError(f"{path}, line {lineno}: HEAD {cols[6]!r} is not an integer.") from None
+            words.append(dict(zip(_FIELDS, cols[1:6])))
+            rels.append(cols[7])
+    if words:
+        close(start)
+    if not sentences:
+        raise ValueError(f"{path}: no sentences found.")
+    return Bunch(sentences=sentences, heads=heads, deprels=deprels, sent_ids=sent_ids, filename=str(path))
+
+
+def load_ud(language, subset="dev", data_home=None):
+    """One of the UD treebanks shipped in the data home (``ud/``): English EWT, Dutch Alpino, Italian ISDT.
+
+    Parameters
+    ----------
+    language : {"english", "dutch", "italian"}
+    subset : {"dev", "test"}, default="dev"
+        Only the dev and test parts are stored (train on dev, test on test).
+    data_home : str or path-like, default=None
+
+    Returns
+    -------
+    data : Bunch, as :func:`load_conllu`.
+
+    Notes
+    -----
+    Licences: English EWT and Dutch Alpino CC BY-SA 4.0; Italian ISDT CC BY-NC-SA 3.0.
+    """
+    if language not in UD_TREEBANKS:
+        raise ValueError(f"language must be one of {sorted(UD_TREEBANKS)}, got {language!r}.")
+    if subset not in ("dev", "test"):
+        raise ValueError(f"subset must be 'dev' or 'test', got {subset!r}.")
+    folder, prefix = UD_TREEBANKS[language]
+    path = find_data_file([f"ud/{folder}/{prefix}-ud-{subset}.conllu.gz", f"ud/{folder}/{prefix}-ud-{subset}.conllu"],
+                          data_home)
+    return load_conllu(path)

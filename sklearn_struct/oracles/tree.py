@@ -1,0 +1,500 @@
+"""Spanning-tree factor over the link variables of one sentence: log Z, marginals, BP messages, MAP.
+
+A sentence of ``n`` words has nodes ``0..n`` (0 is the root) and link variables ``z[h, m]``
+(head ``h``, modifier ``m >= 1``, ``h != m``). A link-score matrix ``S`` of shape ``(n + 1, n + 1)``
+holds log-potentials ``S[h, m]`` (column 0 and the diagonal are ignored), and the tree distribution
+is ``p(tree) ∝ exp(sum_{(h, m) in tree} S[h, m])`` over dependency trees rooted at 0.
+
+* ``single_root=True`` (the UD and CoNLL-U convention: exactly one word attaches to the root)
+  or ``False`` (the root may have several children).
+* Projective trees (no crossing links): inside-outside over Eisner's O(n^3) chart of complete and
+  incomplete spans, in log space; the outside pass is the reverse-mode derivative of the inside
+  pass, so a link's marginal is ``d log Z / d S[h, m]``. Single root: ``log Z = logsumexp_m
+  (S[0, m] + C_left[1, m] + C_right[m, n])`` over the root's only child ``m``.
+* Non-projective trees: the matrix-tree theorem (Koo, Globerson, Carreras & Collins 2007). With
+  ``A = exp(S - c)`` (``c[m]`` the column maxima, so nothing overflows; every tree has one head per
+  word, so ``log Z = log det L + sum c``), the Laplacian over words ``1..n`` is ``L[h, m] = -A[h, m]``,
+  ``L[m, m] = sum_h A[h, m]`` (the root's column included for multiple roots). For a single root the
+  first row is replaced by the root scores ``A[0, m]`` (Koo et al.'s root-edge variant). With
+  ``B = L^{-1}``, marginals are ``A[h, m] * d log det L / d A[h, m]``, i.e. ``A[0, m] B[m, 0]``
+  (single root) or ``A[0, m] B[m, m]`` (multi-root) for root links and
+  ``A[h, m] ([m != 1] B[m, m] - [h != 1] B[m, h])`` for word links (``[.] = 1`` for multi-root).
+
+As a factor in BP (Smith & Eisner 2008) the tree factor receives a message ``(q0, q1)`` from every
+link variable; with ``S = log(q1 / q0)`` the factor's belief of each link is the tree marginal, and
+its outgoing message is that marginal's odds divided by the incoming odds: in log-odds,
+``out = logit(mu) - S``, for all links in one O(n^3) pass.
+
+MAP: Eisner's algorithm (projective) and Chu-Liu-Edmonds (non-projective; for a single root, the
+best tree with each root child in turn when the unconstrained one has several).
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "tree_marginals",
+    "tree_messages",
+    "eisner",
+    "chu_liu_edmonds",
+    "decode_tree",
+    "check_link_scores",
+]
+
+NEG_INF = -np.inf
+# Outgoing log-odds are clipped to this magnitude (a link the tree forces gets odds e^40, not inf).
+MAX_LOG_ODDS = 40.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lse2(a, b):
+    if a == NEG_INF:
+        return b
+    if b == NEG_INF:
+        return a
+    if a > b:
+        return a + math.log1p(math.exp(b - a))
+    return b + math.log1p(math.exp(a - b))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lse_split(X, xs, Y, yt, lo, hi, shift):
+    """log sum_{r = lo}^{hi - 1} exp(X[xs, r] + Y[r + shift, yt]) (max first, then one exp per term)."""
+    top = NEG_INF
+    for r in range(lo, hi):
+        v = X[xs, r] + Y[r + shift, yt]
+        if v > top:
+            top = v
+    if top == NEG_INF:
+        return NEG_INF
+    acc = 0.0
+    for r in range(lo, hi):
+        acc += math.exp(X[xs, r] + Y[r + shift, yt] - top)
+    return top + math.log(acc)
+
+
+@njit(cache=True, nogil=True)
+def _eisner_inside(S, single_root):
+    """Log inside chart: IR, IL (incomplete, head left / right), CR, CL (complete) and log Z."""
+    N = S.shape[0]
+    IR = np.full((N, N), NEG_INF)
+    IL = np.full((N, N), NEG_INF)
+    CR = np.full((N, N), NEG_INF)
+    CL = np.full((N, N), NEG_INF)
+    for s in range(N):
+        CR[s, s] = 0.0
+        CL[s, s] = 0.0
+    for width in range(1, N):
+        for s in range(N - width):
+            t = s + width
+            acc = _lse_split(CR, s, CL, t, s, t, 1)  # CR[s, r] + CL[r + 1, t]
+            IR[s, t] = S[s, t] + acc
+            if s > 0:  # nothing heads the root
+                IL[s, t] = S[t, s] + acc
+            CL[s, t] = _lse_split(CL, s, IL, t, s, t, 0)  # CL[s, r] + IL[r, t]
+            CR[s, t] = _lse_split(IR, s, CR, t, s + 1, t + 1, 0)  # IR[s, r] + CR[r, t]
+    if not single_root:
+        return IR, IL, CR, CL, CR[0, N - 1]
+    log_z = NEG_INF
+    for m in range(1, N):
+        log_z = _lse2(log_z, S[0, m] + CL[1, m] + CR[m, N - 1])
+    return IR, IL, CR, CL, log_z
+
+
+@njit(cache=True, nogil=True)
+def _eisner_marginals(S, single_root):
+    """Projective log Z and link marginals: the outside pass as the adjoint of the inside pass."""
+    N = S.shape[0]
+    IR, IL, CR, CL, log_z = _eisner_inside(S, single_root)
+    gIR = np.zeros((N, N))
+    gIL = np.zeros((N, N))
+    gCR = np.zeros((N, N))
+    gCL = np.zeros((N, N))
+    marg = np.zeros((N, N))
+    if log_z == NEG_INF:
+        return log_z, marg
+    if single_root:
+        for m in range(1, N):
+            w = math.exp(S[0, m] + CL[1, m] + CR[m, N - 1] - log_z)
+            marg[0, m] += w
+            gCL[1, m] += w
+            gCR[m, N - 1] += w
+    else:
+        gCR[0, N - 1] = 1.0
+    for width in range(N - 1, 0, -1):
+        for s in range(N - width):
+            t = s + width
+            g = gCR[s, t]
+            if g != 0.0 and CR[s, t] > NEG_INF:
+                for r in range(s + 1, t + 1):
+                    w = g * math.exp(IR[s, r] + CR[r, t] - CR[s, t])
+                    gIR[s, r] += w
+                    gCR[r, t] += w
+            g = gCL[s, t]
+            if g != 0.0 and CL[s, t] > NEG_INF:
+                for r in range(s, t):
+                    w = g * math.exp(CL[s, r] + IL[r, t] - CL[s, t])
+                    gCL[s, r] += w
+                    gIL[r, t] += w
+            gr, gl = gIR[s, t], gIL[s, t]
+            marg[s, t] += gr
+            marg[t, s] += gl
+            if gr == 0.0 and gl == 0.0:
+                continue
+            acc_log = IR[s, t] - S[s, t]  # the shared split sum
+            if acc_log == NEG_INF:
+                continue
+            g = gr + gl
+            for r in range(s, t):
+                w = g * math.exp(CR[s, r] + CL[r + 1, t] - acc_log)
+                gCR[s, r] += w
+                gCL[r + 1, t] += w
+    return log_z, marg
+
+
+@njit(cache=True, nogil=True)
+def _matrix_tree_marginals(S, single_root):
+    """Non-projective log Z and link marginals by the matrix-tree theorem (Koo et al. 2007)."""
+    N = S.shape[0]
+    n = N - 1
+    marg = np.zeros((N, N))
+    shift = np.zeros(N)
+    for m in range(1, N):
+        top = NEG_INF
+        for h in range(N):
+            if h != m and S[h, m] > top:
+                top = S[h, m]
+        shift[m] = top if top > NEG_INF else 0.0
+    A = np.zeros((N, N))
+    for h in range(N):
+        for m in range(1, N):
+            if h != m:
+                A[h, m] = math.exp(S[h, m] - shift[m])
+    L = np.zeros((n, n))
+    for m in range(1, N):
+        for h in range(1, N):
+            if h != m:
+                L[h - 1, m - 1] = -A[h, m]
+                L[m - 1, m - 1] += A[h, m]
+        if not single_root:
+            L[m - 1, m - 1] += A[0, m]
+    if single_root:
+        for m in range(1, N):
+            L[0, m - 1] = A[0, m]
+    sign, logdet = np.linalg.slogdet(L)
+    if sign <= 0.0 or not np.isfinite(logdet):
+        return NEG_INF, marg
+    B = np.linalg.inv(L)
+    log_z = logdet
+    for m in range(1, N):
+        log_z += shift[m]
+    for m in range(1, N):
+        if single_root:
+            marg[0, m] = A[0, m] * B[m - 1, 0]
+        else:
+            marg[0, m] = A[0, m] * B[m - 1, m - 1]
+        for h in range(1, N):
+            if h == m:
+                continue
+            d = 0.0
+            if not single_root or m != 1:
+                d += B[m - 1, m - 1]
+            if not single_root or h != 1:
+                d -= B[m - 1, h - 1]
+            marg[h, m] = A[h, m] * d
+    for h in range(N):  # round-off: marginals are probabilities
+        for m in range(1, N):
+            marg[h, m] = min(max(marg[h, m], 0.0), 1.0)
+    return log_z, marg
+
+
+@njit(cache=True, nogil=True)
+def _tree_marginals(S, projective, single_root):
+    if S.shape[0] < 2:
+        return 0.0, np.zeros(S.shape)
+    if projective:
+        return _eisner_marginals(S, single_root)
+    return _matrix_tree_marginals(S, single_root)
+
+
+@njit(cache=True, nogil=True)
+def _tree_messages(log_odds, projective, single_root, out):
+    """Outgoing log-odds ``logit(mu) - log_odds`` of every link into ``out``; returns (log Z, mu)."""
+    N = log_odds.shape[0]
+    log_z, marg = _tree_marginals(log_odds, projective, single_root)
+    for h in range(N):
+        for m in range(1, N):
+            if h == m:
+                continue
+            mu = marg[h, m]
+            if mu <= 0.0:
+                val = -MAX_LOG_ODDS
+            elif mu >= 1.0:
+                val = MAX_LOG_ODDS
+            else:
+                val = math.log(mu) - math.log1p(-mu) - log_odds[h, m]
+            out[h, m] = min(max(val, -MAX_LOG_ODDS), MAX_LOG_ODDS)
+    return log_z, marg
+
+
+# --------------------------------------------------------------------------------------
+# MAP decoders
+# --------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _eisner_map(S, single_root):
+    """Best projective tree (heads array, heads[0] = -1) by Eisner's algorithm with back-pointers."""
+    N = S.shape[0]
+    IR = np.full((N, N), NEG_INF)
+    IL = np.full((N, N), NEG_INF)
+    CR = np.full((N, N), NEG_INF)
+    CL = np.full((N, N), NEG_INF)
+    bI = np.zeros((N, N), dtype=np.int64)
+    bR = np.zeros((N, N), dtype=np.int64)
+    bL = np.zeros((N, N), dtype=np.int64)
+    for s in range(N):
+        CR[s, s] = 0.0
+        CL[s, s] = 0.0
+    for width in range(1, N):
+        for s in range(N - width):
+            t = s + width
+            best, arg = NEG_INF, s
+            for r in range(s, t):
+                v = CR[s, r] + CL[r + 1, t]
+                if v > best:
+                    best, arg = v, r
+            bI[s, t] = arg
+            IR[s, t] = S[s, t] + best
+            if s > 0:
+                IL[s, t] = S[t, s] + best
+            best, arg = NEG_INF, s
+            for r in range(s, t):
+                v = CL[s, r] + IL[r, t]
+                if v > best:
+                    best, arg = v, r
+            CL[s, t], bL[s, t] = best, arg
+            best, arg = NEG_INF, t
+            for r in range(s + 1, t + 1):
+                v = IR[s, r] + CR[r, t]
+                if v > best:
+                    best, arg = v, r
+            CR[s, t], bR[s, t] = best, arg
+    heads = np.full(N, -1, dtype=np.int64)
+    # stack of (kind, s, t): 0 = CR, 1 = CL, 2 = IR, 3 = IL
+    stack = np.zeros((4 * N + 4, 3), dtype=np.int64)
+    top = 0
+    if single_root:
+        best, root_child = NEG_INF, 1
+        for m in range(1, N):
+            v = S[0, m] + CL[1, m] + CR[m, N - 1]
+            if v > best:
+                best, root_child = v, m
+        heads[root_child] = 0
+        stack[0, 0], stack[0, 1], stack[0, 2] = 1, 1, root_child
+        stack[1, 0], stack[1, 1], stack[1, 2] = 0, root_child, N - 1
+        top = 2
+    else:
+        stack[0, 0], stack[0, 1], stack[0, 2] = 0, 0, N - 1
+        top = 1
+    while top > 0:
+        top -= 1
+        kind, s, t = stack[top, 0], stack[top, 1], stack[top, 2]
+        if s == t:
+            continue
+        if kind == 0:
+            r = bR[s, t]
+            stack[top, 0], stack[top, 1], stack[top, 2] = 2, s, r
+            stack[top + 1, 0], stack[top + 1, 1], stack[top + 1, 2] = 0, r, t
+            top += 2
+        elif kind == 1:
+            r = bL[s, t]
+            stack[top, 0], stack[top, 1], stack[top, 2] = 1, s, r
+            stack[top + 1, 0], stack[top + 1, 1], stack[top + 1, 2] = 3, r, t
+            top += 2
+        else:
+            if kind == 2:
+                heads[t] = s
+            else:
+                heads[s] = t
+            r = bI[s, t]
+            stack[top, 0], stack[top, 1], stack[top, 2] = 0, s, r
+            stack[top + 1, 0], stack[top + 1, 1], stack[top + 1, 2] = 1, r + 1, t
+            top += 2
+    return heads
+
+
+def _find_cycle(heads):
+    """Nodes of one cycle of the head graph (heads[0] = -1), or None."""
+    N = heads.shape[0]
+    state = np.zeros(N, dtype=np.int64)  # 0 new, 1 on the current path, 2 done
+    for start in range(1, N):
+        path = []
+        v = start
+        while v > 0 and state[v] == 0:
+            state[v] = 1
+            path.append(v)
+            v = heads[v]
+        if v > 0 and state[v] == 1:
+            return np.array(path[path.index(v):])
+        for u in path:
+            state[u] = 2
+    return None
+
+
+def _cle(S):
+    """Chu-Liu-Edmonds maximum spanning arborescence rooted at 0 (root may have several children)."""
+    N = S.shape[0]
+    S = S.copy()
+    np.fill_diagonal(S, -np.inf)
+    S[:, 0] = -np.inf
+    heads = S.argmax(axis=0)
+    heads[0] = -1
+    cycle = _find_cycle(heads)
+    if cycle is None:
+        return heads
+    in_cycle = np.zeros(N, dtype=bool)
+    in_cycle[cycle] = True
+    rest = np.flatnonzero(~in_cycle)  # contains 0 first
+    R = rest.size
+    T = np.full((R + 1, R + 1), -np.inf)
+    T[:R, :R] = S[np.ix_(rest, rest)]
+    enter = S[np.ix_(rest, cycle)] - S[heads[cycle], cycle][None, :]
+    best_v = cycle[enter.argmax(axis=1)]
+    T[:R, R] = enter.max(axis=1)
+    leave = S[np.ix_(cycle, rest)]
+    best_u = cycle[leave.argmax(axis=0)]
+    T[R, :R] = leave.max(axis=0)
+    sub = _cle(T)
+    out = heads.copy()
+    for i in range(1, R):
+        h = sub[i]
+        out[rest[i]] = rest[h] if h < R else best_u[i]
+    h = sub[R]
+    out[best_v[h]] = rest[h]
+    return out
+
+
+def _tree_score(S, heads):
+    return float(S[heads[1:], np.arange(1, S.shape[0])].sum())
+
+
+def chu_liu_edmonds(scores, single_root=True):
+    """Highest-scoring non-projective dependency tree (heads; ``heads[0] = -1``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> S = np.array([[0, 5, 1, 0], [0, 0, 11, 4], [0, 10, 0, 5], [0, 9, 8, 0]], dtype=float)
+    >>> chu_liu_edmonds(S).tolist()
+    [-1, 0, 1, 2]
+    """
+    S = check_link_scores(scores)
+    if S.shape[0] < 2:
+        return np.full(S.shape[0], -1, dtype=np.int64)
+    heads = _cle(S)
+    if not single_root or np.count_nonzero(heads == 0) == 1:
+        return heads
+    best, best_heads = -np.inf, heads
+    for m in range(1, S.shape[0]):  # the best tree with each root child in turn
+        if S[0, m] == -np.inf:
+            continue
+        T = S.copy()
+        T[0, :] = -np.inf
+        T[0, m] = S[0, m]
+        cand = _cle(T)
+        score = _tree_score(S, cand)
+        if score > best:
+            best, best_heads = score, cand
+    return best_heads
+
+
+def eisner(scores, single_root=True):
+    """Highest-scoring projective dependency tree (heads; ``heads[0] = -1``) by Eisner's algorithm.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> S = np.array([[0, 5, 1, 0], [0, 0, 11, 4], [0, 10, 0, 5], [0, 9, 8, 0]], dtype=float)
+    >>> eisner(S).tolist()
+    [-1, 0, 1, 2]
+    """
+    S = check_link_scores(scores)
+    if S.shape[0] < 2:
+        return np.full(S.shape[0], -1, dtype=np.int64)
+    return _eisner_map(S, bool(single_root))
+
+
+def decode_tree(scores, projective=False, single_root=True):
+    """MAP tree: :func:`eisner` if ``projective`` else :func:`chu_liu_edmonds`."""
+    return (eisner if projective else chu_liu_edmonds)(scores, single_root=single_root)
+
+
+def check_link_scores(scores, name="scores"):
+    """Validate a square ``(n + 1, n + 1)`` float matrix of link log-potentials (no NaN, no +inf)."""
+    S = np.array(scores, dtype=np.float64, order="C")
+    if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] < 1:
+        raise ValueError(f"{name} must be a square (n_words + 1, n_words + 1) matrix, got shape {S.shape}.")
+    if np.isnan(S).any() or (S == np.inf).any():
+        bad = np.argwhere(np.isnan(S) | (S == np.inf))[0]
+        raise ValueError(f"{name} contain NaN or +inf (first at link {tuple(int(i) for i in bad)}).")
+    return S
+
+
+def tree_marginals(scores, projective=False, single_root=True):
+    """Log partition function and link marginals of the tree distribution ``∝ exp(sum of S[h, m])``.
+
+    Parameters
+    ----------
+    scores : array-like of shape (n_words + 1, n_words + 1)
+        Link log-potentials ``S[h, m]`` (node 0 is the root; column 0 and the diagonal are ignored;
+        ``-inf`` forbids a link).
+    projective : bool, default=False
+        Projective trees (Eisner inside-outside) or all trees (matrix-tree theorem).
+    single_root : bool, default=True
+        Exactly one word attaches to the root (UD), or any number.
+
+    Returns
+    -------
+    log_z : float
+    marginals : ndarray of shape (n_words + 1, n_words + 1)
+        ``P(h is the head of m)``; each column ``m >= 1`` sums to 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> log_z, mu = tree_marginals(np.zeros((3, 3)))  # two words: 0->1->2 or 0->2->1
+    >>> round(float(np.exp(log_z)), 6), mu[:, 1].round(3).tolist()
+    (2.0, [0.5, 0.0, 0.5])
+    """
+    S = check_link_scores(scores)
+    log_z, marg = _tree_marginals(S, bool(projective), bool(single_root))
+    return float(log_z), marg
+
+
+def tree_messages(log_odds, projective=False, single_root=True):
+    """Outgoing BP messages of the tree factor (log-odds) from incoming link log-odds.
+
+    The tree factor's belief of link ``(h, m)`` is its marginal ``mu`` under link weights
+    ``exp(log_odds)``; the message back to the link is ``logit(mu) - log_odds[h, m]``
+    (clipped to ``±MAX_LOG_ODDS``).
+
+    Returns
+    -------
+    out : ndarray of shape (n_words + 1, n_words + 1)
+    log_z : float
+    marginals : ndarray of shape (n_words + 1, n_words + 1)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out, _, mu = tree_messages(np.zeros((3, 3)))
+    >>> round(float(out[1, 2]), 6)  # mu = 0.5: the message says nothing
+    0.0
+    """
+    S = check_link_scores(log_odds, "log_odds")
+    out = np.zeros_like(S)
+    log_z, marg = _tree_messages(S, bool(projective), bool(single_root), out)
+    return out, float(log_z), marg

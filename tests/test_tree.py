@@ -1,0 +1,153 @@
+"""Spanning-tree factor (oracles/tree.py) against brute-force enumeration of dependency trees."""
+
+import functools
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sklearn_struct.oracles.tree import (
+    chu_liu_edmonds,
+    decode_tree,
+    eisner,
+    tree_marginals,
+    tree_messages,
+)
+
+SETTINGS = settings(max_examples=30, deadline=None)
+VARIANTS = [(p, r) for p in (False, True) for r in (False, True)]
+
+
+def is_tree(heads):
+    n = len(heads)
+    for m in range(1, n + 1):
+        seen, v = set(), m
+        while v != 0:
+            if v in seen:
+                return False
+            seen.add(v)
+            v = heads[v - 1]
+    return True
+
+
+def is_projective(heads):
+    arcs = [(min(h, m), max(h, m)) for m, h in enumerate(heads, start=1)]
+    for (a, b), (c, d) in itertools.combinations(arcs, 2):
+        if a < c < b < d or c < a < d < b:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def all_trees(n, projective, single_root):
+    """Every dependency tree over n words as an (n_trees, n) array of heads of words 1..n."""
+    out = []
+    for heads in itertools.product(range(n + 1), repeat=n):
+        if any(h == m for m, h in enumerate(heads, start=1)):
+            continue
+        if single_root and heads.count(0) != 1:
+            continue
+        if is_tree(heads) and (not projective or is_projective(heads)):
+            out.append(heads)
+    return np.array(out, dtype=np.int64)
+
+
+def brute(S, projective, single_root):
+    n = S.shape[0] - 1
+    trees = all_trees(n, projective, single_root)
+    scores = S[trees, np.arange(1, n + 1)].sum(axis=1)
+    log_z = np.logaddexp.reduce(scores)
+    p = np.exp(scores - log_z)
+    marg = np.zeros_like(S)
+    for m in range(1, n + 1):
+        np.add.at(marg[:, m], trees[:, m - 1], p)
+    best = trees[np.argmax(scores)]
+    return log_z, marg, scores.max(), np.r_[-1, best]
+
+
+@st.composite
+def link_scores(draw, max_words=5, scale=3.0):
+    n = draw(st.integers(1, max_words))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    return scale * rng.normal(size=(n + 1, n + 1))
+
+
+def test_tree_counts():
+    # Cayley-type counts: n^(n-1) multi-root non-projective trees, (n-1)^(n-1)... checked by the oracles
+    for n in range(1, 6):
+        for projective, single_root in VARIANTS:
+            log_z, _ = tree_marginals(np.zeros((n + 1, n + 1)), projective, single_root)
+            assert round(np.exp(log_z)) == len(all_trees(n, projective, single_root))
+    assert len(all_trees(4, False, False)) == 5 ** 3  # (n + 1)^(n - 1) rooted spanning trees
+
+
+@SETTINGS
+@given(link_scores(), st.sampled_from(VARIANTS))
+def test_marginals_and_log_z_match_enumeration(S, variant):
+    projective, single_root = variant
+    log_z, marg, _, _ = brute(S, projective, single_root)
+    got_z, got = tree_marginals(S, projective, single_root)
+    assert abs(got_z - log_z) < 1e-9
+    np.testing.assert_allclose(got[:, 1:], marg[:, 1:], atol=1e-9)
+
+
+@pytest.mark.parametrize("projective, single_root", VARIANTS)
+def test_six_words_and_huge_scores(projective, single_root):
+    rng = np.random.default_rng(1)
+    S = 2.0 * rng.normal(size=(7, 7))
+    log_z, marg, _, _ = brute(S, projective, single_root)
+    got_z, got = tree_marginals(S, projective, single_root)
+    assert abs(got_z - log_z) < 1e-9
+    np.testing.assert_allclose(got[:, 1:], marg[:, 1:], atol=1e-9)
+    big = 400.0 * S  # log space: no overflow
+    log_z, marg, _, _ = brute(big, projective, single_root)
+    got_z, got = tree_marginals(big, projective, single_root)
+    assert abs(got_z - log_z) < 1e-6 * abs(log_z)
+    np.testing.assert_allclose(got[:, 1:], marg[:, 1:], atol=1e-6)
+
+
+@SETTINGS
+@given(link_scores(), st.sampled_from(VARIANTS))
+def test_messages_are_marginal_odds_over_incoming_odds(S, variant):
+    projective, single_root = variant
+    out, log_z, mu = tree_messages(S, projective, single_root)
+    _, marg, _, _ = brute(S, projective, single_root)
+    n = S.shape[0] - 1
+    for h in range(n + 1):
+        for m in range(1, n + 1):
+            if h == m:
+                continue
+            p = marg[h, m]
+            if 1e-9 < p < 1 - 1e-9:  # belief = incoming odds * outgoing odds
+                assert abs(out[h, m] + S[h, m] - np.log(p / (1 - p))) < 1e-5
+
+
+@SETTINGS
+@given(link_scores(max_words=6), st.booleans())
+def test_map_decoders_match_enumeration(S, single_root):
+    for projective, decoder in ((True, eisner), (False, chu_liu_edmonds)):
+        _, _, best, _ = brute(S, projective, single_root)
+        heads = decoder(S, single_root=single_root)
+        assert heads[0] == -1
+        assert is_tree(list(heads[1:]))
+        if single_root:
+            assert np.count_nonzero(heads == 0) == 1
+        if projective:
+            assert is_projective(list(heads[1:]))
+        assert abs(S[heads[1:], np.arange(1, S.shape[0])].sum() - best) < 1e-9
+    assert (decode_tree(S, True, single_root) == eisner(S, single_root=single_root)).all()
+
+
+def test_forbidden_links_and_bad_input():
+    S = np.zeros((4, 4))
+    S[0, 2] = S[0, 3] = -np.inf  # only word 1 may attach to the root
+    _, mu = tree_marginals(S)
+    np.testing.assert_allclose(mu[0, 1:], [1, 0, 0])
+    assert chu_liu_edmonds(S)[1] == 0
+    with pytest.raises(ValueError, match="square"):
+        tree_marginals(np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="NaN"):
+        tree_marginals(np.full((3, 3), np.nan))
+    assert tree_marginals(np.zeros((1, 1)))[0] == 0.0
