@@ -7,6 +7,7 @@ Vilnis et al. 2015) by Bethe projections (:mod:`sklearn_struct._bethe_inference`
 energy weights ``psi`` are learned by the doubly-stochastic Algorithm 3.
 """
 
+import inspect
 import numbers
 import time
 import warnings
@@ -23,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._bethe_inference import bethe_inference
 from ._chain_crf import ChainData, ChainObjective, predict_unary
+from .constraints import ConstraintEnergy
 from .oracles.chain import forward_backward, viterbi
 from .utils.optimize import lbfgs
 from .utils.packing import edge_offsets, segment_sum, subset_sequences, transition_pairs, unpack_sequences
@@ -65,9 +67,13 @@ class NonLocalCRF(BaseEstimator):
 
     Parameters
     ----------
-    energy : Energy or None, default=None
-        Non-local energy (:mod:`sklearn_struct.energies`); cloned and fitted on the
-        training labels in ``fit``. None for a plain CRF.
+    energy : Energy, list of constraint templates or None, default=None
+        Non-local energy (:mod:`sklearn_struct.energies`), or a list of soft-constraint
+        templates by label name (:mod:`sklearn_struct.constraints`, e.g.
+        ``[AtMostSegments("title"), FirstLabel("author")]``, made into a
+        :class:`~sklearn_struct.constraints.ConstraintEnergy` with one learned weight per
+        term); cloned and fitted on the training labels (and ``classes_``) in ``fit``.
+        None for a plain CRF.
     c2 : float, default=1.0
         L2 regularisation strength, as in CRFsuite (``c2 * ||theta||^2``).
     all_possible_states : bool, default=False
@@ -208,7 +214,7 @@ class NonLocalCRF(BaseEstimator):
     """
 
     _parameter_constraints = {
-        "energy": [None, HasMethods(["fit", "gradient", "term_values", "term_gradient_dot"])],
+        "energy": [None, list, HasMethods(["fit", "gradient", "term_values", "term_gradient_dot"])],
         "c2": [Interval(numbers.Real, 0, None, closed="left")],
         "all_possible_states": ["boolean"],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -325,7 +331,7 @@ class NonLocalCRF(BaseEstimator):
                     "learn_theta=True updates the base CRF on the sequences of the psi step, which "
                     "psi_holdout keeps out of the final base CRF; set psi_holdout=None to use it."
                 )
-            self.energy_ = clone(self.energy).fit(y_enc, len(self.classes_))
+            self.energy_ = _fit_energy(self.energy, y_enc, self.classes_)
             phi = self._fit_psi_features(X, psi_features)
             self._fit_psi(X, y_enc, phi, *self._psi_thetas(X, y_enc))
         return self
@@ -475,7 +481,7 @@ class NonLocalCRF(BaseEstimator):
 
     def _fit_psi(self, X, y_enc, phi, seqs, params, fold):
         """Algorithm 3 on the training sequences ``seqs``, each under the base CRF ``params[fold]``."""
-        energy = self.energy_
+        energy = _bind(self.energy_, X)
         L = len(self.classes_)
         K = energy.n_weights
         data = ChainData([X[i] for i in seqs])
@@ -609,7 +615,7 @@ class NonLocalCRF(BaseEstimator):
             kwargs = self._inference_kwargs()
             if max_iter is not None:
                 kwargs["max_iter"] = max_iter
-            res = bethe_inference(unary, self.transition_, offsets, self.energy_, psi,
+            res = bethe_inference(unary, self.transition_, offsets, _bind(self.energy_, X), psi,
                                   return_edges=False, **kwargs)
             labels, _ = viterbi(res.dual_unary, res.dual_transition, offsets)
             node, n_iter, converged = res.node, res.n_iter, res.converged
@@ -654,6 +660,21 @@ class NonLocalCRF(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.sparse = True
         return tags
+
+
+def _fit_energy(energy, y_enc, classes):
+    """Clone and fit the energy (a list of constraint templates becomes a ConstraintEnergy)."""
+    if isinstance(energy, list):
+        energy = ConstraintEnergy(energy)
+    energy = clone(energy)
+    if "classes" in inspect.signature(energy.fit).parameters:  # templates by label name
+        return energy.fit(y_enc, len(classes), classes=classes)
+    return energy.fit(y_enc, len(classes))
+
+
+def _bind(energy, X):
+    """The energy with the input-dependent coefficients of X, for energies that have them."""
+    return energy.bind(X) if hasattr(energy, "bind") else energy
 
 
 def _algorithm3_gradient(energy, node, edge, offsets, y, edge_from, edge_to, index=None, edge_sum=False):
