@@ -10,6 +10,7 @@ script, token for token (see :func:`chunk_precision_recall_f1`).
 """
 
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,6 +23,7 @@ __all__ = [
     "token_accuracy",
     "chunk_precision_recall_f1",
     "chunk_f1_score",
+    "segment_report",
     "hamming_loss_multilabel",
     "subset_accuracy",
     "matching_error",
@@ -62,7 +64,7 @@ def token_accuracy(y_true, y_pred):
     {
         "y_true": ["array-like"],
         "y_pred": ["array-like"],
-        "scheme": [StrOptions({"auto", "conlleval", "IOB1", "IOB2", "IOBES"})],
+        "scheme": [StrOptions({"auto", "conlleval", "IOB1", "IOB2", "IOBES", "IO"})],
         "zero_division": [StrOptions({"nan"}), numbers.Real],
     },
     prefer_skip_nested_validation=True,
@@ -74,6 +76,12 @@ def chunk_precision_recall_f1(y_true, y_pred, *, scheme="auto", zero_division=0.
     the same tokens. Tags are ``"O"`` or ``PREFIX-TYPE`` (``"B-NP"``, ``"I-VP"``); the
     prefix is the text before the first hyphen, the type everything after it. Chunks
     never cross sequence boundaries.
+
+    Plain labels without prefixes (``"author"``, ``"title"``, or integers), as in field
+    extraction, are read in the ``"IO"`` scheme: every maximal run of one label is a
+    segment (``"O"`` and ``"I-X"`` are also understood there: ``"O"`` is outside and
+    ``"I-X"`` has type ``X``). ``scheme="auto"`` picks it when no tag carries a conlleval
+    prefix, so plain labels never score a silent zero.
 
     Boundaries follow conlleval exactly: a chunk starts at ``B-X``, at ``I-X`` after
     ``O`` and at any tag whose type differs from the previous tag's (so ``I-X`` after
@@ -87,12 +95,17 @@ def chunk_precision_recall_f1(y_true, y_pred, *, scheme="auto", zero_division=0.
         True tags, one array per sequence (a flat list of str is one sequence).
     y_pred : list of array-like of str
         Predicted tags, with the same lengths as ``y_true``.
-    scheme : {"auto", "conlleval", "IOB1", "IOB2", "IOBES"}, default="auto"
+    scheme : {"auto", "conlleval", "IOB1", "IOB2", "IOBES", "IO"}, default="auto"
+        - ``"IO"``: each maximal run of one label is a segment of that label's type
+          (``"I-X"`` counts as type ``X``, ``"O"`` as outside; ``"B-"``, ``"E-"`` and
+          ``"S-"`` tags are an error). Labels may be any hashable values, e.g. ints.
         - ``"conlleval"``: the original script's rules and nothing else. It has no
           rules for ``S-`` tags nor for ``B-X`` after ``E-X``, so on IOBES tags it merges
           neighbouring chunks of one type; choose it only to reproduce its figures.
-        - ``"auto"``: conlleval's rules plus those of its IOBES variant (``S-X`` is a
-          one-token chunk, ``E-X`` and ``S-X`` close a chunk, ``B-X`` and ``S-X`` always
+        - ``"auto"``: ``"IO"`` when no tag other than ``"O"`` starts with a conlleval
+          prefix (``B I E S [ ] .`` followed by a hyphen or alone) or the labels are not
+          strings; otherwise conlleval's rules plus those of its IOBES variant (``S-X`` is
+          a one-token chunk, ``E-X`` and ``S-X`` close a chunk, ``B-X`` and ``S-X`` always
           open one). On tags without ``S-`` or ``E-`` prefixes it is conlleval exactly.
         - ``"IOB1"``, ``"IOB2"``: conlleval's rules, after checking that every tag is
           ``O``, ``B-*`` or ``I-*``.
@@ -114,6 +127,7 @@ def chunk_precision_recall_f1(y_true, y_pred, *, scheme="auto", zero_division=0.
     See Also
     --------
     chunk_f1_score : the F1 alone, for scoring.
+    segment_report : precision, recall and F1 per chunk type.
 
     References
     ----------
@@ -129,6 +143,10 @@ def chunk_precision_recall_f1(y_true, y_pred, *, scheme="auto", zero_division=0.
     (0.5, 0.5, 0.5)
     >>> chunk_precision_recall_f1([["S-NP", "S-NP"]], [["B-NP", "E-NP"]])
     (0.0, 0.0, 0.0)
+    >>> chunk_precision_recall_f1([["author", "author", "title"]], [["author", "title", "title"]])
+    (0.0, 0.0, 0.0)
+    >>> chunk_precision_recall_f1([["author", "author", "title"]], [["author", "author", "title"]])
+    (1.0, 1.0, 1.0)
     """
     n_correct, n_true, n_pred = _chunk_counts(y_true, y_pred, scheme)
     zero = np.nan if isinstance(zero_division, str) else float(zero_division)
@@ -153,6 +171,96 @@ def chunk_f1_score(y_true, y_pred, *, scheme="auto", zero_division=0.0):
     return chunk_precision_recall_f1(
         y_true, y_pred, scheme=scheme, zero_division=zero_division
     )[2]
+
+
+def segment_report(y_true, y_pred, *, scheme="auto", digits=2, output_dict=False, zero_division=0.0):
+    """Per-type chunk (segment) precision, recall, F1 and support, like ``classification_report``.
+
+    Counts chunks exactly as :func:`chunk_precision_recall_f1` (same ``scheme`` rules), per
+    chunk type, and adds the micro average (all chunks pooled: the value of
+    :func:`chunk_precision_recall_f1`) and the macro average over the types that occur in
+    ``y_true`` or ``y_pred``.
+
+    Parameters
+    ----------
+    y_true : list of array-like
+        True labels, one array per sequence.
+    y_pred : list of array-like
+        Predicted labels, with the same lengths as ``y_true``.
+    scheme : {"auto", "conlleval", "IOB1", "IOB2", "IOBES", "IO"}, default="auto"
+        Chunk rules; see :func:`chunk_precision_recall_f1`. Plain labels use ``"IO"``.
+    digits : int, default=2
+        Digits of the formatted text report.
+    output_dict : bool, default=False
+        Return a dict ``{type: {"precision", "recall", "f1-score", "support"}}`` (plus
+        ``"micro avg"`` and ``"macro avg"``) instead of text.
+    zero_division : float or "nan", default=0.0
+        Value of a score whose denominator is zero (as in scikit-learn).
+
+    Returns
+    -------
+    report : str or dict
+        Scores are fractions; ``support`` is the number of true chunks.
+
+    Examples
+    --------
+    >>> from sklearn_struct.metrics import segment_report
+    >>> y_true = [["author", "author", "title", "title", "date"]]
+    >>> y_pred = [["author", "title", "title", "title", "date"]]
+    >>> print(segment_report(y_true, y_pred))
+              precision    recall  f1-score   support
+    <BLANKLINE>
+       author      0.00      0.00      0.00         1
+         date      1.00      1.00      1.00         1
+        title      0.00      0.00      0.00         1
+    <BLANKLINE>
+    micro avg      0.33      0.33      0.33         3
+    macro avg      0.33      0.33      0.33         3
+    >>> segment_report(y_true, y_pred, output_dict=True)["date"]["f1-score"]
+    1.0
+    """
+    if scheme not in ("auto", "conlleval", "IOB1", "IOB2", "IOBES", "IO"):
+        raise ValueError(f"scheme must be one of auto, conlleval, IOB1, IOB2, IOBES, IO; got {scheme!r}.")
+    if not (isinstance(zero_division, numbers.Real) or zero_division == "nan"):
+        raise ValueError(f"zero_division must be a number or 'nan', got {zero_division!r}.")
+    if not isinstance(digits, numbers.Integral) or digits < 0:
+        raise ValueError(f"digits must be an integer >= 0, got {digits!r}.")
+    names, correct, n_true, n_pred = _chunk_counts_by_type(y_true, y_pred, scheme)
+    zero = np.nan if isinstance(zero_division, str) else float(zero_division)
+    present = (n_true + n_pred) > 0
+    report = {}
+
+    def scores(c, t, p):
+        return {
+            "precision": float(c / p) if p else zero,
+            "recall": float(c / t) if t else zero,
+            "f1-score": float(2 * c / (t + p)) if t + p else zero,
+            "support": int(t),
+        }
+
+    for name, c, t, p in zip(names[present], correct[present], n_true[present], n_pred[present]):
+        report[str(name)] = scores(c, t, p)
+    report["micro avg"] = scores(correct.sum(), n_true.sum(), n_pred.sum())
+    per_type = [v for k, v in report.items() if k != "micro avg"]
+    report["macro avg"] = {
+        key: float(np.mean([v[key] for v in per_type])) if per_type else zero
+        for key in ("precision", "recall", "f1-score")
+    }
+    report["macro avg"]["support"] = int(n_true.sum())
+    if output_dict:
+        return report
+    width = max([len(k) for k in report] + [len("micro avg")])
+    head = " " * width + "".join(f"{h:>10}" for h in ("precision", "recall", "f1-score", "support"))
+    lines = [head, ""]
+
+    def row(k, v):
+        return f"{k:>{width}}" + "".join(f"{v[h]:>10.{digits}f}" for h in ("precision", "recall", "f1-score")) + (
+            f"{v['support']:>10}"
+        )
+
+    lines += [row(k, v) for k, v in report.items() if k not in ("micro avg", "macro avg")]
+    lines += ["", row("micro avg", report["micro avg"]), row("macro avg", report["macro avg"])]
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------ multi-label
@@ -342,13 +450,23 @@ _SCHEME_PREFIXES = {"IOB1": "BIO", "IOB2": "BIO", "IOBES": "BIOES"}
 
 def _chunk_counts(y_true, y_pred, scheme="auto"):
     """(correct chunks, true chunks, predicted chunks) as conlleval counts them."""
+    _, correct, n_true, n_pred = _chunk_counts_by_type(y_true, y_pred, scheme)
+    return int(correct.sum()), int(n_true.sum()), int(n_pred.sum())
+
+
+def _chunk_counts_by_type(y_true, y_pred, scheme="auto"):
+    """Chunk types and, per type, (correct, true, predicted) chunk counts."""
     true, pred = _check_sequence_pair(_one_sequence_if_flat(y_true), _one_sequence_if_flat(y_pred))
+    if scheme == "auto":
+        scheme = "IO" if _plain_labels(true, pred) else "auto"
+    if scheme == "IO":
+        return _io_counts(true, pred)
     true_tags = _flat_tags(true, "y_true")
     pred_tags = _flat_tags(pred, "y_pred")
     # "O" is always added: it is the tag conlleval reads at every sentence boundary.
     all_tags = np.concatenate([true_tags, pred_tags, ["O"]])
     uniques, codes = np.unique(all_tags, return_inverse=True)
-    prefix, kind = _parse_tags(uniques)
+    prefix, kind, names = _parse_tags(uniques)
     if scheme in _SCHEME_PREFIXES:
         _check_scheme(uniques, prefix, scheme, true, pred)
     iobes = scheme in ("auto", "IOBES")
@@ -361,8 +479,98 @@ def _chunk_counts(y_true, y_pred, scheme="auto"):
 
     c_start, c_end = _boundaries(c_prefix, c_type, iobes)
     g_start, g_end = _boundaries(g_prefix, g_type, iobes)
-    n_correct = _count_correct(c_start, c_end, c_type, g_start, g_end, g_type)
-    return int(n_correct), int(c_start.sum()), int(g_start.sum())
+    counted, last_open = _count_correct(c_start, c_end, c_type, g_start, g_end, g_type)
+    n = names.shape[0]
+    correct = np.bincount(c_type[:-1][counted], minlength=n)
+    if last_open:
+        correct[c_type[-1]] += 1
+    n_true = np.bincount(c_type[1:][c_start], minlength=n)
+    n_pred = np.bincount(g_type[1:][g_start], minlength=n)
+    if n_true.sum() == 0 and np.any((prefix == _OTHER) & (uniques != "O")):
+        warnings.warn(
+            "No chunk was found in y_true: tags such as "
+            f"{str(uniques[(prefix == _OTHER) & (uniques != 'O')][0])!r} have no B-/I-/E-/S- prefix "
+            "and are outside every conlleval chunk; pass scheme='IO' to score each run of one label "
+            "as a segment.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return names, correct, n_true, n_pred
+
+
+def _plain_labels(true, pred):
+    """True when the labels are not strings or no tag other than "O" has a conlleval prefix."""
+    for seqs in (true, pred):
+        for s in seqs:
+            if s.dtype.kind == "U":
+                continue
+            if s.dtype.kind == "O" and all(isinstance(t, str) for t in s):
+                continue
+            return True
+    tags = np.unique(np.concatenate([np.concatenate(true), np.concatenate(pred)]).astype(str))
+    prefix = np.array([_PREFIX_CODE.get(t.partition("-")[0], _OTHER) for t in tags])
+    return bool(np.all((prefix == _OTHER) | (tags == "O")))
+
+
+def _io_counts(true, pred):
+    """IO scheme: every maximal run of one label (type) is a segment; "O" is outside."""
+    lengths = np.array([t.shape[0] for t in true], dtype=np.int64)
+    flat_t, flat_p = np.concatenate(true), np.concatenate(pred)
+    strings = flat_t.dtype.kind in "UO" or flat_p.dtype.kind in "UO"
+    if strings:
+        flat_t, flat_p = _io_types(flat_t, true, "y_true"), _io_types(flat_p, pred, "y_pred")
+    try:
+        names, codes = np.unique(np.concatenate([flat_t, flat_p]), return_inverse=True)
+    except TypeError:
+        raise ValueError("y_true and y_pred hold labels of mixed types that cannot be compared.") from None
+    codes = codes.astype(np.int64)
+    n = flat_t.shape[0]
+    t_code, p_code = codes[:n], codes[n:]
+    if strings:  # "O" (after removing "I-" prefixes) is outside
+        outside = np.flatnonzero(names == "O")
+        if outside.size:
+            t_code = np.where(t_code == outside[0], -1, t_code)
+            p_code = np.where(p_code == outside[0], -1, p_code)
+    first = np.zeros(n, dtype=bool)
+    first[np.concatenate([[0], np.cumsum(lengths)[:-1]])] = True
+    last = np.roll(first, -1)
+    last[-1] = True
+
+    def runs(code):
+        start = (code >= 0) & (first | (code != np.roll(code, 1)))
+        end = (code >= 0) & (last | (code != np.roll(code, -1)))
+        return start, end
+
+    t_start, t_end = runs(t_code)
+    p_start, p_end = runs(p_code)
+    # a true segment [s, e] is correct iff every token agrees and the prediction starts at s, ends at e
+    wrong = np.concatenate([[0], np.cumsum(t_code != p_code)])
+    s_idx, e_idx = np.flatnonzero(t_start), np.flatnonzero(t_end)
+    ok = (wrong[e_idx + 1] == wrong[s_idx]) & p_start[s_idx] & p_end[e_idx]
+    m = names.shape[0]
+    correct = np.bincount(t_code[s_idx[ok]], minlength=m)
+    n_true = np.bincount(t_code[t_start], minlength=m)
+    n_pred = np.bincount(p_code[p_start], minlength=m)
+    keep = np.ones(m, dtype=bool)
+    if strings:
+        keep = names != "O"
+    return names[keep], correct[keep], n_true[keep], n_pred[keep]
+
+
+def _io_types(flat, seqs, name):
+    """Types of IO tags as str: "I-X" -> "X"; other prefixes raise, naming the sequence."""
+    flat = flat.astype(str)
+    heads = np.char.partition(flat, "-")
+    prefixed = heads[:, 1] == "-"
+    bad = prefixed & np.isin(heads[:, 0], ["B", "E", "S"])
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        i = int(np.searchsorted(np.cumsum([s.shape[0] for s in seqs]), k, side="right"))
+        raise ValueError(
+            f"{name}: sequence {i} has tag {str(flat[k])!r}, which is not valid in the IO scheme "
+            "(plain labels, 'I-X' or 'O'); use scheme='auto' or 'IOB2' for B-/E-/S- tags."
+        )
+    return np.where(prefixed & (heads[:, 0] == "I"), heads[:, 2], flat)
 
 
 def _one_sequence_if_flat(y):
@@ -393,8 +601,8 @@ def _parse_tags(uniques):
         prefix[k] = _PREFIX_CODE.get(head, _OTHER)
         # conlleval reads the type with Perl truthiness: a type "0" becomes "".
         types.append("" if kind == "0" else kind)
-    _, kind_ids = np.unique(np.array(types, dtype=str), return_inverse=True)
-    return prefix, kind_ids.astype(np.int64)
+    names, kind_ids = np.unique(np.array(types, dtype=str), return_inverse=True)
+    return prefix, kind_ids.astype(np.int64), names
 
 
 def _check_scheme(uniques, prefix, scheme, true, pred):
@@ -475,6 +683,9 @@ def _count_correct(c_start, c_end, c_type, g_start, g_end, g_type):
     types differ, it is dropped. Then a candidate opens where both columns start a
     chunk of the same type. So the state after step k is "open" iff the last opening
     at or before k is not older than the last closing at or before k.
+
+    Returns the steps at which a correct chunk is counted (its type is the previous
+    tag's) and whether a candidate is still open after the last step.
     """
     c_type_cur, g_type_cur = c_type[1:], g_type[1:]
     same_last_type = c_type[:-1] == g_type[:-1]
@@ -487,4 +698,4 @@ def _count_correct(c_start, c_end, c_type, g_start, g_end, g_type):
     last_close = np.maximum.accumulate(np.where(closes, steps, -1))
     open_after = (last_open >= 0) & (last_open >= last_close)
     open_before = np.concatenate([[False], open_after[:-1]])
-    return np.count_nonzero(open_before & counted) + int(open_after[-1])
+    return open_before & counted, bool(open_after[-1])

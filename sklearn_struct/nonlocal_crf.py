@@ -7,6 +7,7 @@ Vilnis et al. 2015) by Bethe projections (:mod:`sklearn_struct._bethe_inference`
 energy weights ``psi`` are learned by the doubly-stochastic Algorithm 3.
 """
 
+import inspect
 import numbers
 import time
 import warnings
@@ -23,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._bethe_inference import bethe_inference
 from ._chain_crf import ChainData, ChainObjective, predict_unary
+from .constraints import ConstraintEnergy
 from .oracles.chain import forward_backward, viterbi
 from .utils.optimize import lbfgs
 from .utils.packing import edge_offsets, segment_sum, subset_sequences, transition_pairs, unpack_sequences
@@ -65,9 +67,13 @@ class NonLocalCRF(BaseEstimator):
 
     Parameters
     ----------
-    energy : Energy or None, default=None
-        Non-local energy (:mod:`sklearn_struct.energies`); cloned and fitted on the
-        training labels in ``fit``. None for a plain CRF.
+    energy : Energy, list of constraint templates or None, default=None
+        Non-local energy (:mod:`sklearn_struct.energies`), or a list of soft-constraint
+        templates by label name (:mod:`sklearn_struct.constraints`, e.g.
+        ``[AtMostSegments("title"), FirstLabel("author")]``, made into a
+        :class:`~sklearn_struct.constraints.ConstraintEnergy` with one learned weight per
+        term); cloned and fitted on the training labels (and ``classes_``) in ``fit``.
+        None for a plain CRF.
     c2 : float, default=1.0
         L2 regularisation strength, as in CRFsuite (``c2 * ||theta||^2``).
     all_possible_states : bool, default=False
@@ -98,6 +104,24 @@ class NonLocalCRF(BaseEstimator):
         Use the primal average of the inference iterates instead of the last one.
     psi_init : float, default=1.0
         Initial value of every energy weight.
+    psi_holdout : None, float in (0, 1) or int >= 2, default=None
+        Which base-model marginals Algorithm 3 learns ``psi`` from. The base CRF fits its
+        own training sequences almost perfectly, so in-sample marginals are nearly the gold
+        labels and the psi-gradient nearly vanishes: ``psi`` stays at ``psi_init``. The
+        paper learns the energy weights on held-out data instead.
+
+        - None: in-sample, on every training sequence under the full-data base CRF.
+        - float ``f``: a random fraction ``f`` of the training sequences is held out; a
+          base CRF fitted on the others gives their marginals for the psi step (Algorithm 3
+          runs on the held-out sequences only). Cost: one more base-CRF fit, on ``1 - f``
+          of the data.
+        - int ``K``: K-fold cross-fitting; K base CRFs, each fitted on K-1 folds, give
+          out-of-fold marginals for every training sequence, and Algorithm 3 runs on all
+          of them. Cost: K more base-CRF fits, each on ``(K - 1) / K`` of the data.
+
+        In both held-out forms the final base CRF (``coef_``, ``intercept_``,
+        ``transition_``) is still fitted on all training sequences, and the learned ``psi``
+        is used with it at prediction time. Needs ``learn_theta=False``.
     psi_featurizer : transformer or None, default=None
         Maps a list of sequences to per-sequence psi features (cloned and fitted in ``fit``).
     n_epochs : int, default=5
@@ -126,7 +150,8 @@ class NonLocalCRF(BaseEstimator):
         OCR with the unigram energy, whose inference mostly stops at the cap, Algorithm 3
         learns the better psi (``benchmarks/results/ocr_table4.md``).
     random_state : int, RandomState instance or None, default=None
-        Order of the stochastic steps (and the featurizer's seed if it has none set).
+        Order of the stochastic steps, the ``psi_holdout`` split (and the featurizer's
+        seed if it has none set).
     n_jobs : int, default=None
         Number of joblib jobs over chunks of sequences for the base CRF.
     verbose : int, default=0
@@ -151,9 +176,10 @@ class NonLocalCRF(BaseEstimator):
     psi_featurizer_ : transformer or None
     n_psi_features_in_ : int
         Width of the psi features (0 without).
-    inference_n_iter_ : ndarray of shape (n_sequences,)
-        Inference iterations used for each training sequence in the last epoch; see
-        :meth:`infer` for test sequences.
+    inference_n_iter_ : ndarray of shape (n_psi_sequences,)
+        Inference iterations used in the last epoch for each sequence of the psi step
+        (all training sequences, or the held-out ones with a float ``psi_holdout``), in
+        training order; see :meth:`infer` for test sequences.
     psi_history_ : ndarray of shape (n_epochs + 1, n_weights)
         ``psi_`` after each epoch (first row: initial values).
 
@@ -188,7 +214,7 @@ class NonLocalCRF(BaseEstimator):
     """
 
     _parameter_constraints = {
-        "energy": [None, HasMethods(["fit", "gradient", "term_values", "term_gradient_dot"])],
+        "energy": [None, list, HasMethods(["fit", "gradient", "term_values", "term_gradient_dot"])],
         "c2": [Interval(numbers.Real, 0, None, closed="left")],
         "all_possible_states": ["boolean"],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -201,6 +227,8 @@ class NonLocalCRF(BaseEstimator):
         "lipschitz": [None, Interval(numbers.Real, 0, None, closed="left")],
         "average": ["boolean"],
         "psi_init": [Interval(numbers.Real, 0, None, closed="left")],
+        "psi_holdout": [None, Interval(numbers.Real, 0, 1, closed="neither"),
+                        Interval(numbers.Integral, 2, None, closed="left")],
         "psi_featurizer": [None, HasMethods(["fit", "transform"])],
         "n_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -230,6 +258,7 @@ class NonLocalCRF(BaseEstimator):
         lipschitz=None,
         average=False,
         psi_init=1.0,
+        psi_holdout=None,
         psi_featurizer=None,
         n_epochs=5,
         batch_size=16,
@@ -255,6 +284,7 @@ class NonLocalCRF(BaseEstimator):
         self.lipschitz = lipschitz
         self.average = average
         self.psi_init = psi_init
+        self.psi_holdout = psi_holdout
         self.psi_featurizer = psi_featurizer
         self.n_epochs = n_epochs
         self.batch_size = batch_size
@@ -296,9 +326,14 @@ class NonLocalCRF(BaseEstimator):
                      "inference_n_iter_", "psi_history_"):
             self.__dict__.pop(attr, None)  # from an earlier fit with another energy
         if self.energy is not None:
-            self.energy_ = clone(self.energy).fit(y_enc, len(self.classes_))
+            if self.learn_theta and self.psi_holdout is not None:
+                raise ValueError(
+                    "learn_theta=True updates the base CRF on the sequences of the psi step, which "
+                    "psi_holdout keeps out of the final base CRF; set psi_holdout=None to use it."
+                )
+            self.energy_ = _fit_energy(self.energy, y_enc, self.classes_)
             phi = self._fit_psi_features(X, psi_features)
-            self._fit_psi(X, y_enc, phi)
+            self._fit_psi(X, y_enc, phi, *self._psi_thetas(X, y_enc))
         return self
 
     def _warm_start_params(self, n_features, classes):
@@ -314,6 +349,12 @@ class NonLocalCRF(BaseEstimator):
         return self.coef_, self.intercept_, self.transition_
 
     def _fit_base_crf(self, X, y_enc, previous=None):
+        (self.coef_, self.intercept_, self.transition_), result = self._lbfgs_crf(X, y_enc, previous)
+        self.n_iter_ = int(result.nit)
+        self.objective_ = float(result.fun)
+
+    def _lbfgs_crf(self, X, y_enc, previous=None, what="the base CRF"):
+        """Fit the base CRF on (X, y_enc): ((coef, intercept, transition), L-BFGS result)."""
         L = len(self.classes_)
         n_jobs = effective_n_jobs(self.n_jobs)
         objective = ChainObjective(
@@ -331,13 +372,51 @@ class NonLocalCRF(BaseEstimator):
         result = lbfgs(objective, theta0, max_iter=self.max_iter, tol=self.tol, callback=report)
         if not result.success:
             warnings.warn(
-                f"L-BFGS did not converge ({result.message}) after {result.nit} iterations; "
+                f"L-BFGS did not converge for {what} ({result.message}) after {result.nit} iterations; "
                 "increase max_iter or tol.",
                 ConvergenceWarning,
             )
-        self.coef_, self.intercept_, self.transition_ = objective.split_params(result.x)
-        self.n_iter_ = int(result.nit)
-        self.objective_ = float(result.fun)
+        return objective.split_params(result.x), result
+
+    # ---------------------------------------------------------------- held-out theta for psi
+    def _psi_thetas(self, X, y_enc):
+        """Base-CRF parameters under which Algorithm 3 sees each training sequence.
+
+        Returns ``(seqs, params, fold)``: the sequences used for the psi step, a list of
+        (coef, intercept, transition) and, per used sequence, the index into that list.
+        ``psi_holdout=None``: the full-data base CRF on every sequence (in-sample). A float:
+        a base CRF fitted on the other sequences, for the held-out fraction. An int K:
+        K base CRFs, each fitted on K-1 folds, for the sequences of the remaining fold.
+        """
+        n_seq = len(X)
+        holdout = self.psi_holdout
+        full = (self.coef_, self.intercept_, self.transition_)
+        if holdout is None:
+            return np.arange(n_seq), [full], np.zeros(n_seq, dtype=np.int64)
+        rng = check_random_state(self.random_state)
+        order = rng.permutation(n_seq)
+        if isinstance(holdout, numbers.Integral):
+            if holdout > n_seq:
+                raise ValueError(f"psi_holdout={holdout} folds, but there are only {n_seq} training sequences.")
+            parts = np.array_split(order, int(holdout))
+        else:
+            n_out = int(round(holdout * n_seq))
+            if n_out < 1 or n_out >= n_seq:
+                raise ValueError(
+                    f"psi_holdout={holdout} holds out {n_out} of {n_seq} training sequences; "
+                    "at least 1 must be held out and at least 1 kept for the base CRF."
+                )
+            parts = [order[:n_out]]
+        params, fold = [], np.empty(n_seq, dtype=np.int64)
+        for k, part in enumerate(parts):
+            rest = np.setdiff1d(order, part)
+            Xk = [X[i] for i in rest]
+            yk = [y_enc[i] for i in rest]
+            p, _ = self._lbfgs_crf(Xk, yk, what=f"the base CRF without psi fold {k}")
+            params.append(p)
+            fold[part] = k
+        seqs = np.sort(np.concatenate(parts))
+        return seqs, params, fold[seqs]
 
     # ---------------------------------------------------------------- psi features
     def _fit_psi_features(self, X, psi_features):
@@ -400,20 +479,30 @@ class NonLocalCRF(BaseEstimator):
         return dict(method=self.inference, max_iter=self.inference_max_iter, tol=self.inference_tol,
                     beta=self.beta, eta=self.eta, lipschitz=self.lipschitz, average=self.average)
 
-    def _fit_psi(self, X, y_enc, phi):
-        energy = self.energy_
+    def _fit_psi(self, X, y_enc, phi, seqs, params, fold):
+        """Algorithm 3 on the training sequences ``seqs``, each under the base CRF ``params[fold]``."""
+        energy = _bind(self.energy_, X)
         L = len(self.classes_)
         K = energy.n_weights
-        data = ChainData(X)
+        data = ChainData([X[i] for i in seqs])
         packed, offsets = data.packed, data.offsets
         n_seq = offsets.shape[0] - 1
-        y_all = np.concatenate(y_enc).astype(np.int64)
+        lengths = np.diff(offsets)
+        y_all = np.concatenate([y_enc[i] for i in seqs]).astype(np.int64)
         edge_from, edge_to = transition_pairs(y_all, offsets)  # in packed edge-row order
         uses_edges = bool(energy.uses_edges)
+        phi = None if phi is None else phi[seqs]
 
         psi = np.full(K, float(self.psi_init))
         psi_coef = None if phi is None else np.zeros((phi.shape[1], K))
-        coef, intercept, trans = self.coef_.copy(), self.intercept_.copy(), self.transition_.copy()
+        coef, intercept, trans = (p.copy() for p in params[0])
+        if not self.learn_theta:  # theta stays fixed: every token's unary scores once
+            tok_fold = np.repeat(fold, lengths)
+            unary_all = np.empty((packed.shape[0], L))
+            for k, (c, b, _) in enumerate(params):
+                rows = np.flatnonzero(tok_fold == k)
+                unary_all[rows] = np.asarray(packed[rows] @ c) + b
+            trans_stack = np.stack([p[2] for p in params])
         rng = check_random_state(self.random_state)
         n_iter = np.zeros(n_seq, dtype=np.int64)
         history = [psi.copy()]
@@ -426,21 +515,29 @@ class NonLocalCRF(BaseEstimator):
                 idx = np.sort(order[lo : lo + self.batch_size])
                 tok, etok, sub = subset_sequences(offsets, idx)
                 Xb = packed[tok]
-                unary = np.asarray(Xb @ coef) + intercept
+                if self.learn_theta:
+                    unary = np.asarray(Xb @ coef) + intercept
+                else:
+                    unary = unary_all[tok]
+                    folds_b = fold[idx]
+                    if np.all(folds_b == folds_b[0]):
+                        trans = trans_stack[folds_b[0]]
+                    else:  # sequences of several held-out folds: per-position transitions
+                        trans = np.repeat(trans_stack[folds_b], lengths[idx] - 1, axis=0)
                 phi_b = None if phi is None else phi[idx]
                 psi_b, clip_on = self._psi_values(phi_b, psi, psi_coef)
                 psi_b = np.broadcast_to(psi_b, (idx.shape[0], K))
                 paper_form = self.psi_gradient == "algorithm3"
                 res = bethe_inference(unary, trans, sub, energy, psi_b,
                                       return_edges=uses_edges or (paper_form and self.learn_theta),
-                                      energy_index=idx, **kwargs)
+                                      energy_index=seqs[idx], **kwargs)
                 n_iter[idx] = res.n_iter
                 if paper_form:
                     sur = _algorithm3_gradient(energy, res.node, res.edge, sub, y_all[tok], edge_from[etok],
-                                               edge_to[etok], index=idx, edge_sum=self.learn_theta)
+                                               edge_to[etok], index=seqs[idx], edge_sum=self.learn_theta)
                 else:
                     sur = _surrogate_gradient(energy, res.node, res.edge, unary, trans, sub, psi_b,
-                                              y_all[tok], edge_from[etok], edge_to[etok], index=idx,
+                                              y_all[tok], edge_from[etok], edge_to[etok], index=seqs[idx],
                                               edge_sum=self.learn_theta)
                 g_psi, d_node, m_edge = sur.g_psi, sur.d_node, sur.m_edge
                 lr = self.learning_rate
@@ -518,7 +615,7 @@ class NonLocalCRF(BaseEstimator):
             kwargs = self._inference_kwargs()
             if max_iter is not None:
                 kwargs["max_iter"] = max_iter
-            res = bethe_inference(unary, self.transition_, offsets, self.energy_, psi,
+            res = bethe_inference(unary, self.transition_, offsets, _bind(self.energy_, X), psi,
                                   return_edges=False, **kwargs)
             labels, _ = viterbi(res.dual_unary, res.dual_transition, offsets)
             node, n_iter, converged = res.node, res.n_iter, res.converged
@@ -563,6 +660,21 @@ class NonLocalCRF(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.sparse = True
         return tags
+
+
+def _fit_energy(energy, y_enc, classes):
+    """Clone and fit the energy (a list of constraint templates becomes a ConstraintEnergy)."""
+    if isinstance(energy, list):
+        energy = ConstraintEnergy(energy)
+    energy = clone(energy)
+    if "classes" in inspect.signature(energy.fit).parameters:  # templates by label name
+        return energy.fit(y_enc, len(classes), classes=classes)
+    return energy.fit(y_enc, len(classes))
+
+
+def _bind(energy, X):
+    """The energy with the input-dependent coefficients of X, for energies that have them."""
+    return energy.bind(X) if hasattr(energy, "bind") else energy
 
 
 def _algorithm3_gradient(energy, node, edge, offsets, y, edge_from, edge_to, index=None, edge_sum=False):

@@ -18,6 +18,7 @@ from sklearn_struct.metrics import (
     chunk_precision_recall_f1,
     hamming_loss_multilabel,
     matching_error,
+    segment_report,
     subset_accuracy,
     token_accuracy,
 )
@@ -187,7 +188,9 @@ def test_chunk_input_forms():
     y = [np.array(["B-NP", "I-NP"], dtype=object), np.array(["O"])]
     assert chunk_f1_score(y, y) == 1.0
     with pytest.raises(ValueError, match="sequence 0 holds int64 labels"):
-        chunk_f1_score([np.array([0, 1])], [np.array([0, 1])])
+        chunk_f1_score([np.array([0, 1])], [np.array([0, 1])], scheme="conlleval")
+    # integer labels are plain labels: IO segments under "auto"
+    assert chunk_f1_score([np.array([0, 1])], [np.array([0, 1])]) == 1.0
 
 
 def test_chunk_zero_division():
@@ -389,3 +392,105 @@ def test_loss_scorers_are_negated():
     assert SCORERS["neg_hamming_loss"](Fixed(), [[1, 1], [0, 1]], Y) == -0.25
     assert SCORERS["subset_accuracy"](Fixed(), [[1, 1], [0, 1]], Y) == 0.5
     assert SCORERS["neg_matching_error"](Fixed(), [[1, 0, 2]], [[0, 1, 2]]) == pytest.approx(-2 / 3)
+
+
+# --------------------------------------------------------------------------------------
+# IO scheme (plain labels) and the per-type report. Reference: a plain loop that lists the
+# (sequence, start, end, type) of every maximal run of one label and compares sets.
+
+
+def _ref_segments(seqs, outside="O"):
+    out = set()
+    for i, s in enumerate(seqs):
+        s = [str(t)[2:] if str(t).startswith("I-") else t for t in s]
+        start = 0
+        for k in range(1, len(s) + 1):
+            if k == len(s) or s[k] != s[start]:
+                if s[start] != outside:
+                    out.add((i, start, k - 1, s[start]))
+                start = k
+    return out
+
+
+def _ref_io_counts(y_true, y_pred):
+    t, p = _ref_segments(y_true), _ref_segments(y_pred)
+    return len(t & p), len(t), len(p)
+
+
+@pytest.mark.parametrize(
+    "y_true, y_pred, expected",
+    [
+        # identical plain labels: every run is a segment, all correct (the silent zero)
+        ([["author", "author", "title"]], [["author", "author", "title"]], (2, 2, 2)),
+        # a field split in two by one wrong token: 3 predicted segments, none of the 2 true correct
+        ([["title", "title", "title", "date"]], [["title", "note", "title", "date"]], (1, 2, 4)),
+        # a run that extends into the next field is wrong, and so is the shortened next field
+        ([["author", "title", "title"]], [["author", "author", "title"]], (0, 2, 2)),
+        # runs never cross sequences
+        ([["a", "a"], ["a"]], [["a", "a"], ["a"]], (2, 2, 2)),
+        # "O" is outside, "I-X" is type X
+        ([["O", "I-PER", "I-PER", "O"]], [["O", "PER", "PER", "O"]], (1, 1, 1)),
+    ],
+)
+def test_io_counts_hand_cases(y_true, y_pred, expected):
+    assert _chunk_counts(y_true, y_pred, "IO") == expected
+    assert _ref_io_counts(y_true, y_pred) == expected
+
+
+def test_plain_labels_never_score_a_silent_zero():
+    y = [["author", "author", "title", "date"], ["title", "journal"]]
+    assert chunk_precision_recall_f1(y, y) == (1.0, 1.0, 1.0)  # "auto" picks IO
+    assert chunk_precision_recall_f1(y, y, scheme="IO") == (1.0, 1.0, 1.0)
+    with pytest.warns(UserWarning, match="scheme='IO'"):  # forced conlleval: warn, not silence
+        assert chunk_precision_recall_f1(y, y, scheme="conlleval") == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="y_pred: sequence 1 has tag 'B-NP'.*IO scheme"):
+        chunk_f1_score([["O"], ["O"]], [["O"], ["B-NP"]], scheme="IO")
+
+
+@settings(max_examples=150, deadline=None)
+@given(_tag_pairs(["author", "title", "date", "O", "I-title"]))
+def test_io_counts_match_reference(pair):
+    y_true, y_pred = pair
+    assert _chunk_counts(y_true, y_pred, "IO") == _ref_io_counts(y_true, y_pred)
+    ints_t = [[len(str(t)) for t in s] for s in y_true]  # integer labels work the same way
+    ints_p = [[len(str(t)) for t in s] for s in y_pred]
+    expected = _ref_io_counts(ints_t, ints_p)
+    assert _chunk_counts([np.array(s) for s in ints_t], [np.array(s) for s in ints_p]) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(_tag_pairs(["author", "title", "date"]) | _tag_pairs(["O", "B-NP", "I-NP", "B-VP", "I-VP"]))
+def test_segment_report_per_type_matches_reference(pair):
+    y_true, y_pred = pair
+    io = not any("-" in t for s in y_true + y_pred for t in s)
+    report = segment_report(y_true, y_pred, output_dict=True)
+    micro = chunk_precision_recall_f1(y_true, y_pred)
+    assert (report["micro avg"]["precision"], report["micro avg"]["recall"],
+            report["micro avg"]["f1-score"]) == pytest.approx(micro)
+    t_all = _ref_segments(y_true) if io else None
+    for kind, row in report.items():
+        if kind.endswith("avg"):
+            continue
+        if io:  # per-type counts against the plain-loop reference
+            t = {x for x in t_all if x[3] == kind}
+            p = {x for x in _ref_segments(y_pred) if x[3] == kind}
+            assert row["support"] == len(t)
+            assert row["f1-score"] == pytest.approx(2 * len(t & p) / (len(t) + len(p)))
+        else:  # per type = conlleval's counts on the sequences with the other types replaced by O
+            keep = [[x if x.endswith(kind) else "O" for x in s] for s in y_true]
+            keep_p = [[x if x.endswith(kind) else "O" for x in s] for s in y_pred]
+            c, t, p = conlleval_reference(keep, keep_p)
+            assert row["support"] == t
+            assert row["f1-score"] == pytest.approx(2 * c / (t + p) if t + p else 0.0)
+    per_type = [v["f1-score"] for k, v in report.items() if not k.endswith("avg")]
+    if per_type:
+        assert report["macro avg"]["f1-score"] == pytest.approx(np.mean(per_type))
+
+
+def test_segment_report_text_and_validation():
+    text = segment_report([["a", "a", "b"]], [["a", "b", "b"]], digits=3)
+    assert "micro avg" in text and "0.000" in text
+    with pytest.raises(ValueError, match="scheme"):
+        segment_report([["a"]], [["a"]], scheme="BILOU")
+    with pytest.raises(ValueError, match="different numbers of sequences"):
+        segment_report([["a"]], [["a"], ["b"]])
