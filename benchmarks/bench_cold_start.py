@@ -1,0 +1,132 @@
+"""Cold start: import time and the first-ever fit + predict of each estimator, in fresh processes.
+
+Each estimator is fitted on small generated data in a new Python process, first with an empty
+numba cache (``NUMBA_CACHE_DIR`` pointing at a new folder: every kernel is compiled, as in a fresh
+install), then again with the cache that run left behind (a user's second session). Import time
+is measured in the same processes. Goal (issue 13): the first-ever fit of any estimator under 5 s
+on 2 cores.
+
+Run: ``python benchmarks/bench_cold_start.py [--repeats 2]``; writes
+``benchmarks/results/cold_start.md`` and ``.json``.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+# Each snippet defines X, y (and optionally Xt) and `est`; the runner times fit + predict.
+CASES = {
+    "ChainCRF": """
+from sklearn_struct import ChainCRF
+from sklearn_struct.datasets import make_chain_data
+X, y = make_chain_data(50, n_labels=4, random_state=0)
+est = ChainCRF(max_iter=20)
+""",
+    "NonLocalCRF (word dictionary)": """
+from sklearn_struct import NonLocalCRF
+from sklearn_struct.datasets import make_chain_data
+from sklearn_struct.energies import WordDictionaryEnergy
+X, y = make_chain_data(50, n_labels=4, min_length=5, max_length=5, random_state=0)
+est = NonLocalCRF(WordDictionaryEnergy(), max_iter=20, n_epochs=1, random_state=0)
+""",
+    "PrunedBPMarginals": """
+from sklearn_struct import PrunedBPMarginals
+from sklearn_struct.datasets._ising import make_ising_grid
+from sklearn_struct.utils.graph import images_to_graphs
+images, labels = make_ising_grid(n_noisy=2, shape=(10, 10), random_state=0)
+X, y = images_to_graphs(images), list(labels.reshape(len(labels), -1))
+est = PrunedBPMarginals(max_iter=10)
+""",
+    "DLPWClassifier": """
+from sklearn_struct import DLPWClassifier
+from sklearn_struct.datasets import make_multilabel_pairwise
+X, y = make_multilabel_pairwise(100, n_features=5, n_labels=4, random_state=0)
+est = DLPWClassifier(max_epochs=5)
+""",
+    "GPStructClassifier": """
+from sklearn_struct import GPStructClassifier
+from sklearn_struct.datasets import make_chain_data
+X, y = make_chain_data(20, n_labels=2, n_features=3, random_state=0)
+est = GPStructClassifier(optimizer="lbfgs", n_inducing=10, n_samples=20, max_iter=1, random_state=0)
+""",
+    "MLEStructMatcher": """
+from sklearn_struct import MLEStructMatcher
+from sklearn_struct.datasets import make_matchings
+X, y = make_matchings(20, n_nodes=6, random_state=0)
+est = MLEStructMatcher(max_iter=20, random_state=0)
+""",
+}
+
+RUNNER = """
+import time, warnings, json
+warnings.simplefilter("ignore")
+t0 = time.perf_counter()
+import sklearn_struct
+t_import = time.perf_counter() - t0
+{snippet}
+t1 = time.perf_counter()
+est.fit(X, y)
+est.predict(X)
+t_fit = time.perf_counter() - t1
+print(json.dumps({{"import": t_import, "fit_predict": t_fit}}))
+"""
+
+
+def _run(snippet, cache_dir):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir))
+    proc = subprocess.run([sys.executable, "-c", RUNNER.format(snippet=snippet)], capture_output=True,
+                          text=True, env=env, timeout=900)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=1, help="cold/warm pairs per estimator (median kept)")
+    args = parser.parse_args()
+    import sklearn_struct
+
+    rows = []
+    for name, snippet in CASES.items():
+        if name.split()[0] not in sklearn_struct.__all__:
+            continue
+        cold, warm = [], []
+        for _ in range(args.repeats):
+            with tempfile.TemporaryDirectory() as cache:
+                cold.append(_run(snippet, cache))
+                warm.append(_run(snippet, cache))
+        pick = lambda runs, key: sorted(r.get(key, float("nan")) for r in runs)[len(runs) // 2]  # noqa: E731
+        errors = [r["error"] for r in cold + warm if "error" in r]
+        rows.append({
+            "estimator": name,
+            "import_s": pick(cold, "import"),
+            "cold_fit_predict_s": pick(cold, "fit_predict"),
+            "warm_fit_predict_s": pick(warm, "fit_predict"),
+            "error": errors[0] if errors else None,
+        })
+        print(rows[-1], flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "cold_start.json").write_text(json.dumps(rows, indent=1))
+    lines = ["# Cold start", "",
+             f"Fresh processes on this machine ({os.cpu_count()} cores); median of {args.repeats} run(s). "
+             "Cold: empty numba cache (every kernel compiled, as after a fresh install). Warm: the cache "
+             "the cold run left. Goal: cold fit + predict under 5 s for every estimator.", "",
+             "| estimator | import (s) | first fit + predict, cold cache (s) | same, warm cache (s) | goal < 5 s |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        ok = "error: " + r["error"] if r["error"] else ("met" if r["cold_fit_predict_s"] < 5 else "not met")
+        lines.append(f"| {r['estimator']} | {r['import_s']:.2f} | {r['cold_fit_predict_s']:.2f} | "
+                     f"{r['warm_fit_predict_s']:.2f} | {ok} |")
+    (RESULTS / "cold_start.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
