@@ -209,11 +209,12 @@ def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, revers
     (flooding), inactive nodes copy their messages into ``target``. Receivers of a message that
     changed by more than ``tol`` are flagged in ``active_next``: a node none of whose incoming
     messages changed would resend the same messages, so converged regions (and nodes without
-    edges) cost nothing.
+    edges) cost nothing. With damping the sender is flagged too: its damped message moved only
+    part of the way to the update (without this, damped BP stopped at non-fixed points).
 
-    The change is measured on max-normalised log messages, ignoring entries whose probability
-    stays below ``tol`` (there |dp| <= tol anyway); since |dp| <= |d log p| for p <= 1, a change
-    <= tol implies a probability change <= tol.
+    The change is measured on max-normalised log messages over every entry (``log_tol`` is
+    -inf: an entry ignored for being small can be multiplied back up by large potentials);
+    since |dp| <= |d log p| for p <= 1, a change <= tol implies a probability change <= tol.
 
     The whole update is written out in this one function on purpose: numba reference-counts array
     arguments at every call of a compiled function, which cost more than the update itself when
@@ -289,6 +290,8 @@ def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, revers
                 target[k, b] = new
             if change > tol:
                 active_next[neighbors[k]] = 1
+                if damping > 0.0:  # a damped message has only moved part of the way: resend it
+                    active_next[i] = 1
             delta = max(delta, change)
         n_updates += indptr[i + 1] - indptr[i]
     return delta, n_updates
@@ -324,7 +327,10 @@ def _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_table
         if indptr[i + 1] > indptr[i]:
             active[i] = 1
     active_next = np.zeros(n_nodes, dtype=np.uint8)
-    log_tol = math.log(tol) if tol > 0.0 else -np.inf
+    # Every entry counts, however small: a message entry at e^-100 of its maximum still
+    # decides a belief when a unary or table of magnitude 100 multiplies it back up, so
+    # ignoring such changes stopped BP on trees with wrong marginals at potentials >= 1e2.
+    log_tol = -np.inf
     delta = np.inf
     n_iter = 0
     n_updates = 0
