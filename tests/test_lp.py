@@ -75,7 +75,11 @@ def test_binary_converged_dual_equals_highs(model):
 def test_dual_bounds_lp_and_map_and_certificates_are_correct(model):
     graph, unary, pairwise = model
     res = lp_map(graph, unary, pairwise, max_iter=5000, tol=1e-8)
-    lp_value = LocalPolytopeLP(graph).solve(unary, pairwise)[0]
+    lp_value = LocalPolytopeLP(graph, solver="linprog").solve(unary, pairwise)[0]
+    direct = LocalPolytopeLP(graph, solver="highspy")
+    assert direct.solve(unary, pairwise)[0] == pytest.approx(lp_value, rel=1e-7, abs=1e-7)
+    assert direct.solve(unary, -pairwise)[0] == pytest.approx(  # re-solve from the previous basis
+        LocalPolytopeLP(graph, solver="linprog").solve(unary, -pairwise)[0], rel=1e-7, abs=1e-7)
     states, scores, _ = brute_force(graph, unary, pairwise)
     map_value = scores.max()
     assert res.dual[0] >= lp_value - 1e-7 * max(1, abs(lp_value))
