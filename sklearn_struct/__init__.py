@@ -5,8 +5,9 @@ generated data next to a plain scikit-learn baseline.
 """
 
 from .nonlocal_crf import NonLocalCRF
+from .mle_struct import MLEStructMatcher
 from .pruned_bp import PrunedBPMarginals, pruned_marginals
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["NonLocalCRF", "PrunedBPMarginals", "pruned_marginals"]
+__all__ = ["MLEStructMatcher", "NonLocalCRF", "PrunedBPMarginals", "pruned_marginals"]
