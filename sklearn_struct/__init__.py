@@ -7,9 +7,10 @@ generated data next to a plain scikit-learn baseline.
 from .chain_crf import ChainCRF
 from .dlpw import DLPWClassifier
 from .gp_struct import GPStructClassifier
+from .mle_struct import MLEStructMatcher
 from .nonlocal_crf import NonLocalCRF
 from .pruned_bp import PrunedBPMarginals, pruned_marginals
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["ChainCRF", "DLPWClassifier", "GPStructClassifier", "NonLocalCRF", "PrunedBPMarginals", "pruned_marginals"]
+__all__ = ["ChainCRF", "DLPWClassifier", "GPStructClassifier", "MLEStructMatcher", "NonLocalCRF", "PrunedBPMarginals", "pruned_marginals"]

@@ -583,3 +583,4 @@ def _offset_dicts(word, pos, window, suffixes):
         else:
             parts.append({f"{d:+d}:{key}": value for key, value in shared.items()})
     return parts
+from ._point_set_features import PointSetPairFeatures  # noqa: E402,F401  (matching featurizer, re-exported)

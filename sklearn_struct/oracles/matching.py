@@ -321,22 +321,26 @@ def neg_entropy_grad(tau, rho, out):
 
 
 @njit(cache=True)
-def neg_entropy_slope(tau, d, eta, rho):
-    """Directional derivative of ``-H_rho`` at ``tau + eta d`` along ``d``."""
+def neg_entropy_slope_curv(tau, d, eta, rho):
+    """First and second derivative of ``eta -> -H_rho(tau + eta d)``."""
     n_left, n_right = tau.shape
-    total = 0.0
+    slope = 0.0
+    curv = 0.0
     for j in range(n_right):
         c = 0.0
         dc = 0.0
         for i in range(n_left):
-            t = tau[i, j] + eta * d[i, j]
+            dij = d[i, j]
+            t = tau[i, j] + eta * dij
             c += t
-            dc += d[i, j]
-            if d[i, j] != 0.0:
-                total += d[i, j] * (_safe_log(t) + (2.0 * rho - 1.0) * (1.0 + _safe_log(1.0 - t)))
+            dc += dij
+            if dij != 0.0:
+                slope += dij * (_safe_log(t) + (2.0 * rho - 1.0) * (1.0 + _safe_log(1.0 - t)))
+                curv += dij * dij * (1.0 / max(t, _TINY) - (2.0 * rho - 1.0) / max(1.0 - t, _TINY))
         if n_left < n_right:
-            total -= rho * dc * (1.0 + _safe_log(1.0 - c))
-    return total  # the "+1" of d(t log t) drops: every row of d sums to 0
+            slope -= rho * dc * (1.0 + _safe_log(1.0 - c))
+            curv += rho * dc * dc / max(1.0 - c, _TINY)
+    return slope, curv
 
 
 @njit(cache=True)
@@ -373,25 +377,12 @@ def bethe_free_energy(tau, scores, rho=1.0):
     return float(_bethe_energy_grad(tau, scores, float(rho), grad)), grad
 
 
-@njit(cache=True)
-def _line_search_slope(tau, d, eta, rho, lin, quad):
-    """Slope at ``eta`` of ``lin * eta + quad * eta^2 / 2 - H(tau + eta d)``."""
-    return lin + quad * eta + neg_entropy_slope(tau, d, eta, rho)
-
-
-@njit(cache=True)
-def bisect_step(tau, d, rho, lin, quad, n_bisect):
-    """Exact minimiser over ``eta in [0, 1]`` of a convex 1-D FW objective, by bisection on its slope."""
-    if _line_search_slope(tau, d, 0.0, rho, lin, quad) >= 0.0:
-        return 0.0
-    lo, hi = 0.0, 1.0
-    for _ in range(n_bisect):
-        mid = 0.5 * (lo + hi)
-        if _line_search_slope(tau, d, mid, rho, lin, quad) < 0.0:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi) if hi < 1.0 else lo
+def bisect_step(tau, d, rho, lin, quad, n_max):
+    """Exact minimiser over ``eta in [0, 1]`` of the convex ``lin eta + quad eta^2 / 2 - H_rho(tau + eta d)``,
+    by safeguarded Newton on its slope (see :func:`packed_bisect_step`)."""
+    offsets = np.array([0, tau.size], dtype=np.int64)
+    shapes = np.array([tau.shape], dtype=np.int64)
+    return packed_bisect_step(tau.reshape(-1), d.reshape(-1), offsets, shapes, float(rho), lin, quad, n_max)
 
 
 def uniform_start(n_left, n_right):
@@ -448,7 +439,7 @@ def fw_bethe_marginals(scores, rho=1.0, *, max_iter=1000, tol=1e-8, step="line",
         if gap <= tol:
             break
         if step == "line":
-            eta = bisect_step(tau, d, rho, -float(np.sum(scores * d)), 0.0, 50)
+            eta = bisect_step(tau, d, rho, -float(np.sum(scores * d)), 0.0, 60)
         else:
             eta = 2.0 / (t + 2.0)
         tau += eta * d
@@ -561,3 +552,65 @@ def bp_matching_marginals(scores, *, damping=0.5, max_iter=1000, tol=1e-8, messa
     logl, logr = messages
     tau, n_iter, ok = _bp_kernel(scores, float(damping), int(max_iter), float(tol), logl, logr)
     return tau, int(n_iter), bool(ok)
+
+
+# ============================================================================ packed examples (learning)
+# Many examples share one flat array: example m is ``flat[offsets[m]:offsets[m + 1]]`` reshaped to
+# ``shapes[m]`` (row-major).
+
+
+@njit(cache=True)
+def packed_neg_entropy(tau, offsets, shapes, rho):
+    """``sum_m -H_rho(tau^m)`` over packed examples."""
+    total = 0.0
+    for m in range(shapes.shape[0]):
+        block = tau[offsets[m] : offsets[m + 1]].reshape((shapes[m, 0], shapes[m, 1]))
+        total += neg_entropy(block, rho)
+    return total
+
+
+@njit(cache=True)
+def packed_neg_entropy_grad(tau, offsets, shapes, rho, out):
+    """Write ``grad(-H_rho)`` of every packed example into the flat ``out``."""
+    for m in range(shapes.shape[0]):
+        a, b = offsets[m], offsets[m + 1]
+        block = tau[a:b].reshape((shapes[m, 0], shapes[m, 1]))
+        neg_entropy_grad(block, rho, out[a:b].reshape((shapes[m, 0], shapes[m, 1])))
+
+
+@njit(cache=True)
+def _packed_slope_curv(tau, d, offsets, shapes, eta, rho, lin, quad):
+    slope, curv = lin + quad * eta, quad
+    for m in range(shapes.shape[0]):
+        a, b = offsets[m], offsets[m + 1]
+        shape = (shapes[m, 0], shapes[m, 1])
+        s, c = neg_entropy_slope_curv(tau[a:b].reshape(shape), d[a:b].reshape(shape), eta, rho)
+        slope += s
+        curv += c
+    return slope, curv
+
+
+@njit(cache=True)
+def packed_bisect_step(tau, d, offsets, shapes, rho, lin, quad, n_max):
+    """Exact line search of ``lin eta + quad eta^2 / 2 + sum_m -H_rho(tau^m + eta d^m)`` on [0, 1].
+
+    The slope is non-decreasing (convexity), negative at 0 unless ``d`` is not a descent direction.
+    Newton steps are taken while they stay inside the bracket ``[lo, hi]`` of the root, bisection
+    otherwise; the result never reaches 1 unless the slope is still negative there.
+    """
+    g0, h = _packed_slope_curv(tau, d, offsets, shapes, 0.0, rho, lin, quad)
+    if g0 >= 0.0:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    eta, g = 0.0, g0
+    for _ in range(n_max):
+        if g < 0.0:
+            lo = eta
+        else:
+            hi = eta
+        if hi - lo < 1e-12 or abs(g) <= 1e-10 * abs(g0):
+            break
+        nxt = eta - g / h if h > 0.0 else -1.0
+        eta = nxt if lo < nxt < hi else 0.5 * (lo + hi)
+        g, h = _packed_slope_curv(tau, d, offsets, shapes, eta, rho, lin, quad)
+    return eta if (hi < 1.0 or g <= 0.0) else lo

@@ -163,3 +163,51 @@ def encode_sequence_labels(encoder, y):
         raise ValueError(f"Sequence {seq}: label {flat[first].item()!r} was not seen during fit.")
     codes = encoder.transform(flat)
     return np.split(codes, np.cumsum(lengths)[:-1])
+
+
+def check_matchings(X, y=None, *, n_features=None):
+    """Validate matching data: ``X`` a list of ``(n_left, n_right, n_features)`` pair-feature arrays,
+    ``y`` a list of assignments (``y[m][i] = j``, injective, one entry per left node).
+
+    Returns float64 C-contiguous copies of ``X`` and int64 arrays for ``y``. Errors name the example.
+    """
+    if isinstance(X, np.ndarray) and X.ndim == 4:
+        X = list(X)
+    if not isinstance(X, (list, tuple)) or len(X) == 0:
+        raise ValueError("X must be a non-empty list of (n_left, n_right, n_features) pair-feature arrays.")
+    out = []
+    for m, x in enumerate(X):
+        try:
+            x = np.ascontiguousarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"X[{m}]: pair features are not a numeric (ragged?) array.") from None
+        if x.ndim != 3:
+            raise ValueError(f"X[{m}]: expected a 3D (n_left, n_right, n_features) array, got shape {x.shape}.")
+        if x.shape[0] == 0 or x.shape[0] > x.shape[1]:
+            raise ValueError(f"X[{m}]: need 1 <= n_left <= n_right (left side the smaller), got shape {x.shape[:2]}.")
+        if n_features is None:
+            n_features = x.shape[2]
+        if x.shape[2] != n_features:
+            raise ValueError(f"X[{m}] has {x.shape[2]} features, expected {n_features}.")
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"X[{m}] contains NaN or infinite values.")
+        out.append(x)
+    if y is None:
+        return out
+    if len(y) != len(out):
+        raise ValueError(f"X has {len(out)} examples but y has {len(y)}.")
+    ys = []
+    for m, (x, a) in enumerate(zip(out, y)):
+        a = np.asarray(a)
+        if a.ndim != 1 or a.shape[0] != x.shape[0]:
+            raise ValueError(f"y[{m}] must be a 1D assignment of length n_left={x.shape[0]}, got shape {a.shape}.")
+        if a.size and not np.issubdtype(a.dtype, np.integer):
+            if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+                raise ValueError(f"y[{m}] must hold integer right-node indices.")
+        a = a.astype(np.int64)
+        if a.min() < 0 or a.max() >= x.shape[1]:
+            raise ValueError(f"y[{m}] has indices outside [0, n_right={x.shape[1]}).")
+        if len(np.unique(a)) != len(a):
+            raise ValueError(f"y[{m}] is not injective: two left nodes share a right node.")
+        ys.append(a)
+    return out, ys
