@@ -6,7 +6,8 @@ generated data next to a plain scikit-learn baseline.
 
 from .nonlocal_crf import NonLocalCRF
 from .pruned_bp import PrunedBPMarginals, pruned_marginals
+from .parsing import DependencyParserBP
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["NonLocalCRF", "PrunedBPMarginals", "pruned_marginals"]
+__all__ = ["NonLocalCRF", "PrunedBPMarginals", "pruned_marginals", "DependencyParserBP"]
