@@ -1,0 +1,521 @@
+"""DependencyParserBP: second-order dependency parsing by (pruned) loopy BP with a tree factor.
+
+The model of Smith & Eisner (2008), the parsing experiment of Riedel, Smith & McCallum (2010):
+one binary variable per candidate link ``z[h, m]`` of a sentence, a spanning-tree factor over all
+of them (projective: Eisner inside-outside; non-projective: matrix-tree theorem; one root child, as
+in UD), unary link scores ``U = w . f(h, m)`` from hashed first-order features, and pairwise factors
+``exp(theta_f z_a z_b)`` with ``theta_f = w . f(pair)`` for grandparents ``(g, h), (h, m)`` and, if
+asked, siblings ``(h, m), (h, s)`` (same side of ``h``): O(n^3) binary factors per sentence.
+
+Inference (:func:`pruned_link_marginals`) is Algorithm 1 of the pruned-BP paper with the same
+selection rules as :class:`~sklearn_struct.pruned_bp.PrunedBPMarginals`
+(:func:`~sklearn_struct.pruned_bp.select_factors`):
+
+1. Seed G = unary factors + tree factor. Its link marginals are exact (one O(n^3) tree pass).
+   The tree factor is in the seed, not left to pruning, because a unary-only seed would give
+   every link the marginal ``sigmoid(U)`` with no "one head per word" constraint, so the gains
+   would be wrong for exactly the links that compete, and H without the tree factor would not be
+   a parser. The paper's F counts only the binary factors, which is consistent with this choice.
+2. Gain of each pairwise factor, ``g = log(1 - mu + mu e^theta) - mu theta`` with
+   ``mu = mu_a mu_b`` from the seed link marginals (see
+   :func:`~sklearn_struct.oracles.factor_bp.pair_gains`).
+3. MinSize (epsilon) / MinDivergence (m) / MinJoint (gamma) picks the factors to add.
+4. BP on H = G + kept factors (:func:`~sklearn_struct.oracles.factor_bp.link_bp`), at most
+   ``bp_max_iter`` (10) iterations, starting from the seed's tree messages; if nothing is kept the
+   seed marginals are returned. ``objective="none"`` is full BP (every factor).
+
+Training: approximate maximum likelihood with BP marginals (Smith & Eisner): for each sentence,
+the gradient of ``log Z - score(gold)`` is ``sum_links (mu - z_gold) f(link) + sum_pairs (b_11 -
+z_gold_a z_gold_b) f(pair)`` with full-BP link and pair beliefs; averaged SGD over shuffled
+sentences for ``max_iter`` epochs (averaging instead of an L2 penalty). Projective models skip
+non-projective training trees (they have probability 0 under the model).
+
+Decoding (``predict``): the tree with the largest sum of link marginals (MBR), by Eisner
+(projective) or Chu-Liu-Edmonds (non-projective).
+"""
+
+import functools
+import numbers
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+from joblib import effective_n_jobs
+
+from . import _parsing_features as feats
+from .oracles.factor_bp import grandparent_pairs, link_bp, pair_gains, seed_tree_messages, sibling_pairs
+from .oracles.tree import decode_tree
+from .pruned_bp import select_factors
+from .utils.parallel import even_chunks, run_chunks
+
+__all__ = ["DependencyParserBP", "pruned_link_marginals", "LinkPruningReport", "divergence_bound",
+           "attachment_score", "is_projective"]
+
+_OBJECTIVES = ("none", "min_joint", "min_size", "min_divergence")
+
+
+# --------------------------------------------------------------------------------------
+# Pruned inference on one sentence
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class LinkPruningReport:
+    """What :func:`pruned_link_marginals` did on one sentence.
+
+    Attributes
+    ----------
+    kept : ndarray of bool of shape (n_pairs,)
+    gains : ndarray of shape (n_pairs,)
+    kept_fraction : float
+    dropped_gain : float
+        The divergence estimate ``D1`` (sum of the dropped gains).
+    seed_time, bp_time : float
+        Seconds for seed + gains + selection, and for BP on H.
+    n_iter : int
+        BP iterations on H (0 if nothing was kept).
+    n_message_updates : int
+    bp_result : LinkBPResult or None
+    bound : float
+        Proposition 2's post-hoc bound on ``D(p_H || p_F)`` (:func:`divergence_bound`) with
+        ``E_H[z_a z_b]`` of each dropped factor taken as the product of its links' H marginals
+        (not timed).
+    """
+
+    kept: np.ndarray
+    gains: np.ndarray
+    kept_fraction: float
+    dropped_gain: float
+    seed_time: float
+    bp_time: float
+    n_iter: int
+    n_message_updates: int
+    bp_result: object
+    bound: float = np.nan
+
+    @property
+    def total_time(self):
+        return self.seed_time + self.bp_time
+
+
+def pruned_link_marginals(unary, pairs, pair_scores, *, projective=False, single_root=True, objective="min_joint",
+                          gamma=1e-2, epsilon=1.0, m=0.1, max_iter=10, tol=1e-4, return_report=False):
+    """Link marginals by BP on the factor graph pruned by one selection rule (Algorithm 1).
+
+    Parameters
+    ----------
+    unary : ndarray of shape (n + 1, n + 1)
+        Link log-odds.
+    pairs : ndarray of int of shape (n_pairs, 4)
+        Candidate pairwise factors ``(h_a, m_a, h_b, m_b)``.
+    pair_scores : ndarray of shape (n_pairs,)
+    projective, single_root : bool
+        Tree factor variant.
+    objective : {"none", "min_joint", "min_size", "min_divergence"}, default="min_joint"
+        ``"none"``: full BP with every factor.
+    gamma, epsilon, m : see :func:`sklearn_struct.pruned_bp.select_factors`
+    max_iter, tol : BP iteration cap and tolerance (10 as in the paper).
+    return_report : bool, default=False
+
+    Returns
+    -------
+    marginals : ndarray of shape (n + 1, n + 1)
+    report : LinkPruningReport, only if ``return_report``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_struct.oracles.factor_bp import grandparent_pairs
+    >>> rng = np.random.default_rng(0)
+    >>> U, pairs = rng.normal(size=(6, 6)), grandparent_pairs(5)
+    >>> theta = rng.normal(size=len(pairs))
+    >>> mu, rep = pruned_link_marginals(U, pairs, theta, gamma=0.05, return_report=True)
+    >>> mu.shape, bool(np.allclose(mu[:, 1:].sum(axis=0), 1.0, atol=0.2)), 0 < rep.kept_fraction < 1
+    ((6, 6), True, True)
+    """
+    start = time.perf_counter()
+    U = np.ascontiguousarray(unary, dtype=np.float64)
+    tree_msgs, _, seed = seed_tree_messages(U, projective, single_root)
+    if objective == "none":
+        kept = np.ones(pairs.shape[0], dtype=bool)
+        gains = np.zeros(pairs.shape[0])
+    else:
+        gains = pair_gains(seed, pairs, pair_scores)
+        kept = select_factors(gains, objective, gamma=gamma, epsilon=epsilon, m=m)
+    seed_time = time.perf_counter() - start
+    start = time.perf_counter()
+    result = None
+    if kept.any():
+        sub = kept.all()
+        result = link_bp(U, pairs if sub else pairs[kept], pair_scores if sub else pair_scores[kept],
+                         projective=projective, single_root=single_root, max_iter=max_iter, tol=tol,
+                         tree_messages=tree_msgs, check_input=False)
+        marginals = result.link_marginals
+    else:
+        marginals = seed
+    bp_time = time.perf_counter() - start
+    if not return_report:
+        return marginals
+    report = LinkPruningReport(
+        kept=kept, gains=gains, kept_fraction=float(kept.mean()) if kept.size else 1.0,
+        dropped_gain=float(gains[~kept].sum()), seed_time=seed_time, bp_time=bp_time,
+        n_iter=result.n_iter if result is not None else 0,
+        n_message_updates=result.n_message_updates if result is not None else 0, bp_result=result,
+    )
+    if not kept.all():
+        drop = pairs[~kept]
+        mu_h = marginals[drop[:, 0], drop[:, 1]] * marginals[drop[:, 2], drop[:, 3]]
+        report.bound = divergence_bound(mu_h, pair_scores[~kept])
+    else:
+        report.bound = 0.0
+    return marginals, report
+
+
+def divergence_bound(mu_dropped, theta_dropped):
+    """Post-hoc bound on ``D(p_H || p_F)`` from first moments (Proposition 2, sign corrected).
+
+    ``mu_dropped[i] = E_H[phi_i]`` and ``theta_dropped[i]`` for the dropped factors ``R``. A factor
+    with ``theta < 0`` is rewritten as ``exp(|theta| (1 - phi))`` (the same distribution), so all
+    ``theta > 0``. Sorting by increasing ``mu`` gives ``mu'_1..mu'_L`` (``mu'_0 = 0``,
+    ``mu'_{L+1} = 1``) and ``C = log sum_{j=0}^{L} (mu'_{j+1} - mu'_j) exp(-sum_{k<=j} theta_k) <= 0``;
+    the bound is ``||theta_R||_1 - <mu_R, theta_R> + C`` (the paper prints ``- C`` and ``mu^G``;
+    see the brief, section 8). Computed in log space.
+
+    Examples
+    --------
+    >>> round(divergence_bound([0.5], [2.0]), 6)  # one factor: the bound is its exact KL
+    0.433781
+    """
+    mu = np.asarray(mu_dropped, dtype=np.float64)
+    theta = np.asarray(theta_dropped, dtype=np.float64)
+    if mu.size == 0:
+        return 0.0
+    mu = np.clip(np.where(theta < 0, 1.0 - mu, mu), 0.0, 1.0)
+    theta = np.abs(theta)
+    order = np.argsort(mu, kind="stable")
+    mu, theta = mu[order], theta[order]
+    steps = np.diff(np.concatenate([[0.0], mu, [1.0]]))
+    cum = np.concatenate([[0.0], np.cumsum(theta)])
+    with np.errstate(divide="ignore"):
+        C = np.logaddexp.reduce(np.log(steps) - cum)
+    return float(theta.sum() - mu @ theta + C)
+
+
+# --------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------
+
+
+def is_projective(heads):
+    """Whether a tree (heads of words 1..n, 0 = root) has no crossing links (root arcs included)."""
+    heads = np.asarray(heads)
+    n = heads.shape[0]
+    lo = np.minimum(heads, np.arange(1, n + 1))
+    hi = np.maximum(heads, np.arange(1, n + 1))
+    a, c = lo[:, None], lo[None, :]
+    b, d = hi[:, None], hi[None, :]
+    return not np.any((a < c) & (c < b) & (b < d))
+
+
+def attachment_score(heads_true, heads_pred):
+    """Unlabelled attachment score (fraction of words with the right head), over all words."""
+    correct = sum(int(np.sum(np.asarray(t) == np.asarray(p))) for t, p in zip(heads_true, heads_pred))
+    total = sum(len(t) for t in heads_true)
+    return correct / max(total, 1)
+
+
+@functools.lru_cache(maxsize=64)
+def _candidate_pairs(n, grandparents, siblings):
+    parts = []
+    if grandparents:
+        parts.append(grandparent_pairs(n))
+    if siblings:
+        parts.append(sibling_pairs(n))
+    if not parts:
+        return np.zeros((0, 4), dtype=np.int64)
+    out = np.ascontiguousarray(np.concatenate(parts).reshape(-1, 4))
+    out.setflags(write=False)
+    return out
+
+
+def _token_parts(token, s, i):
+    if isinstance(token, dict):
+        try:
+            return str(token["form"]), str(token["upos"])
+        except KeyError:
+            raise ValueError(f"X[{s}][{i}] must have keys 'form' and 'upos', got {sorted(token)}.") from None
+    if isinstance(token, (tuple, list)) and len(token) >= 2:
+        return str(token[0]), str(token[1])
+    raise ValueError(f"X[{s}][{i}] must be a dict with 'form' and 'upos' or a (form, pos) tuple, got {token!r}.")
+
+
+def _check_sentences(X, y=None):
+    """Validated (forms, tags) per sentence and head arrays."""
+    if isinstance(X, (str, bytes)) or not hasattr(X, "__len__") or len(X) == 0:
+        raise ValueError("X must be a non-empty list of sentences (lists of tokens).")
+    sents = []
+    for s, sent in enumerate(X):
+        if isinstance(sent, (str, bytes)) or not hasattr(sent, "__len__") or len(sent) == 0:
+            raise ValueError(f"X[{s}] must be a non-empty list of tokens.")
+        sents.append([_token_parts(tok, s, i) for i, tok in enumerate(sent)])
+    if y is None:
+        return sents
+    if len(y) != len(X):
+        raise ValueError(f"X and y have different lengths ({len(X)} and {len(y)}).")
+    heads = []
+    for s, (sent, h) in enumerate(zip(sents, y)):
+        h = np.asarray(h)
+        if h.shape != (len(sent),) or not np.issubdtype(h.dtype, np.integer):
+            raise ValueError(f"y[{s}] must be {len(sent)} integer heads, got {h.shape} {h.dtype}.")
+        h = h.astype(np.int64)
+        if h.min() < 0 or h.max() > len(sent) or np.any(h == np.arange(1, len(sent) + 1)):
+            raise ValueError(f"y[{s}] has a head outside 0..{len(sent)} or a self-loop.")
+        heads.append(h)
+    return sents, heads
+
+
+def _encode(sents, words, tags):
+    """Word and POS id arrays over nodes 0..n (root ids 1, unknown 0)."""
+    out = []
+    for sent in sents:
+        w = np.array([1] + [words.get(f.lower(), 0) for f, _ in sent], dtype=np.int64)
+        p = np.array([1] + [tags.get(t, 0) for _, t in sent], dtype=np.int64)
+        out.append((w, p))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Estimator
+# --------------------------------------------------------------------------------------
+
+
+class DependencyParserBP(BaseEstimator):
+    """Second-order dependency parser: tree factor + grandparent / sibling factors, (pruned) loopy BP.
+
+    Parameters
+    ----------
+    projective : bool, default=False
+        Projective trees (Eisner chart) or all trees (matrix-tree theorem).
+    single_root : bool, default=True
+        Exactly one word attaches to the root (UD).
+    grandparents : bool, default=True
+        Pairwise factors ``(g, h), (h, m)``.
+    siblings : bool, default=False
+        Pairwise factors ``(h, m), (h, s)`` for words on the same side of a word head.
+    objective : {"none", "min_joint", "min_size", "min_divergence"}, default="none"
+        Inference at prediction: full BP ("none") or pruned BP with one selection rule.
+    gamma, epsilon, m : float
+        MinJoint gain threshold; MinSize budget (per sentence); MinDivergence count or fraction
+        (see :func:`sklearn_struct.pruned_bp.select_factors`).
+    max_iter : int, default=5
+        Training epochs (averaged SGD).
+    learning_rate : float, default=0.05
+    n_hash_bits : int, default=20
+        ``2**n_hash_bits`` hashed feature weights.
+    bp_max_iter : int, default=10
+        BP iteration cap (training and prediction), 10 as in the paper.
+    bp_tol : float, default=1e-4
+    random_state : int, RandomState or None, default=None
+        Shuffling of the training sentences.
+    n_jobs : int, default=None
+        Prediction runs over chunks of sentences with joblib.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (2**n_hash_bits,)
+        Averaged feature weights.
+    vocabulary_ : dict
+        Lower-cased word forms seen in training (with ids).
+    tags_ : dict
+        POS tags seen in training (with ids).
+    n_iter_ : int
+    n_train_skipped_ : int
+        Non-projective training trees skipped by a projective model.
+    last_reports_ : list of LinkPruningReport
+        Reports of the last :meth:`predict_marginals` call.
+
+    References
+    ----------
+    D. A. Smith, J. Eisner. "Dependency parsing by belief propagation." EMNLP 2008.
+    S. Riedel, D. A. Smith, A. McCallum. "Inference by Minimizing Size, Divergence, or their Sum."
+    UAI 2010.
+
+    Examples
+    --------
+    >>> from sklearn_struct.parsing import DependencyParserBP
+    >>> X = [[("the", "DET"), ("dog", "NOUN"), ("barks", "VERB")],
+    ...      [("a", "DET"), ("cat", "NOUN"), ("sleeps", "VERB")]]
+    >>> y = [[2, 3, 0], [2, 3, 0]]
+    >>> parser = DependencyParserBP(max_iter=10, random_state=0).fit(X, y)
+    >>> parser.predict([[("the", "DET"), ("cat", "NOUN"), ("barks", "VERB")]])[0].tolist()
+    [2, 3, 0]
+    """
+
+    _parameter_constraints = {
+        "projective": ["boolean"],
+        "single_root": ["boolean"],
+        "grandparents": ["boolean"],
+        "siblings": ["boolean"],
+        "objective": [StrOptions(set(_OBJECTIVES))],
+        "gamma": [Interval(numbers.Real, 0, None, closed="left")],
+        "epsilon": [Interval(numbers.Real, 0, None, closed="left")],
+        "m": [Interval(numbers.Integral, 0, None, closed="left"), Interval(numbers.Real, 0, 1, closed="right")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "n_hash_bits": [Interval(numbers.Integral, 8, 28, closed="both")],
+        "bp_max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "bp_tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+        "n_jobs": [numbers.Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, *, projective=False, single_root=True, grandparents=True, siblings=False, objective="none",
+                 gamma=1e-2, epsilon=1.0, m=0.1, max_iter=5, learning_rate=0.05, n_hash_bits=20, bp_max_iter=10,
+                 bp_tol=1e-4, random_state=None, n_jobs=None, verbose=0):
+        self.projective = projective
+        self.single_root = single_root
+        self.grandparents = grandparents
+        self.siblings = siblings
+        self.objective = objective
+        self.gamma = gamma
+        self.epsilon = epsilon
+        self.m = m
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.n_hash_bits = n_hash_bits
+        self.bp_max_iter = bp_max_iter
+        self.bp_tol = bp_tol
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Train by averaged SGD on the BP approximation of the conditional log-likelihood.
+
+        Parameters
+        ----------
+        X : list of sentences
+            Each a list of tokens: dicts with ``form`` and ``upos`` (as :func:`load_conllu` gives)
+            or ``(form, pos)`` tuples.
+        y : list of array-like of int
+            Heads of words ``1..n`` (0 = root).
+
+        Returns
+        -------
+        self : DependencyParserBP
+        """
+        sents, heads = _check_sentences(X, y)
+        forms = sorted({f.lower() for sent in sents for f, _ in sent})
+        tags = sorted({t for sent in sents for _, t in sent})
+        self.vocabulary_ = {f: i + 2 for i, f in enumerate(forms)}
+        self.tags_ = {t: i + 2 for i, t in enumerate(tags)}
+        data = _encode(sents, self.vocabulary_, self.tags_)
+        keep = [s for s in range(len(sents)) if not self.projective or is_projective(heads[s])]
+        self.n_train_skipped_ = len(sents) - len(keep)
+        if not keep:
+            raise ValueError("no training tree fits the model (all are non-projective).")
+        rng = check_random_state(self.random_state)
+        mask = (1 << self.n_hash_bits) - 1
+        w = np.zeros(1 << self.n_hash_bits)
+        u = np.zeros_like(w)  # averaging: w_avg = w - u / c
+        c = 1.0
+        for epoch in range(self.max_iter):
+            loss = 0.0
+            for s in rng.permutation(keep):
+                words, pos = data[s]
+                loss += self._sgd_step(words, pos, heads[s], w, u, c, mask)
+                c += 1.0
+            if self.verbose:
+                print(f"[DependencyParserBP] epoch {epoch + 1}: approximate NLL {loss:.1f}")
+        self.coef_ = w - u / c
+        self.n_iter_ = self.max_iter
+        return self
+
+    def _gold(self, heads, pairs):
+        N = heads.shape[0] + 1
+        gold = np.zeros((N, N))
+        gold[heads, np.arange(1, N)] = 1.0
+        return gold, gold[pairs[:, 0], pairs[:, 1]] * gold[pairs[:, 2], pairs[:, 3]]
+
+    def _sgd_step(self, words, pos, heads, w, u, c, mask):
+        """One averaged-SGD step on a sentence; returns its approximate NLL (Bethe-free part omitted)."""
+        n = heads.shape[0]
+        pairs = _candidate_pairs(n, self.grandparents, self.siblings)
+        U = feats.link_scores(words, pos, w, mask)
+        theta = feats.pair_scores(words, pos, pairs, w, mask)
+        res = link_bp(U, pairs, theta, projective=self.projective, single_root=self.single_root,
+                      max_iter=self.bp_max_iter, tol=self.bp_tol, check_input=False)
+        gold, gold_pairs = self._gold(heads, pairs)
+        link_coef = res.link_marginals - gold
+        pair_coef = res.pair_marginals - gold_pairs
+        lr = self.learning_rate
+        feats.add_link_gradient(words, pos, link_coef, w, mask, -lr)
+        feats.add_link_gradient(words, pos, link_coef, u, mask, -lr * c)
+        if pairs.shape[0]:
+            feats.add_pair_gradient(words, pos, pairs, pair_coef, w, mask, -lr)
+            feats.add_pair_gradient(words, pos, pairs, pair_coef, u, mask, -lr * c)
+        return float(-np.log(np.maximum(res.link_marginals[heads, np.arange(1, n + 1)], 1e-300)).sum())
+
+    # ------------------------------------------------------------------ prediction
+    def potentials(self, X):
+        """Link log-odds, candidate pairs and pair scores of each sentence (the model's factors).
+
+        Returns
+        -------
+        potentials : list of tuple (unary, pairs, pair_scores)
+        """
+        check_is_fitted(self)
+        sents = _check_sentences(X)
+        mask = (1 << self.n_hash_bits) - 1
+        out = []
+        for words, pos in _encode(sents, self.vocabulary_, self.tags_):
+            pairs = _candidate_pairs(words.shape[0] - 1, self.grandparents, self.siblings)
+            out.append((feats.link_scores(words, pos, self.coef_, mask), pairs,
+                        feats.pair_scores(words, pos, pairs, self.coef_, mask)))
+        return out
+
+    def predict_marginals(self, X):
+        """Link marginals ``P(head of m is h)`` of each sentence (arrays of shape (n + 1, n + 1)).
+
+        Inference as set by ``objective`` (full or pruned BP); per-sentence reports are kept in
+        ``last_reports_``.
+        """
+        pots = self.potentials(X)
+        options = dict(projective=self.projective, single_root=self.single_root, objective=self.objective,
+                       gamma=self.gamma, epsilon=self.epsilon, m=self.m, max_iter=self.bp_max_iter,
+                       tol=self.bp_tol, return_report=True)
+
+        def infer(chunk):
+            return [pruned_link_marginals(U, pairs, theta, **options) for U, pairs, theta in pots[chunk]]
+
+        chunks = even_chunks(len(pots), max(1, effective_n_jobs(self.n_jobs)))
+        parts = run_chunks(infer, chunks, n_jobs=self.n_jobs, verbose=self.verbose)
+        results = [r for part in parts for r in part]
+        self.last_reports_ = [rep for _, rep in results]
+        return [marg for marg, _ in results]
+
+    def decode(self, marginals):
+        """MBR trees: the tree maximising the sum of link marginals (Eisner / Chu-Liu-Edmonds)."""
+        return [decode_tree(mu, self.projective, self.single_root)[1:] for mu in marginals]
+
+    def predict(self, X):
+        """Heads of words ``1..n`` of each sentence (MBR decoding of the link marginals)."""
+        return self.decode(self.predict_marginals(X))
+
+    def score(self, X, y):
+        """Unlabelled attachment score of :meth:`predict` over all words."""
+        _, heads = _check_sentences(X, y)
+        return attachment_score(heads, self.predict(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.non_deterministic = False
+        return tags
