@@ -50,3 +50,4 @@ __all__ = [
     "make_multilabel_pairwise",
     "make_matchings",
 ]
+from .citations import load_grobid_citations  # noqa: E402
