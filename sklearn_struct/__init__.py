@@ -9,9 +9,9 @@ from .dlpw import DLPWClassifier
 from .gp_struct import GPStructClassifier
 from .mle_struct import MLEStructMatcher
 from .nonlocal_crf import NonLocalCRF
-from .parsing import DependencyParserBP, LinkPruningReport
+from .parsing import DependencyParserBP
 from .pruned_bp import PrunedBPMarginals, pruned_marginals
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["ChainCRF", "DLPWClassifier", "GPStructClassifier", "MLEStructMatcher", "NonLocalCRF", "DependencyParserBP", "LinkPruningReport", "PrunedBPMarginals", "pruned_marginals"]
+__all__ = ["ChainCRF", "DLPWClassifier", "GPStructClassifier", "MLEStructMatcher", "NonLocalCRF", "DependencyParserBP", "PrunedBPMarginals", "pruned_marginals"]

@@ -99,7 +99,10 @@ class NonLocalCRF(BaseEstimator):
     eta : None, float or callable, default=None
         Bethe-MD step sizes (None: ``1 / (lambda t)`` of Prop. 6).
     lipschitz : None or float, default=None
-        Lipschitz constant for the accelerated method (None: asked from the energy).
+        ``Lip`` of the accelerated method. None: the energy's l2 Lipschitz constant divided
+        by the Bethe entropy's strong-convexity modulus (Prop. 3), the constant under
+        which accelerated RDA's O(1/t^2) bound holds (slow early steps on long sequences);
+        a number is used as given (see :func:`~sklearn_struct._bethe_inference.bethe_inference`).
     average : bool, default=False
         Use the primal average of the inference iterates instead of the last one.
     psi_init : float, default=1.0
@@ -551,13 +554,12 @@ class NonLocalCRF(BaseEstimator):
                     psi = psi + lr * g_eff.mean(axis=0)
                     psi_coef = psi_coef + lr * (phi_b.T @ g_eff) / nb
                 if self.learn_theta:
-                    reg = 2.0 * self.c2 / n_seq
-                    coef += lr * (np.asarray(Xb.T @ d_node) / nb - reg * coef)
-                    intercept += lr * d_node.mean(axis=0)
-                    emp = np.zeros((L, L))
-                    np.add.at(emp, (edge_from[etok], edge_to[etok]), 1.0)
                     exp_edges = m_edge.sum(axis=0) if uses_edges else m_edge
-                    trans += lr * ((emp - exp_edges) / nb - reg * trans)
+                    g_coef, g_int, g_trans = _theta_gradient(Xb, d_node, edge_from[etok], edge_to[etok], exp_edges,
+                                                             coef, trans, nb, self.c2 / n_seq)
+                    coef += lr * g_coef
+                    intercept += lr * g_int
+                    trans += lr * g_trans
                 step += 1
             history.append(psi.copy())
             if self.verbose:
@@ -660,6 +662,25 @@ class NonLocalCRF(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.sparse = True
         return tags
+
+
+def _theta_gradient(Xb, d_node, edge_from, edge_to, exp_edges, coef, trans, n_batch, c2):
+    """Gradient of Algorithm 3's theta objective on a batch, per block (coef, intercept, transition).
+
+    The objective is the batch mean of the surrogate log-likelihood (eq. 12) minus the
+    base CRF's L2 penalty spread over the training sequences,
+    ``(1 / n_batch) sum_i log Q_i(y_i) - c2 * (||W||^2 + ||A||^2)`` (``c2`` already divided
+    by the number of sequences); ``d_node = S(y) - m`` on the tokens, ``exp_edges`` the
+    summed transition marginals of the ``Q_i``. Every block is a per-sequence mean, the
+    unpenalised intercept included.
+    """
+    L = d_node.shape[1]
+    emp = np.zeros((L, L))
+    np.add.at(emp, (edge_from, edge_to), 1.0)
+    g_coef = np.asarray(Xb.T @ d_node) / n_batch - 2.0 * c2 * coef
+    g_int = d_node.sum(axis=0) / n_batch
+    g_trans = (emp - exp_edges) / n_batch - 2.0 * c2 * trans
+    return g_coef, g_int, g_trans
 
 
 def _fit_energy(energy, y_enc, classes):

@@ -69,3 +69,41 @@ def test_psi_holdout_validation():
         NonLocalCRF(AT_MOST_ONE, psi_holdout=1).fit(X, y)
     with pytest.raises(ValueError, match="learn_theta=True"):
         NonLocalCRF(AT_MOST_ONE, psi_holdout=2, learn_theta=True).fit(X, y)
+
+
+def test_learn_theta_step_is_the_surrogate_likelihood_gradient():
+    # Algorithm 3's theta step (learn_theta=True, exact form) against central finite differences of
+    # J = mean_i log Q_i(y_i; theta - grad L(mu_i)) - c2' (||W||^2 + ||A||^2) at fixed marginals mu_i
+    from sklearn_struct.nonlocal_crf import _surrogate_gradient, _theta_gradient
+    from sklearn_struct.oracles.chain import forward_backward
+    from sklearn_struct.utils.packing import transition_pairs
+
+    rng = np.random.RandomState(0)
+    L, d, lengths = 3, 4, [4, 2, 5]
+    offsets = np.cumsum([0] + lengths).astype(np.int64)
+    Xb = rng.normal(size=(offsets[-1], d))
+    y = rng.randint(L, size=offsets[-1])
+    ef, et = transition_pairs(y, offsets)
+    coef, b, A = rng.normal(size=(d, L)), rng.normal(size=L), rng.normal(size=(L, L))
+    energy = SoftConstraintEnergy(node_coef=rng.normal(size=(2, L)), edge_coef=rng.normal(size=(2, L, L)),
+                                  offset=0.3).fit(None, L)
+    psi = rng.uniform(0.5, 2, size=(3, 2))
+    _, mu, mu_e = forward_backward(rng.normal(size=(offsets[-1], L)), rng.normal(size=(L, L)), offsets,
+                                   edge_marginals="per_position")  # any fixed marginals
+    c2 = 0.07
+
+    def J(coef, b, A):
+        sur = _surrogate_gradient(energy, mu, mu_e, Xb @ coef + b, A, offsets, psi, y, ef, et, edge_sum=True)
+        return sur.log_lik.mean() - c2 * (np.sum(coef**2) + np.sum(A**2)), sur
+
+    _, sur = J(coef, b, A)
+    grads = _theta_gradient(Xb, sur.d_node, ef, et, sur.m_edge.sum(axis=0), coef, A, 3, c2)
+    eps = 1e-6
+    for k, g in enumerate(grads):
+        direction = rng.normal(size=g.shape)
+        plus = [coef, b, A]
+        minus = [coef, b, A]
+        plus[k] = plus[k] + eps * direction
+        minus[k] = minus[k] - eps * direction
+        fd = (J(*plus)[0] - J(*minus)[0]) / (2 * eps)
+        assert np.sum(g * direction) == pytest.approx(fd, rel=1e-6, abs=1e-8), k

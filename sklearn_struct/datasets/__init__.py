@@ -53,3 +53,6 @@ __all__ = [
 from .ud import load_conllu, load_ud  # noqa: E402  (dependency treebanks)
 
 __all__ += ["load_conllu", "load_ud"]
+from .citations import load_grobid_citations  # noqa: E402
+
+__all__ += ["load_grobid_citations"]
