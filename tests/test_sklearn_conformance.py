@@ -24,10 +24,13 @@ from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from sklearn_struct import ChainCRF, NonLocalCRF, PrunedBPMarginals
-from sklearn_struct.datasets import make_chain_data
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_struct import (ChainCRF, DependencyParserBP, DLPWClassifier, GPStructClassifier, MLEStructMatcher,
+                            NonLocalCRF, PrunedBPMarginals)
+from sklearn_struct.datasets import make_chain_data, make_matchings, make_multilabel_pairwise
 from sklearn_struct.datasets._ising import make_ising_grid
-from sklearn_struct.preprocessing import SequenceVectorizer
+from sklearn_struct.preprocessing import PointSetPairFeatures, SequenceVectorizer
 from sklearn_struct.utils.graph import images_to_graphs
 
 
@@ -92,6 +95,78 @@ def _grid_front():
     return FunctionTransformer(images_to_graphs), list(images[:6]), y[:6], list(images[6:])
 
 
+def _multilabel_data():
+    X, Y = make_multilabel_pairwise(120, n_features=5, n_labels=4, noise=0.2, random_state=0)
+    return X[:80], Y[:80], X[80:]
+
+
+def _multilabel_front():
+    X, Y, Xt = _multilabel_data()
+    return StandardScaler(), X * 3.0 + 1.0, Y, Xt * 3.0 + 1.0
+
+
+def _matching_data():
+    X, y = make_matchings(30, n_nodes=5, n_features=3, noise=0.3, random_state=0)
+    return X[:20], y[:20], X[20:]
+
+
+def _point_sets(n_pairs, n_points=6, seed=0):
+    """Pairs of 2-D landmark sets: a noisy, rotated, shuffled copy of each set, and the permutation."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_pairs):
+        P = rng.normal(size=(n_points, 2))
+        perm = rng.permutation(n_points)
+        angle = rng.uniform(-0.3, 0.3)
+        R = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+        Q = np.empty_like(P)
+        Q[perm] = P @ R.T + 0.05 * rng.normal(size=P.shape)
+        X.append((P, Q))
+        y.append(perm)
+    return X, y
+
+
+def _matching_front():
+    X, y = _point_sets(24)
+    return PointSetPairFeatures(), X[:16], y[:16], X[16:]
+
+
+_NOUNS, _VERBS, _ADJS = ["dog", "cat", "bird", "fish"], ["sees", "likes", "eats"], ["big", "red"]
+
+
+def _noun_phrase(rng):
+    words = [("the", "DET")] + ([(str(rng.choice(_ADJS)), "ADJ")] if rng.random() < 0.5 else [])
+    return words + [(str(rng.choice(_NOUNS)), "NOUN")]
+
+
+def _sentences(n, seed=0):
+    """A toy treebank: subject NP, verb, object NP; heads as in UD (the verb is the root, 0)."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n):
+        subj, obj = _noun_phrase(rng), _noun_phrase(rng)
+        verb = len(subj) + 1  # 1-based position of the verb
+        words = subj + [(str(rng.choice(_VERBS)), "VERB")] + obj
+        heads = [len(subj)] * (len(subj) - 1) + [verb] + [0] + [verb + len(obj)] * (len(obj) - 1) + [verb]
+        X.append(words)
+        y.append(np.array(heads))
+    return X, y
+
+
+def _parse_data():
+    X, y = _sentences(40)
+    return X[:30], y[:30], X[30:]
+
+
+def _upper_words(X):
+    return [[(w.upper(), t) for w, t in s] for s in X]
+
+
+def _parse_front():
+    X, y = _sentences(40)
+    return FunctionTransformer(_upper_words), X[:30], y[:30], X[30:]
+
+
 _X3 = [np.zeros((3, 6)), np.zeros((4, 6))]
 _SEQ_BAD = [
     ([], [], "empty|at least one"),
@@ -126,6 +201,29 @@ CASES = [
         ],
         random=False,
     ),
+]
+CASES += [
+    Case("DLPWClassifier", lambda **p: DLPWClassifier(**{"C": 10.0, "max_epochs": 20, "random_state": 0, **p}), _multilabel_data,
+         {"C": [1.0, 10.0]}, _multilabel_front,
+         bad=[(np.full((4, 5), np.nan), np.zeros((4, 4), dtype=int), "(?i)nan|infinity"),
+              (np.zeros((4, 5)), np.zeros((3, 4), dtype=int), "(?i)inconsistent|samples")]),
+    Case("MLEStructMatcher", lambda **p: MLEStructMatcher(**{"alpha": 0.1, "max_iter": 50, "random_state": 0, **p}), _matching_data,
+         {"alpha": [0.1, 1.0]}, _matching_front,
+         bad=[([], [], "empty|at least one"),
+              ([np.zeros((3, 3, 2)), np.zeros((3, 3))], [np.arange(3), np.arange(3)], "(?i)example 1|X\\[1\\]"),
+              ([np.zeros((3, 3, 2))], [np.array([0, 0, 1])], "(?i)example 0|[Xy]\\[0\\]"),
+              ([np.full((3, 3, 2), np.nan)], [np.arange(3)], "(?i)example 0|[Xy]\\[0\\]")]),
+    Case("GPStructClassifier",
+         lambda **p: GPStructClassifier(**{"optimizer": "lbfgs", "n_inducing": 8, "n_samples": 20, "max_iter": 1,
+                                            "block_iters": (3, 2, 0), "n_predict_samples": 20, "random_state": 0,
+                                            **p}),
+         _chain_data, {"n_inducing": [5, 8]}, _chain_front, bad=_SEQ_BAD),
+    Case("DependencyParserBP", lambda **p: DependencyParserBP(**{"max_iter": 3, "n_hash_bits": 14, "random_state": 0,
+                                                                 **p}),
+         _parse_data, {"learning_rate": [0.05, 0.2]}, _parse_front,
+         bad=[([], [], "empty|at least one"),
+              ([[("the", "DET"), ("dog", "NOUN")]], [np.array([2, 3])], "(?i)sentence 0|y\\[0\\]"),
+              ([[("the", "DET"), ("dog", "NOUN")]], [np.array([2])], "(?i)sentence 0|y\\[0\\]")]),
 ]
 IDS = [c.name for c in CASES]
 
