@@ -200,3 +200,140 @@ def test_chain_offsets_must_be_integers():
         forward_backward(np.zeros((3, 2)), np.zeros((2, 2)), np.array([0, 1.5, 3]))
     with pytest.raises(ValueError, match="unary must be real"):
         forward_backward(np.zeros((3, 2)) + 1j, np.zeros((2, 2)), np.array([0, 3]))
+
+
+# ---------------------------------------------------------------- defect 8: estimators' input validation
+
+
+def _chain_data():
+    from sklearn_struct.datasets import make_chain_data
+
+    return make_chain_data(4, random_state=0)
+
+
+def _graph_data():
+    from sklearn_struct.datasets import make_ising_grid
+    from sklearn_struct.utils.graph import images_to_graphs
+
+    noisy, clean = make_ising_grid(n_images=1, n_noisy=3, shape=(5, 5), random_state=0)[:2]
+    return images_to_graphs(noisy), [c.ravel() for c in clean]
+
+
+def test_fit_without_y_names_the_missing_target():
+    from sklearn_struct import NonLocalCRF, PrunedBPMarginals
+
+    X, _ = _chain_data()
+    with pytest.raises(ValueError, match="NonLocalCRF requires y to be passed, but the target y is None"):
+        NonLocalCRF().fit(X, None)
+    G, _ = _graph_data()
+    with pytest.raises(ValueError, match="PrunedBPMarginals requires y to be passed"):
+        PrunedBPMarginals().fit(G, None)
+
+
+@pytest.mark.parametrize("make_x", [lambda X: sp.csr_matrix(X[0]), lambda X: X[0], lambda X: X[0][0]])
+def test_a_single_matrix_is_not_a_list_of_sequences(make_x):
+    from sklearn_struct import NonLocalCRF
+
+    X, y = _chain_data()
+    with pytest.raises(ValueError, match="X must be a list of sequences"):
+        NonLocalCRF(max_iter=2).fit(make_x(X), y[:1])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_complex_features_are_rejected(sparse):
+    from sklearn_struct import NonLocalCRF, PrunedBPMarginals
+
+    X, y = _chain_data()
+    Xc = [(sp.csr_matrix(x) * (1 + 1j)) if sparse else x + 1j for x in X]
+    with pytest.raises(ValueError, match="Sequence 0: features are complex"):
+        NonLocalCRF(max_iter=2).fit(Xc, y)
+    G, gy = _graph_data()
+    with pytest.raises(ValueError, match="Sample 0: node features are complex"):
+        PrunedBPMarginals(max_iter=2).fit([(g[0] + 1j, g[1]) for g in G], gy)
+
+
+# ---------------------------------------------------------------- defect 9: score's sample_weight
+
+
+def test_pruned_bp_score_checks_sample_weight():
+    import warnings
+
+    from sklearn_struct import PrunedBPMarginals
+
+    G, y = _graph_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = PrunedBPMarginals(max_iter=3).fit(G, y)
+    with pytest.raises(ValueError, match="sample_weight sums to 0"):
+        est.score(G, y, sample_weight=np.zeros(3))
+    with pytest.raises(ValueError, match="sample_weight has 2 entries, but there are 3 samples"):
+        est.score(G, y, sample_weight=np.ones(2))
+    with pytest.raises(ValueError, match="sample_weight contains NaN at index 1"):
+        est.score(G, y, sample_weight=[1.0, np.nan, 1.0])
+    with pytest.raises(ValueError, match=r"sample_weight\[0\] is negative"):
+        est.score(G, y, sample_weight=[-1.0, 1.0, 1.0])
+    assert est.score(G, y, sample_weight=[1.0, 0.0, 0.0]) == est.score(G[:1], y[:1])
+
+
+# ---------------------------------------------------------------- defect 10: pruned_marginals parameters
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"m": -3, "objective": "min_divergence"}, r"m must be in \[0, inf\]"),
+    ({"m": 1.5, "objective": "min_divergence"}, r"m must be in \(0.0, 1.0\]"),
+    ({"gamma": np.nan}, "gamma must be finite"),
+    ({"gamma": -1.0}, r"gamma must be in \[0.0, inf\]"),
+    ({"epsilon": -1, "objective": "min_size"}, r"epsilon must be in \[0.0, inf\]"),
+    ({"max_iter": -1}, r"max_iter must be in \[0, inf\]"),
+    ({"tol": np.inf}, "tol must be finite"),
+    ({"damping": 1.0}, r"damping must be in \[0.0, 1.0\)"),
+    ({"objective": "min_nothing"}, "objective must be one of"),
+])
+def test_pruned_marginals_checks_its_parameters(kwargs, match):
+    from sklearn_struct import pruned_marginals
+
+    with pytest.raises((ValueError, TypeError), match=match):
+        pruned_marginals(np.zeros((3, 2)), [[0, 1], [1, 2]], np.eye(2), **kwargs)
+
+
+def test_pruned_marginals_names_overflow_of_huge_finite_potentials():
+    from sklearn_struct import pruned_marginals
+
+    with pytest.raises(ValueError, match=r"unary potential 1e\+308 at index \(0, 0\) is too large.*overflows"):
+        pruned_marginals(np.full((3, 2), 1e308), [[0, 1], [1, 2]], np.eye(2))
+    with pytest.raises(ValueError, match=r"pairwise potential .* at index \(0, 0, 0\) is too large"):
+        pruned_marginals(np.zeros((3, 2)), [[0, 1], [1, 2]], np.eye(2) * 1e308)
+    big = pruned_marginals(np.array([[1e6, 0.0], [0.0, 0.0], [0.0, 0.0]]), [[0, 1], [1, 2]], np.eye(2) * 1e6)
+    assert np.all(np.isfinite(big)) and np.allclose(big.sum(axis=1), 1.0)
+
+
+# ---------------------------------------------------------------- defect 11: truncated gzip files
+
+
+def test_truncated_gzip_names_the_file(tmp_path):
+    import gzip
+
+    from sklearn_struct.datasets import load_conll, read_letter_data
+
+    path = tmp_path / "train.txt.gz"
+    data = gzip.compress(("Confidence NN B-NP\n" * 4000).encode())
+    path.write_bytes(data[: len(data) // 2])
+    for loader in (load_conll, read_letter_data):
+        with pytest.raises(ValueError, match=r"train\.txt\.gz is truncated or corrupt"):
+            loader(path)
+
+
+# ---------------------------------------------------------------- defect 12: honest tags
+
+
+def test_nonlocal_crf_tags_say_what_it_does():
+    from sklearn_struct import NonLocalCRF
+
+    tags = NonLocalCRF().__sklearn_tags__()
+    assert tags.target_tags.required and tags.input_tags.three_d_array and tags.input_tags.sparse
+    assert not tags.input_tags.two_d_array
+    X, y = _chain_data()  # what the tags promise holds: 3D input (equal lengths) fits, fit(X) does not
+    X3 = np.stack([x[:2] for x in X])
+    NonLocalCRF(max_iter=3).fit(X3, [lab[:2] for lab in y])
+    with pytest.raises(ValueError, match="requires y"):
+        NonLocalCRF().fit(X3, None)

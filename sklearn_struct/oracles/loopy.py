@@ -75,6 +75,9 @@ __all__ = [
 # Below this a message entry computed in probability space (each term <= 1 after shifting)
 # may have lost terms to underflow: that message is recomputed in log space.
 _UNDERFLOW_GUARD = 1e-200
+# Finite potentials above this magnitude are rejected: sums over neighbours and the division
+# by TRW edge probabilities (>= 1e-12) would overflow float64 (the error names the overflow).
+_MAX_POTENTIAL = 1e100
 # Flooding splits the nodes into this many chunks per thread (load balance across threads).
 _CHUNKS_PER_THREAD = 4
 
@@ -533,6 +536,13 @@ def check_pairwise_graph(unary, edges, pairwise, name="graph"):
         )
     if not np.all(np.isfinite(pairwise)):
         raise ValueError(f"{name}: pairwise potentials contain NaN or infinity.")
+    for what, arr in (("unary", unary), ("pairwise", pairwise)):
+        if arr.size and np.abs(arr).max() > _MAX_POTENTIAL:
+            at = tuple(int(a) for a in np.argwhere(np.abs(arr) > _MAX_POTENTIAL)[0])
+            raise ValueError(
+                f"{name}: {what} potential {arr[at]:.3g} at index {at} is too large: BP sums and rescales "
+                f"potentials, which overflows float64 beyond |{_MAX_POTENTIAL:.0e}|; rescale them."
+            )
     return np.ascontiguousarray(unary), edges, np.ascontiguousarray(pairwise)
 
 

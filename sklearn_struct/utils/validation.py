@@ -18,19 +18,27 @@ __all__ = [
     "check_offsets",
     "check_scalar_param",
     "check_sample_weight_vector",
+    "check_y_given",
 ]
 
 
 def _as_list(X, what):
     if isinstance(X, (str, bytes)):
         raise ValueError(f"{what} must be a list of sequences, got a string.")
+    if sp.issparse(X):
+        raise ValueError(
+            f"{what} must be a list of sequences (one 2D array or sparse matrix per sequence); "
+            f"got a single sparse matrix of shape {X.shape}."
+        )
     if isinstance(X, np.ndarray) and X.dtype != object:
         if X.ndim == 3:  # equal-length sequences given as one 3D array
             return list(X)
         raise ValueError(
-            f"{what} must be a list of per-sequence arrays (one 2D array per sequence); "
+            f"{what} must be a list of sequences (one 2D array per sequence); "
             f"got a single {X.ndim}D array of shape {X.shape}."
         )
+    if X is None:
+        raise ValueError(f"{what} must be a list of sequences, got None.")
     try:
         seqs = list(X)
     except TypeError:
@@ -45,12 +53,19 @@ def _check_one_sequence(x, i, accept_sparse, dtype):
     if sp.issparse(x):
         if not accept_sparse:
             raise ValueError(f"Sequence {i}: sparse input is not supported here; pass dense arrays.")
+        if x.dtype.kind == "c":
+            raise ValueError(f"Sequence {i}: features are complex; only real features are supported.")
         x = sp.csr_matrix(x, dtype=dtype)
         data = x.data
     else:
         try:
-            x = np.asarray(x, dtype=dtype)
+            raw = np.asarray(x)
+            if raw.dtype.kind == "c":
+                raise ValueError(f"Sequence {i}: features are complex; only real features are supported.")
+            x = np.asarray(raw, dtype=dtype)
         except (TypeError, ValueError) as exc:
+            if "complex" in str(exc):
+                raise
             raise ValueError(f"Sequence {i}: features are not numeric ({exc}).") from None
         if x.ndim != 2:
             raise ValueError(
@@ -64,6 +79,13 @@ def _check_one_sequence(x, i, accept_sparse, dtype):
         bad = "NaN" if np.any(np.isnan(data)) else "infinity"
         raise ValueError(f"Sequence {i}: features contain {bad}.")
     return x
+
+
+def check_y_given(y, estimator):
+    """Raise scikit-learn's ValueError for a supervised ``fit`` called with ``y=None``."""
+    if y is None:
+        name = estimator if isinstance(estimator, str) else type(estimator).__name__
+        raise ValueError(f"{name} requires y to be passed, but the target y is None.")
 
 
 def check_sequences(X, y=None, *, accept_sparse=True, n_features=None, dtype=np.float64):
@@ -313,10 +335,11 @@ def check_offsets(offsets, name="offsets", *, n_rows=None, allow_empty_segments=
     return offsets
 
 
-def check_scalar_param(value, name, *, kind="real", low=None, high=None, closed="both"):
+def check_scalar_param(value, name, *, kind="real", low=None, high=None, closed="both", allow_inf=False):
     """Validate a scalar parameter: an int (``kind="int"``) or finite real in a range.
 
     ``closed`` is one of ``"both"``, ``"left"``, ``"right"``, ``"neither"`` (which bounds are included).
+    ``allow_inf``: infinite reals are legal (still subject to the range); NaN never is.
 
     Examples
     --------
@@ -333,7 +356,7 @@ def check_scalar_param(value, name, *, kind="real", low=None, high=None, closed=
         if not ok:
             raise TypeError(f"{name} must be a real number, got {value!r}.")
         value = float(value)
-        if not np.isfinite(value):
+        if np.isnan(value) or (np.isinf(value) and not allow_inf):
             raise ValueError(f"{name} must be finite, got {value!r}.")
     lo_ok = low is None or (value >= low if closed in ("both", "left") else value > low)
     hi_ok = high is None or (value <= high if closed in ("both", "right") else value < high)
