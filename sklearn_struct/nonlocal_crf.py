@@ -28,7 +28,7 @@ from .constraints import ConstraintEnergy
 from .oracles.chain import forward_backward, viterbi
 from .utils.optimize import lbfgs
 from .utils.packing import edge_offsets, segment_sum, subset_sequences, transition_pairs, unpack_sequences
-from .utils.validation import check_sequence_labels, check_sequences, encode_sequence_labels
+from .utils.validation import check_sequence_labels, check_sequences, check_y_given, encode_sequence_labels
 
 __all__ = ["NonLocalCRF"]
 
@@ -317,6 +317,7 @@ class NonLocalCRF(BaseEstimator):
         -------
         self : NonLocalCRF
         """
+        check_y_given(y, self)
         X, y = check_sequences(X, y)
         encoder = LabelEncoder().fit(np.concatenate(y))
         previous = self._warm_start_params(X[0].shape[1], encoder.classes_)
@@ -660,7 +661,9 @@ class NonLocalCRF(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True  # equal-length sequences as one (n_seq, n_tokens, n_features) array
         tags.input_tags.sparse = True
+        tags.target_tags.required = True  # fit needs y (one label array per sequence)
         return tags
 
 

@@ -50,6 +50,7 @@ from .oracles.loopy import (
 )
 from .utils.graph import check_graph_labels, check_graphs
 from .utils.parallel import even_chunks, run_chunks
+from .utils.validation import check_float_array, check_sample_weight_vector, check_scalar_param, check_y_given
 
 __all__ = [
     "PrunedBPMarginals",
@@ -97,7 +98,10 @@ def select_factors(gains, objective="min_joint", *, gamma=1e-2, epsilon=1.0, m=0
     >>> select_factors([0.5, 0.01, 0.2], "min_joint", gamma=0.2).tolist()
     [True, False, True]
     """
-    gains = np.asarray(gains, dtype=np.float64)
+    gains = check_float_array(gains, "gains", ndim=1)
+    if (gains < 0).any():
+        raise ValueError(f"gains must be >= 0; gains[{int(np.flatnonzero(gains < 0)[0])}] is negative.")
+    gamma, epsilon = _check_selection_params(gamma, epsilon, m)
     n = gains.shape[0]
     if objective == "none":
         return np.ones(n, dtype=bool)
@@ -115,6 +119,17 @@ def select_factors(gains, objective="min_joint", *, gamma=1e-2, epsilon=1.0, m=0
         n_drop = n - n_keep
     kept[order[:n_drop]] = False
     return kept
+
+
+def _check_selection_params(gamma, epsilon, m):
+    """Finite gamma and epsilon >= 0; m an int >= 0 or a fraction in (0, 1]."""
+    gamma = check_scalar_param(gamma, "gamma", low=0.0, allow_inf=True)  # inf: keep no factor
+    epsilon = check_scalar_param(epsilon, "epsilon", low=0.0, allow_inf=True)  # inf: drop every factor
+    if isinstance(m, numbers.Integral) and not isinstance(m, bool):
+        check_scalar_param(m, "m", kind="int", low=0)
+    else:
+        check_scalar_param(m, "m", low=0.0, high=1.0, closed="right")
+    return gamma, epsilon
 
 
 def _count_from_m(m, n):
@@ -225,6 +240,12 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
         raise ValueError(f"inference must be 'bp' or 'trw', got {inference!r}.")
     if dropped not in _DROPPED:
         raise ValueError(f"dropped must be one of {_DROPPED}, got {dropped!r}.")
+    if objective not in _OBJECTIVES:
+        raise ValueError(f"objective must be one of {_OBJECTIVES}, got {objective!r}.")
+    _check_selection_params(gamma, epsilon, m)
+    check_scalar_param(max_iter, "max_iter", kind="int", low=0)
+    check_scalar_param(tol, "tol", low=0.0)
+    check_scalar_param(damping, "damping", low=0.0, high=1.0, closed="left")
     if check_input:
         unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
     elif pairwise.ndim == 2:
@@ -425,6 +446,7 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
         -------
         self : PrunedBPMarginals
         """
+        check_y_given(y, self)
         graphs, y = check_graphs(X, y)
         self.n_features_in_ = graphs[0][0].shape[1]
         self.n_edge_features_in_ = graphs[0][2].shape[1] if graphs[0][2] is not None else 0
@@ -499,7 +521,7 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
         y = check_graph_labels(y, [len(p) for p in y_pred])
         correct = np.array([np.mean(p == t) for p, t in zip(y_pred, y)])
         sizes = np.array([len(p) for p in y_pred], dtype=np.float64)
-        weights = sizes if sample_weight is None else sizes * np.asarray(sample_weight, dtype=np.float64)
+        weights = sizes * check_sample_weight_vector(sample_weight, len(y_pred))
         return float(np.sum(correct * weights) / np.sum(weights))
 
     def __sklearn_tags__(self):

@@ -1,6 +1,9 @@
 """Where data sets live: ``data_home``, else ``$SKLEARN_STRUCT_DATA``, else ``~/sklearn_struct_data``."""
 
+import contextlib
+import gzip
 import os
+import zlib
 from pathlib import Path
 
 __all__ = ["get_data_home", "find_data_file"]
@@ -33,3 +36,12 @@ def find_data_file(relative_paths, data_home=None):
         f"Data file not found (looked for: {tried}). Pass data_home=..., set SKLEARN_STRUCT_DATA, "
         f"or call the matching fetch_* function to download it."
     )
+
+
+@contextlib.contextmanager
+def _named_read_errors(path):
+    """Re-raise a truncated or corrupt (gzip) file's EOFError / zlib error as a ValueError naming ``path``."""
+    try:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise ValueError(f"{path} is truncated or corrupt and cannot be read ({type(exc).__name__}: {exc}).") from None

@@ -6,7 +6,7 @@ import operator
 
 from sklearn.utils import Bunch
 
-from ._base import find_data_file
+from ._base import _named_read_errors, find_data_file
 from ._fetch import _as_path, fetch_file
 
 __all__ = ["load_conll", "load_conll2000", "fetch_conll2000", "load_crfpp", "fetch_crfpp"]
@@ -65,7 +65,7 @@ def load_conll(path, columns=None, encoding="utf-8", label_column=-1):
     state = None  # (n_columns, label index, token getter), fixed by the first token line
     sequences, labels = [], []
     tokens, tags = [], []
-    with _open_binary(path) as f:
+    with _named_read_errors(path), _open_binary(path) as f:
         for lineno, raw in enumerate(f, start=1):
             fields = raw.split()  # bytes.split: ASCII whitespace only, as CRF++ does
             if not fields:

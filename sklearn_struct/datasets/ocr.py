@@ -6,7 +6,7 @@ import io
 import numpy as np
 from sklearn.utils import Bunch
 
-from ._base import find_data_file
+from ._base import _named_read_errors, find_data_file
 from ._fetch import _as_path, fetch_file
 
 __all__ = ["load_ocr_letters", "fetch_ocr_letters", "read_letter_data"]
@@ -84,7 +84,8 @@ def read_letter_data(path, dtype=np.float64):
     with open(path, "rb") as f:
         raw = f.read()
     if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+        with _named_read_errors(path):
+            raw = gzip.decompress(raw)
     # numpy parses the whole file at C speed; loadtxt errors name the offending line
     numbers = np.loadtxt(io.BytesIO(raw), delimiter="\t", usecols=_NUMERIC_COLUMNS, dtype=np.int64, ndmin=2)
     letters = np.loadtxt(io.BytesIO(raw), delimiter="\t", usecols=[1], dtype=str, encoding="ascii", ndmin=1)

@@ -39,6 +39,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..utils.packing import edge_offsets
+from ..utils.validation import check_float_array, check_offsets
 from ._threads import threads_for
 
 __all__ = ["forward_backward", "viterbi", "sample_chain", "check_chain_potentials"]
@@ -199,7 +200,7 @@ def _logsumexp_vec(v):
     for x in v:
         if x > m:
             m = x
-    if m == -np.inf:
+    if m == -np.inf or m == np.inf:  # nothing allowed, or overflow (reported by the caller)
         return m
     s = 0.0
     for x in v:
@@ -414,6 +415,7 @@ def _sample_batch(unary, trans, per_position, offsets, uniforms, max_len):
     L = unary.shape[1]
     eoffs = offsets - np.arange(n_seq + 1)
     labels = np.empty(unary.shape[0], dtype=np.int64)
+    log_z = np.empty(n_seq)
     log_alpha = np.empty((max_len, L))
     w = np.empty(L)
     tmp = np.empty(L)
@@ -427,6 +429,9 @@ def _sample_batch(unary, trans, per_position, offsets, uniforms, max_len):
                 for i in range(L):
                     tmp[i] = log_alpha[t - 1, i] + T[i, j]
                 log_alpha[t, j] = _logsumexp_vec(tmp) + unary[lo + t, j]
+        log_z[s] = _logsumexp_vec(log_alpha[hi - lo - 1])
+        if log_z[s] == -np.inf:  # infeasible: the caller raises
+            continue
         nxt = -1
         for t in range(hi - lo - 1, -1, -1):
             for i in range(L):
@@ -445,7 +450,7 @@ def _sample_batch(unary, trans, per_position, offsets, uniforms, max_len):
                     break
             labels[lo + t] = pick
             nxt = pick
-    return labels
+    return labels, log_z
 
 
 # --------------------------------------------------------------------------------------
@@ -459,12 +464,10 @@ def check_chain_potentials(unary, transition, offsets):
     Raises a ValueError naming the problem (and the sequence, where there is one).
     ``-inf`` log-potentials are allowed (forbidden labels or transitions); NaN and ``+inf`` are not.
     """
-    unary = np.ascontiguousarray(unary, dtype=np.float64)
+    unary = check_float_array(unary, "unary", check_values=False)
     if unary.ndim != 2 or unary.shape[1] == 0:
         raise ValueError(f"unary must be 2D (n_tokens, n_labels) with n_labels >= 1, got shape {unary.shape}.")
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    if offsets.ndim != 1 or offsets.shape[0] < 2:
-        raise ValueError("offsets must be 1D with at least 2 entries (n_sequences + 1).")
+    offsets = check_offsets(offsets)
     if offsets[0] != 0 or offsets[-1] != unary.shape[0]:
         raise ValueError(
             f"offsets must start at 0 and end at n_tokens={unary.shape[0]}; got {offsets[0]} and {offsets[-1]}."
@@ -475,12 +478,14 @@ def check_chain_potentials(unary, transition, offsets):
         raise ValueError(f"Sequence {s} is empty or offsets decrease there (length {lengths[s]}).")
     n_seq, L = offsets.shape[0] - 1, unary.shape[1]
     # fast path: a finite sum means no NaN and no +-inf (one pass instead of four)
-    bad = None if np.isfinite(unary.sum()) else np.isnan(unary) | (unary == np.inf)
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite_sum = np.isfinite(unary.sum())
+    bad = None if finite_sum else np.isnan(unary) | (unary == np.inf)
     if bad is not None and bad.any():
         tok = int(np.flatnonzero(bad.any(axis=1))[0])
         s = int(np.searchsorted(offsets, tok, side="right") - 1)
         raise ValueError(f"Sequence {s}: unary potentials contain NaN or +inf (token {tok - offsets[s]}).")
-    trans = np.ascontiguousarray(transition, dtype=np.float64)
+    trans = check_float_array(transition, "transition", check_values=False)
     if trans.ndim == 2:
         if trans.shape != (L, L):
             raise ValueError(f"transition must have shape ({L}, {L}), got {trans.shape}.")
@@ -584,10 +589,16 @@ def _output_buffer(out, shape):
 
 
 def _raise_if_infeasible(scores):
+    """Name the first sequence whose log Z (or best score) is not finite, and why."""
     if not np.all(np.isfinite(scores)):
         s = int(np.flatnonzero(~np.isfinite(scores))[0])
+        if scores[s] == -np.inf:
+            raise ValueError(
+                f"Sequence {s} has no label sequence with finite potential (every path is forbidden by -inf)."
+            )
         raise ValueError(
-            f"Sequence {s} has no label sequence with finite potential (every path is forbidden by -inf)."
+            f"Sequence {s}: its potentials overflow float64 (a path's total is not finite); "
+            "rescale them (|potentials| near 1e308 cannot be summed)."
         )
 
 
@@ -629,7 +640,9 @@ def sample_chain(unary, transition, offsets, random_state=None):
     unary, trans, per_position, offsets = check_chain_potentials(unary, transition, offsets)
     uniforms = check_random_state(random_state).random_sample(unary.shape[0])
     max_len = int(np.max(np.diff(offsets)))
-    return _sample_batch(unary, trans, per_position, offsets, uniforms, max_len)
+    labels, log_z = _sample_batch(unary, trans, per_position, offsets, uniforms, max_len)
+    _raise_if_infeasible(log_z)
+    return labels
 
 
 def per_position_offsets(offsets):

@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 
+from ..utils.validation import check_float_array, check_int_array, check_offsets, check_scalar_param
 from ._threads import threads_for
 
 __all__ = ["LinearFeatures", "observed_pairs", "all_pairs"]
@@ -140,6 +141,8 @@ def _dense_rows(pair_ptr, indices, n_labels):
 
 def all_pairs(n_features, n_labels):
     """Every (attribute, label) pair: the dense weight matrix in pair form."""
+    n_features = check_scalar_param(n_features, "n_features", kind="int", low=0)
+    n_labels = check_scalar_param(n_labels, "n_labels", kind="int", low=1)
     pair_ptr = np.arange(n_features + 1, dtype=np.int64) * n_labels
     pair_label = np.tile(np.arange(n_labels, dtype=np.int64), n_features)
     return pair_ptr, pair_label
@@ -153,11 +156,44 @@ def observed_pairs(X, y, n_labels):
     X : csr_matrix of shape (n_tokens, n_features)
     y : ndarray of shape (n_tokens,), label indices
     """
+    n_labels = check_scalar_param(n_labels, "n_labels", kind="int", low=1)
+    X = _check_features(X)
+    y = check_int_array(y, "y", ndim=1, low=0, high=n_labels)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"y has {y.shape[0]} labels, but X has {X.shape[0]} rows (tokens).")
     Y = sp.csr_matrix((np.ones(len(y)), (np.arange(len(y)), y)), shape=(len(y), n_labels))
     support = (abs(sp.csr_matrix(X)).T @ Y).tocsr()
     support.eliminate_zeros()
     support.sort_indices()
     return support.indptr.astype(np.int64), support.indices.astype(np.int64)
+
+
+def _check_features(X):
+    """A 2D real, finite feature matrix (dense float64 or CSR)."""
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2D (n_tokens, n_features), got shape {X.shape}.")
+        if X.dtype.kind == "c":
+            raise ValueError("X must be real, got complex values.")
+        X = sp.csr_matrix(X, dtype=np.float64)
+        check_float_array(X.data, "X (non-zero values)")
+        return X
+    return check_float_array(X, "X", ndim=2)
+
+
+def _check_pairs(pairs, n_features, n_labels):
+    """(pair_ptr, pair_label) with every index in range for these features and labels."""
+    try:
+        pair_ptr, pair_label = pairs
+    except (TypeError, ValueError):
+        raise ValueError("pairs must be a tuple (pair_ptr, pair_label).") from None
+    pair_ptr = check_offsets(pair_ptr, "pair_ptr")
+    if pair_ptr.shape[0] != n_features + 1:
+        raise ValueError(f"pair_ptr must have n_features + 1 = {n_features + 1} entries, got {pair_ptr.shape[0]}.")
+    pair_label = check_int_array(pair_label, "pair_label", ndim=1, low=0, high=n_labels)
+    if pair_label.shape[0] != pair_ptr[-1]:
+        raise ValueError(f"pair_label has {pair_label.shape[0]} entries, but pair_ptr ends at {pair_ptr[-1]}.")
+    return pair_ptr, pair_label
 
 
 class LinearFeatures:
@@ -172,6 +208,10 @@ class LinearFeatures:
     """
 
     def __init__(self, X, n_labels, pairs=None):
+        X = _check_features(X)
+        n_labels = check_scalar_param(n_labels, "n_labels", kind="int", low=1)
+        if pairs is not None and sp.issparse(X):
+            pairs = _check_pairs(pairs, X.shape[1], n_labels)
         self.sparse = sp.issparse(X)
         self.shape = X.shape
         self.n_labels = n_labels
@@ -207,15 +247,13 @@ class LinearFeatures:
         which is subtracted from the row (while it is still in cache): the shift a
         forward-backward pass needs before exponentiating.
         """
-        w = np.ascontiguousarray(w, dtype=np.float64)
+        w = check_float_array(w, "w", shape=(self.n_weights,))
         n_rows, L = self.shape[0], self.n_labels
         if out is None:
             out = np.empty((n_rows, L))
         elif out.shape != (n_rows, L) or out.dtype != np.float64 or not out.flags.c_contiguous:
             raise ValueError(f"out must be a C-contiguous float64 array of shape {(n_rows, L)}.")
-        bias = np.zeros(L) if bias is None else np.ascontiguousarray(bias, dtype=np.float64)
-        if bias.shape != (L,):
-            raise ValueError(f"bias must have shape ({L},), got {bias.shape}.")
+        bias = np.zeros(L) if bias is None else check_float_array(bias, "bias", shape=(L,))
         if row_max is not None and (row_max.shape != (n_rows,) or row_max.dtype != np.float64
                                     or not row_max.flags.c_contiguous):
             raise ValueError(f"row_max must be a C-contiguous float64 array of shape ({n_rows},).")
@@ -236,7 +274,7 @@ class LinearFeatures:
 
     def gradient(self, D):
         """Flat gradient ``d/dw sum_{r,l} D[r, l] * scores[r, l]`` for D of shape (n_tokens, n_labels)."""
-        D = np.ascontiguousarray(D, dtype=np.float64)
+        D = check_float_array(D, "D", shape=(self.shape[0], self.n_labels))
         if self.sparse:
             with threads_for(self._work):
                 # one chunk per thread: every chunk carries a full gradient accumulator
@@ -247,13 +285,14 @@ class LinearFeatures:
 
     def pair_weights(self, W):
         """The flat weight vector of a dense (n_features, n_labels) matrix: its supported entries."""
-        W = np.asarray(W, dtype=np.float64)
+        W = check_float_array(W, "W", shape=(self.shape[1], self.n_labels))
         if self.pairs is None:
             return W.ravel().copy()
         return W[self._pair_rows(), self.pairs[1]]
 
     def dense_coef(self, w):
         """The weights as a dense (n_features, n_labels) matrix (zeros off the support)."""
+        w = check_float_array(w, "w", shape=(self.n_weights,))
         if self.pairs is None:
             return np.asarray(w).reshape(self.shape[1], self.n_labels).copy()
         W = np.zeros((self.shape[1], self.n_labels))

@@ -52,8 +52,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit, prange
 
+from ..utils.validation import check_float_array, check_scalar_param
 from ._threads import threads_for
 
 __all__ = [
@@ -73,6 +75,9 @@ __all__ = [
 # Below this a message entry computed in probability space (each term <= 1 after shifting)
 # may have lost terms to underflow: that message is recomputed in log space.
 _UNDERFLOW_GUARD = 1e-200
+# Finite potentials above this magnitude are rejected: sums over neighbours and the division
+# by TRW edge probabilities (>= 1e-12) would overflow float64 (the error names the overflow).
+_MAX_POTENTIAL = 1e100
 # Flooding splits the nodes into this many chunks per thread (load balance across threads).
 _CHUNKS_PER_THREAD = 4
 
@@ -531,17 +536,30 @@ def check_pairwise_graph(unary, edges, pairwise, name="graph"):
         )
     if not np.all(np.isfinite(pairwise)):
         raise ValueError(f"{name}: pairwise potentials contain NaN or infinity.")
+    for what, arr in (("unary", unary), ("pairwise", pairwise)):
+        if arr.size and np.abs(arr).max() > _MAX_POTENTIAL:
+            at = tuple(int(a) for a in np.argwhere(np.abs(arr) > _MAX_POTENTIAL)[0])
+            raise ValueError(
+                f"{name}: {what} potential {arr[at]:.3g} at index {at} is too large: BP sums and rescales "
+                f"potentials, which overflows float64 beyond |{_MAX_POTENTIAL:.0e}|; rescale them."
+            )
     return np.ascontiguousarray(unary), edges, np.ascontiguousarray(pairwise)
 
 
 def check_edge_list(edges, n_nodes, name="graph"):
     """Validate an ``(n_edges, 2)`` integer edge list for a graph of ``n_nodes`` nodes."""
-    edges = np.asarray(edges)
+    n_nodes = check_scalar_param(n_nodes, "n_nodes", kind="int", low=1)
+    if isinstance(edges, (str, bytes)) or sp.issparse(edges):
+        raise TypeError(f"{name}: edges must be an (n_edges, 2) array of node indices, got {type(edges).__name__}.")
+    try:
+        edges = np.asarray(edges)
+    except ValueError as exc:  # ragged
+        raise ValueError(f"{name}: edges must be an (n_edges, 2) array of node indices ({exc}).") from None
     if edges.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
     if edges.ndim != 2 or edges.shape[1] != 2:
         raise ValueError(f"{name}: edges must have shape (n_edges, 2), got {edges.shape}.")
-    if edges.dtype.kind not in "iu":
+    if edges.dtype.kind not in "iu" or edges.dtype.kind == "b":
         if edges.dtype.kind == "f" and np.all(np.isfinite(edges)) and np.all(edges == np.round(edges)):
             edges = edges.astype(np.int64)
         else:
@@ -579,8 +597,28 @@ def build_adjacency(edges, n_nodes):
     >>> adj.indptr.tolist(), adj.neighbors.tolist()
     ([0, 1, 3, 4], [1, 0, 2, 1])
     """
-    edges = np.ascontiguousarray(edges, dtype=np.int64).reshape(-1, 2)
+    edges = check_edge_list(edges, n_nodes, name="build_adjacency")
     return Adjacency(*_csr_from_edges(edges, int(n_nodes)))
+
+
+def _check_adjacency(adjacency, n_nodes, n_edges):
+    """A user-given Adjacency must fit the graph: every index the kernels follow is in range."""
+    if not isinstance(adjacency, Adjacency):
+        raise TypeError(f"adjacency must be an Adjacency from build_adjacency, got {type(adjacency).__name__}.")
+    n_msg = 2 * n_edges
+    arrays = {name: np.asarray(getattr(adjacency, name)) for name in ("indptr", "neighbors", "edge_ids",
+                                                                       "reverse", "forward")}
+    expected = {"indptr": (n_nodes + 1, 0, n_msg + 1), "neighbors": (n_msg, 0, n_nodes),
+                "edge_ids": (n_msg, 0, max(n_edges, 1)), "reverse": (n_msg, 0, max(n_msg, 1)),
+                "forward": (n_msg, 0, 2)}
+    for name, (size, low, high) in expected.items():
+        arr = arrays[name]
+        if arr.dtype != np.int64 or arr.shape != (size,) or (size and (arr.min() < low or arr.max() >= high)):
+            raise ValueError(f"adjacency.{name} does not fit this graph ({n_nodes} nodes, {n_edges} edges); "
+                             "build it with build_adjacency(edges, n_nodes).")
+    indptr = arrays["indptr"]
+    if indptr[0] != 0 or indptr[-1] != n_msg or np.any(np.diff(indptr) < 0):
+        raise ValueError("adjacency.indptr must rise from 0 to 2 * n_edges; build it with build_adjacency.")
 
 
 def _scaled_tables(pairwise, rho, n_edges):
@@ -649,8 +687,9 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
         raise ValueError(f"mode must be 'sum' or 'max', got {mode!r}.")
     if schedule not in ("sequential", "parallel"):
         raise ValueError(f"schedule must be 'sequential' or 'parallel', got {schedule!r}.")
-    if not 0.0 <= damping < 1.0:
-        raise ValueError(f"damping must be in [0, 1), got {damping!r}.")
+    damping = check_scalar_param(damping, "damping", low=0.0, high=1.0, closed="left")
+    max_iter = check_scalar_param(max_iter, "max_iter", kind="int", low=0)
+    tol = check_scalar_param(tol, "tol", low=0.0)
     if free_energy and mode != "sum":
         raise ValueError("free_energy is defined for sum-product only (mode='sum').")
     if check_input:
@@ -662,13 +701,13 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
     rho = _check_rho(rho, n_edges)
     if adjacency is None:
         adjacency = build_adjacency(edges, n_nodes)
+    elif check_input:
+        _check_adjacency(adjacency, n_nodes, n_edges)
     log_tables, exp_tables = _scaled_tables(pairwise, rho, n_edges)
     if init_messages is None:
         msgs = np.zeros((2 * n_edges, S))
-    else:
-        msgs = np.array(init_messages, dtype=np.float64, order="C")
-        if msgs.shape != (2 * n_edges, S):
-            raise ValueError(f"init_messages must have shape {(2 * n_edges, S)}, got {msgs.shape}.")
+    else:  # a copy: BP updates it in place
+        msgs = check_float_array(init_messages, "init_messages", shape=(2 * n_edges, S)).copy()
     # one flooding sweep costs ~S^2 per directed message; small graphs stay on one thread
     with threads_for(2 * n_edges * S * S if schedule == "parallel" else 0) as n_threads:
         n_iter, delta, n_updates, log_belief = _run_bp(
@@ -693,8 +732,28 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
 
 
 def log_softmax(unary):
-    """Row-wise log-softmax: the exact log marginals of a unary-only (fully factorised) model."""
-    return _log_softmax_rows(np.ascontiguousarray(unary, dtype=np.float64))
+    """Row-wise log-softmax: the exact log marginals of a unary-only (fully factorised) model.
+
+    ``unary`` may have any number of dimensions >= 1; the softmax runs over the last axis (a
+    1D input is one row). ``-inf`` entries (forbidden states) are allowed, but not a row that
+    is ``-inf`` everywhere (no state left), NaN or ``+inf``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> np.exp(log_softmax(np.array([0.0, np.log(3.0)]))).round(2).tolist()
+    [0.25, 0.75]
+    """
+    unary = check_float_array(unary, "unary", ndim=range(1, 33), allow_neg_inf=True)
+    if unary.shape[-1] == 0:
+        raise ValueError(f"unary has 0 states (shape {unary.shape}).")
+    rows = unary.reshape(-1, unary.shape[-1])
+    dead = np.all(rows == -np.inf, axis=1)
+    if dead.any():
+        at = np.unravel_index(int(np.flatnonzero(dead)[0]), unary.shape[:-1])
+        at = at[0] if len(at) == 1 else tuple(int(a) for a in at)
+        raise ValueError(f"unary row {at} is -inf for every state: no state is allowed.")
+    return _log_softmax_rows(rows).reshape(unary.shape)
 
 
 def absorbed_unary(unary, edges, pairwise, *, log_seed_marginals=None, check_input=True):
@@ -804,14 +863,26 @@ def _forward_slots(adjacency, n_edges):
 def _check_rho(rho, n_edges):
     if rho is None:
         return np.ones(n_edges)
-    rho = np.asarray(rho, dtype=np.float64)
+    rho = check_float_array(rho, "rho", ndim=(0, 1))
     if rho.ndim == 0:
         rho = np.full(n_edges, float(rho))
     if rho.shape != (n_edges,):
         raise ValueError(f"rho must be a scalar or have shape ({n_edges},), got {rho.shape}.")
-    if not np.all((rho > 0) & (rho <= 1)):
-        raise ValueError("rho (edge appearance probabilities) must lie in (0, 1].")
+    bad = ~((rho > 0) & (rho <= 1))
+    if bad.any():
+        e = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"rho (edge appearance probabilities) must lie in (0, 1]; rho[{e}] = {rho[e]!r}.")
     return np.ascontiguousarray(rho)
+
+
+def _check_marginals(marginals, name, shape):
+    if marginals is None:
+        raise ValueError(f"{name} are required (shape {shape}).")
+    marginals = check_float_array(marginals, name, shape=shape)
+    if (marginals < 0).any():
+        at = tuple(int(a) for a in np.argwhere(marginals < 0)[0])
+        raise ValueError(f"{name} must be >= 0; entry {at} is {marginals[at]!r}.")
+    return marginals
 
 
 def _xlogx(p):
@@ -838,12 +909,11 @@ def bethe_free_energy(unary, edges, pairwise, node_marginals, edge_marginals, *,
     -------
     free_energy : float, or (node_terms, edge_terms) if ``terms``.
     """
-    unary = np.asarray(unary, dtype=np.float64)
-    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    n_nodes = unary.shape[0]
-    pairwise = np.asarray(pairwise, dtype=np.float64)
-    if pairwise.ndim == 2:
-        pairwise = pairwise[None]
+    unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
+    n_nodes, S = unary.shape
+    node_marginals = _check_marginals(node_marginals, "node_marginals", (n_nodes, S))
+    if edges.shape[0] or edge_marginals is not None:
+        edge_marginals = _check_marginals(edge_marginals, "edge_marginals", (edges.shape[0], S, S))
     rho = _check_rho(rho, edges.shape[0])
     rho_degree = np.bincount(edges.ravel(), weights=np.repeat(rho, 2), minlength=n_nodes)
     node_entropy = -_xlogx(node_marginals).sum(axis=1)

@@ -115,6 +115,11 @@ def _as_sample_list(X):
     return samples
 
 
+def _reject_complex(values, what):
+    if np.iscomplexobj(values):
+        raise ValueError(f"{what} are complex; only real features are supported.")
+
+
 def _check_one_graph(sample, i):
     if not isinstance(sample, (tuple, list)) or len(sample) not in (2, 3):
         raise ValueError(
@@ -122,6 +127,7 @@ def _check_one_graph(sample, i):
             f"edge_features), got {type(sample).__name__}"
             + (f" of length {len(sample)}." if hasattr(sample, "__len__") else ".")
         )
+    _reject_complex(sample[0], f"Sample {i}: node features")
     try:
         feats = np.asarray(sample[0], dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -135,6 +141,7 @@ def _check_one_graph(sample, i):
     edges = check_edge_list(sample[1], feats.shape[0], name=f"Sample {i}")
     edge_feats = None
     if len(sample) == 3 and sample[2] is not None:
+        _reject_complex(sample[2], f"Sample {i}: edge features")
         try:
             edge_feats = np.asarray(sample[2], dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -205,7 +212,12 @@ def check_graph_labels(y, n_nodes):
     """Validate one 1D label array per graph, with as many labels as the graph has nodes."""
     if isinstance(y, np.ndarray) and y.dtype != object and y.ndim == 2 and y.shape[0] == len(n_nodes):
         y = list(y)
-    labels = list(y)
+    if y is None or isinstance(y, (str, bytes)):
+        raise ValueError(f"y must be a list of label arrays (one per graph), got {type(y).__name__}.")
+    try:
+        labels = list(y)
+    except TypeError:
+        raise ValueError(f"y must be a list of label arrays (one per graph), got {type(y).__name__}.") from None
     if len(labels) != len(n_nodes):
         raise ValueError(f"X and y have inconsistent numbers of samples: {len(n_nodes)} in X, {len(labels)} in y.")
     out = []

@@ -18,6 +18,8 @@ import numpy as np
 from numba import njit
 from scipy.optimize import OptimizeResult
 
+from .validation import check_float_array, check_scalar_param
+
 __all__ = ["lbfgs"]
 
 
@@ -84,9 +86,13 @@ def _dot(a, b):
 
 @njit(cache=True, nogil=True)
 def _max_abs(v):
+    """max |v|, or NaN if v holds a NaN (so that ``_max_abs(g) <= gtol`` fails on it)."""
     m = 0.0
     for x in v:
-        m = max(m, abs(x))
+        if not abs(x) <= m:  # also true for NaN, which then propagates
+            m = abs(x)
+            if x != x:
+                return x
     return m
 
 
@@ -97,6 +103,23 @@ def _step(x, step, d):
     for k in range(x.shape[0]):
         out[k] = x[k] + step * d[k]
     return out
+
+
+def _evaluate(fun, x):
+    """``fun(x)`` as (float value, float64 gradient of x's shape), or a TypeError/ValueError naming fun."""
+    out = fun(x)
+    try:
+        f, g = out
+    except (TypeError, ValueError):
+        raise TypeError("fun must return a pair (value, gradient).") from None
+    try:
+        f = float(f)
+    except (TypeError, ValueError):
+        raise TypeError(f"fun must return a real objective value, got {type(f).__name__}.") from None
+    g = np.asarray(g)
+    if g.dtype.kind not in "biuf" or g.shape != x.shape:
+        raise ValueError(f"fun's gradient must be a real array of shape {x.shape}, got {g.dtype} {g.shape}.")
+    return f, np.ascontiguousarray(g, dtype=np.float64)
 
 
 def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=None, max_backtracks=30):
@@ -130,9 +153,19 @@ def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=No
     >>> np.allclose(res.x, 3), res.success
     (True, True)
     """
-    x = np.array(x0, dtype=np.float64)
-    f, g = fun(x)
+    if not callable(fun):
+        raise TypeError(f"fun must be callable, got {type(fun).__name__}.")
+    x = check_float_array(x0, "x0", ndim=1).copy()
+    max_iter = check_scalar_param(max_iter, "max_iter", kind="int", low=0)
+    memory = check_scalar_param(memory, "memory", kind="int", low=1)
+    max_backtracks = check_scalar_param(max_backtracks, "max_backtracks", kind="int", low=1)
+    tol = check_scalar_param(tol, "tol", low=0.0)
+    gtol = check_scalar_param(gtol, "gtol", low=0.0)
+    f, g = _evaluate(fun, x)
     nfev = 1
+    if not (np.isfinite(f) and np.isfinite(_max_abs(g))):
+        return OptimizeResult(x=x, fun=f, jac=g, nit=0, nfev=nfev, success=False,
+                              message="objective or gradient is not finite at x0")
     # curvature pairs in a ring buffer: no per-iteration allocation of memory x n arrays
     S, Y = np.empty((memory, x.size)), np.empty((memory, x.size))
     rho = np.empty(memory)
@@ -155,8 +188,10 @@ def lbfgs(fun, x0, *, max_iter=100, tol=1e-5, gtol=1e-10, memory=10, callback=No
         step = 1.0 if stored else min(1.0, 1.0 / np.sqrt(-slope))
         for _ in range(max_backtracks):
             x_new = _step(x, step, d)
-            f_new, g_new = fun(x_new)
+            f_new, g_new = _evaluate(fun, x_new)
             nfev += 1
+            if not np.isfinite(_max_abs(g_new)):  # a NaN gradient: treat the point as infeasible
+                f_new = np.inf
             if np.isfinite(f_new) and f_new <= f + 1e-4 * step * slope:
                 break
             # minimiser of the quadratic through f, slope and f_new, kept within [0.1, 0.5] * step

@@ -12,6 +12,8 @@ with ``edge_offsets = offsets - arange(n_sequences + 1)``: sequence ``i`` owns r
 import numpy as np
 import scipy.sparse as sp
 
+from .validation import check_float_array, check_int_array, check_offsets
+
 __all__ = [
     "pack_sequences",
     "unpack_sequences",
@@ -30,7 +32,7 @@ def lengths_to_offsets(lengths):
     >>> lengths_to_offsets([3, 1, 2])
     array([0, 3, 4, 6])
     """
-    lengths = np.asarray(lengths, dtype=np.int64)
+    lengths = check_int_array(lengths, "lengths", ndim=1, low=0)
     offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return offsets
@@ -38,7 +40,7 @@ def lengths_to_offsets(lengths):
 
 def edge_offsets(offsets):
     """Offsets of per-position edge rows: sequence i owns ``n_tokens_i - 1`` of them."""
-    offsets = np.asarray(offsets, dtype=np.int64)
+    offsets = check_offsets(offsets, allow_empty_segments=False)
     return offsets - np.arange(offsets.shape[0], dtype=np.int64)
 
 
@@ -52,6 +54,7 @@ def pack_sequences(X):
     >>> packed.shape, offsets
     ((3, 3), array([0, 2, 3]))
     """
+    X = _check_matrix_list(X)
     offsets = lengths_to_offsets([x.shape[0] for x in X])
     if any(sp.issparse(x) for x in X):
         packed = sp.vstack([sp.csr_matrix(x) for x in X], format="csr")
@@ -60,8 +63,45 @@ def pack_sequences(X):
     return packed, offsets
 
 
+def _check_matrix_list(X):
+    """A non-empty list of 2D arrays or sparse matrices with one number of columns (named by index)."""
+    if isinstance(X, (str, bytes)) or sp.issparse(X) or (isinstance(X, np.ndarray) and X.dtype != object):
+        raise ValueError("X must be a list of 2D arrays (one per sequence), not a single array.")
+    try:
+        X = list(X)
+    except TypeError:
+        raise ValueError(f"X must be a list of 2D arrays, got {type(X).__name__}.") from None
+    if not X:
+        raise ValueError("X is empty: found 0 sequences, at least 1 is required.")
+    out = []
+    for i, x in enumerate(X):
+        if not sp.issparse(x):
+            x = check_float_array(x, f"X[{i}]", ndim=2, check_values=False)  # NaN may mean "missing"
+        elif x.ndim != 2:
+            raise ValueError(f"X[{i}] must be 2D, got shape {x.shape}.")
+        if x.shape[1] != (out[0].shape[1] if out else x.shape[1]):
+            raise ValueError(f"X[{i}] has {x.shape[1]} columns, but X[0] has {out[0].shape[1]}.")
+        out.append(x)
+    return out
+
+
+def _check_packed(arr, offsets, name="arr"):
+    """Validated packed array (any ndim >= 1, numeric) and offsets ending at its number of rows."""
+    arr = np.asarray(arr)
+    if arr.ndim == 0:
+        raise ValueError(f"{name} must have at least one dimension (one row per token or edge).")
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}.")
+    return arr, check_offsets(offsets, n_rows=arr.shape[0])
+
+
 def unpack_sequences(packed, offsets):
     """Split a packed array back into a list of per-sequence arrays (views where possible)."""
+    if not sp.issparse(packed):
+        packed = np.asarray(packed)
+        if packed.ndim == 0:
+            raise ValueError("packed must have at least one dimension (one row per token).")
+    offsets = check_offsets(offsets, n_rows=packed.shape[0])
     return [packed[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
 
 
@@ -76,8 +116,7 @@ def segment_sum(arr, offsets):
            [0., 0.],
            [4., 5.]])
     """
-    arr = np.asarray(arr)
-    offsets = np.asarray(offsets, dtype=np.int64)
+    arr, offsets = _check_packed(arr, offsets)
     nonempty = offsets[1:] > offsets[:-1]
     out = np.zeros((offsets.shape[0] - 1,) + arr.shape[1:], dtype=np.result_type(arr.dtype, np.float64))
     if nonempty.any():
@@ -87,6 +126,12 @@ def segment_sum(arr, offsets):
 
 def segment_repeat(per_seq, offsets):
     """Broadcast one row per sequence to every row (token or edge) of that sequence."""
+    per_seq = np.asarray(per_seq)
+    offsets = check_offsets(offsets)
+    if per_seq.ndim == 0 or per_seq.shape[0] != offsets.shape[0] - 1:
+        raise ValueError(
+            f"per_seq must have one row per sequence ({offsets.shape[0] - 1}), got shape {per_seq.shape}."
+        )
     return np.repeat(per_seq, np.diff(offsets), axis=0)
 
 
@@ -97,6 +142,10 @@ def subset_sequences(offsets, idx):
     >>> tok, etok, sub
     (array([0, 1, 3, 4, 5]), array([0, 1, 2]), array([0, 2, 5]))
     """
+    offsets = check_offsets(offsets, allow_empty_segments=False)
+    idx = check_int_array(idx, "idx", ndim=1, low=0, high=offsets.shape[0] - 1)
+    if idx.shape[0] == 0:
+        raise ValueError("idx is empty: select at least one sequence.")
     starts = offsets[idx]
     lengths = offsets[idx + 1] - starts
     sub = lengths_to_offsets(lengths)
@@ -113,6 +162,10 @@ def transition_pairs(y, offsets):
     >>> transition_pairs(np.array([0, 1, 2, 3, 4]), np.array([0, 2, 5]))
     (array([0, 2, 3]), array([1, 3, 4]))
     """
+    offsets = check_offsets(offsets, allow_empty_segments=False)
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != offsets[-1]:
+        raise ValueError(f"y must be 1D with one label per token ({offsets[-1]}), got shape {y.shape}.")
     has_predecessor = np.ones(offsets[-1], dtype=bool)
     has_predecessor[offsets[:-1]] = False  # a token has one iff it starts no sequence
     idx = np.flatnonzero(has_predecessor)

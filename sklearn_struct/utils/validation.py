@@ -9,19 +9,36 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_sequences", "check_sequence_labels", "check_random_state_seed"]
+__all__ = [
+    "check_sequences",
+    "check_sequence_labels",
+    "check_random_state_seed",
+    "check_float_array",
+    "check_int_array",
+    "check_offsets",
+    "check_scalar_param",
+    "check_sample_weight_vector",
+    "check_y_given",
+]
 
 
 def _as_list(X, what):
     if isinstance(X, (str, bytes)):
         raise ValueError(f"{what} must be a list of sequences, got a string.")
+    if sp.issparse(X):
+        raise ValueError(
+            f"{what} must be a list of sequences (one 2D array or sparse matrix per sequence); "
+            f"got a single sparse matrix of shape {X.shape}."
+        )
     if isinstance(X, np.ndarray) and X.dtype != object:
         if X.ndim == 3:  # equal-length sequences given as one 3D array
             return list(X)
         raise ValueError(
-            f"{what} must be a list of per-sequence arrays (one 2D array per sequence); "
+            f"{what} must be a list of sequences (one 2D array per sequence); "
             f"got a single {X.ndim}D array of shape {X.shape}."
         )
+    if X is None:
+        raise ValueError(f"{what} must be a list of sequences, got None.")
     try:
         seqs = list(X)
     except TypeError:
@@ -36,12 +53,19 @@ def _check_one_sequence(x, i, accept_sparse, dtype):
     if sp.issparse(x):
         if not accept_sparse:
             raise ValueError(f"Sequence {i}: sparse input is not supported here; pass dense arrays.")
+        if x.dtype.kind == "c":
+            raise ValueError(f"Sequence {i}: features are complex; only real features are supported.")
         x = sp.csr_matrix(x, dtype=dtype)
         data = x.data
     else:
         try:
-            x = np.asarray(x, dtype=dtype)
+            raw = np.asarray(x)
+            if raw.dtype.kind == "c":
+                raise ValueError(f"Sequence {i}: features are complex; only real features are supported.")
+            x = np.asarray(raw, dtype=dtype)
         except (TypeError, ValueError) as exc:
+            if "complex" in str(exc):
+                raise
             raise ValueError(f"Sequence {i}: features are not numeric ({exc}).") from None
         if x.ndim != 2:
             raise ValueError(
@@ -55,6 +79,13 @@ def _check_one_sequence(x, i, accept_sparse, dtype):
         bad = "NaN" if np.any(np.isnan(data)) else "infinity"
         raise ValueError(f"Sequence {i}: features contain {bad}.")
     return x
+
+
+def check_y_given(y, estimator):
+    """Raise scikit-learn's ValueError for a supervised ``fit`` called with ``y=None``."""
+    if y is None:
+        name = estimator if isinstance(estimator, str) else type(estimator).__name__
+        raise ValueError(f"{name} requires y to be passed, but the target y is None.")
 
 
 def check_sequences(X, y=None, *, accept_sparse=True, n_features=None, dtype=np.float64):
@@ -147,6 +178,216 @@ def check_positive_int(value, name):
     if not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}.")
     return int(value)
+
+
+# --------------------------------------------------------------------------------------
+# Arrays, indices and offsets for the lower-level public functions (oracles, packing).
+# Each raises a ValueError (TypeError for a wrong type) naming the argument and the first
+# offending index, so that no public function hands numba an unchecked index.
+# --------------------------------------------------------------------------------------
+
+
+def _first_index(mask):
+    """The first True position of a boolean array as a tuple (a plain int for 1D)."""
+    where = np.unravel_index(int(np.flatnonzero(mask.ravel())[0]), mask.shape)
+    return int(where[0]) if len(where) == 1 else tuple(int(w) for w in where)
+
+
+def check_float_array(arr, name, *, ndim=None, shape=None, allow_neg_inf=False, allow_empty=True,
+                      check_values=True):
+    """Convert ``arr`` to a C-contiguous float64 array and check its ndim, shape and values.
+
+    Parameters
+    ----------
+    arr : array-like
+    name : str
+        The argument's name, used in every message.
+    ndim : int or tuple of int, default=None
+        Allowed numbers of dimensions.
+    shape : tuple, default=None
+        Required shape; ``None`` entries match any size.
+    allow_neg_inf : bool, default=False
+        Whether ``-inf`` is legal (log-potentials: a forbidden state). NaN and ``+inf`` never are.
+    allow_empty : bool, default=True
+    check_values : bool, default=True
+        False: convert and check the shape only (the caller names bad values itself).
+
+    Returns
+    -------
+    arr : ndarray of float64
+
+    Examples
+    --------
+    >>> check_float_array([[0.0, -np.inf]], "unary", ndim=2, allow_neg_inf=True)
+    array([[  0., -inf]])
+    """
+    if sp.issparse(arr):
+        raise TypeError(f"{name} must be a dense array, got a sparse matrix.")
+    try:
+        raw = np.asarray(arr)
+    except (TypeError, ValueError) as exc:  # ragged nested lists
+        raise ValueError(f"{name} must be a numeric array ({exc}).") from None
+    if raw.dtype.kind == "c":
+        raise ValueError(f"{name} must be real, got complex values.")
+    if raw.dtype.kind not in "biuf":
+        try:
+            raw = raw.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a numeric array, got dtype {raw.dtype}.") from None
+    out = np.asarray(raw, dtype=np.float64, order="C")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, numbers.Integral) else tuple(ndim)
+        if out.ndim not in allowed:
+            want = " or ".join(f"{d}D" for d in allowed)
+            raise ValueError(f"{name} must be {want}, got {out.ndim}D with shape {out.shape}.")
+    if shape is not None:
+        if out.ndim != len(shape) or any(w is not None and w != s for w, s in zip(shape, out.shape)):
+            want = "(" + ", ".join("any" if w is None else str(w) for w in shape) + ("," if len(shape) == 1 else "") + ")"
+            raise ValueError(f"{name} must have shape {want}, got {out.shape}.")
+    if not allow_empty and out.size == 0:
+        raise ValueError(f"{name} is empty (shape {out.shape}).")
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite_sum = np.isfinite(out.sum())
+    if check_values and not finite_sum:  # fast path: a finite sum has no NaN and no inf
+        bad = np.isnan(out) | (out == np.inf)
+        if not allow_neg_inf:
+            bad |= out == -np.inf
+        if bad.any():
+            at = _first_index(bad)
+            what = "NaN" if np.isnan(out[at]) else "infinity"
+            if allow_neg_inf:
+                what += " (only -inf is allowed)"
+            raise ValueError(f"{name} contains {what} at index {at}.")
+        if not allow_neg_inf and np.isinf(out).any():  # overflow of the sum alone is fine
+            at = _first_index(np.isinf(out))
+            raise ValueError(f"{name} contains infinity at index {at}.")
+    return out
+
+
+def check_int_array(arr, name, *, ndim=1, low=None, high=None):
+    """Convert ``arr`` to int64, checking ndim and that every entry lies in ``[low, high)``.
+
+    Integer-valued floats are accepted; fractional, non-finite, boolean or non-numeric
+    entries are not. The message names the first entry out of range and its index.
+
+    Examples
+    --------
+    >>> check_int_array([0, 2], "idx", low=0, high=3)
+    array([0, 2])
+    """
+    if sp.issparse(arr):
+        raise TypeError(f"{name} must be a dense array of integers, got a sparse matrix.")
+    try:
+        raw = np.asarray(arr)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be an array of integers ({exc}).") from None
+    if raw.dtype.kind == "b":
+        raise TypeError(f"{name} must hold integer indices, got booleans.")
+    if raw.dtype.kind not in "iu":
+        if raw.dtype.kind == "f" and raw.size and np.all(np.isfinite(raw)) and np.all(raw == np.round(raw)):
+            raw = raw.astype(np.int64)
+        elif raw.dtype.kind == "f" and raw.size == 0:
+            raw = raw.astype(np.int64)
+        else:
+            raise ValueError(f"{name} must hold integers, got dtype {raw.dtype}.")
+    if raw.dtype.kind == "u" and raw.size and raw.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} holds values too large for int64.")
+    out = np.asarray(raw, dtype=np.int64, order="C")
+    if ndim is not None and out.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}D, got {out.ndim}D with shape {out.shape}.")
+    if out.size:
+        bad = np.zeros(out.shape, dtype=bool)
+        if low is not None:
+            bad |= out < low
+        if high is not None:
+            bad |= out >= high
+        if bad.any():
+            at = _first_index(bad)
+            lo_txt = "-inf" if low is None else str(low)
+            hi_txt = "inf" if high is None else str(high - 1)
+            raise ValueError(f"{name}[{at}] = {out[at]} is out of range [{lo_txt}, {hi_txt}].")
+    return out
+
+
+def check_offsets(offsets, name="offsets", *, n_rows=None, allow_empty_segments=True):
+    """Validate sequence offsets: 1D integers, start at 0, non-decreasing, end at ``n_rows``.
+
+    Returns int64 offsets. Messages name the offending sequence.
+
+    Examples
+    --------
+    >>> check_offsets([0, 2, 5], n_rows=5)
+    array([0, 2, 5])
+    """
+    offsets = check_int_array(offsets, name, ndim=1)
+    if offsets.shape[0] < 2:
+        raise ValueError(f"{name} must be 1D with at least 2 entries (n_sequences + 1), got {offsets.shape[0]}.")
+    if offsets[0] != 0:
+        raise ValueError(f"{name} must start at 0, got {offsets[0]}.")
+    lengths = np.diff(offsets)
+    bad = lengths < 0 if allow_empty_segments else lengths <= 0
+    if bad.any():
+        s = int(np.flatnonzero(bad)[0])
+        what = "decrease" if lengths[s] < 0 else "give it no rows"
+        raise ValueError(f"{name}: sequence {s} has length {lengths[s]} ({name} {what} there).")
+    if n_rows is not None and offsets[-1] != n_rows:
+        raise ValueError(f"{name} must end at the number of rows, {n_rows}; got {offsets[-1]}.")
+    return offsets
+
+
+def check_scalar_param(value, name, *, kind="real", low=None, high=None, closed="both", allow_inf=False):
+    """Validate a scalar parameter: an int (``kind="int"``) or finite real in a range.
+
+    ``closed`` is one of ``"both"``, ``"left"``, ``"right"``, ``"neither"`` (which bounds are included).
+    ``allow_inf``: infinite reals are legal (still subject to the range); NaN never is.
+
+    Examples
+    --------
+    >>> check_scalar_param(0.5, "gamma", low=0.0)
+    0.5
+    """
+    if kind == "int":
+        ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        if not ok:
+            raise TypeError(f"{name} must be an integer, got {value!r}.")
+        value = int(value)
+    else:
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if not ok:
+            raise TypeError(f"{name} must be a real number, got {value!r}.")
+        value = float(value)
+        if np.isnan(value) or (np.isinf(value) and not allow_inf):
+            raise ValueError(f"{name} must be finite, got {value!r}.")
+    lo_ok = low is None or (value >= low if closed in ("both", "left") else value > low)
+    hi_ok = high is None or (value <= high if closed in ("both", "right") else value < high)
+    if not (lo_ok and hi_ok):
+        left = "[" if closed in ("both", "left") else "("
+        right = "]" if closed in ("both", "right") else ")"
+        rng = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
+        raise ValueError(f"{name} must be in {rng}, got {value!r}.")
+    return value
+
+
+def check_sample_weight_vector(sample_weight, n_samples, name="sample_weight"):
+    """``None`` -> ones; else a finite, non-negative 1D float array of length ``n_samples`` with a positive sum.
+
+    Examples
+    --------
+    >>> check_sample_weight_vector(None, 2)
+    array([1., 1.])
+    """
+    if sample_weight is None:
+        return np.ones(n_samples)
+    if isinstance(sample_weight, numbers.Real) and not isinstance(sample_weight, bool):
+        sample_weight = np.full(n_samples, float(sample_weight))
+    w = check_float_array(sample_weight, name, ndim=1)
+    if w.shape[0] != n_samples:
+        raise ValueError(f"{name} has {w.shape[0]} entries, but there are {n_samples} samples.")
+    if (w < 0).any():
+        raise ValueError(f"{name}[{_first_index(w < 0)}] is negative; weights must be >= 0.")
+    if n_samples and not w.sum() > 0:
+        raise ValueError(f"{name} sums to 0: at least one sample needs a positive weight.")
+    return w
 
 
 def encode_sequence_labels(encoder, y):
