@@ -100,6 +100,8 @@ class MLEStructMatcher(BaseEstimator):
         the maximised regularised approximate log-likelihood.
     time_curve_ : ndarray of shape (n_iter_ + 1,)
         Seconds since the start of the solver.
+    coef_path_ : ndarray of shape (n_iter_ + 1, n_features)
+        ``coef`` before each pass (the last row is ``coef_``).
     converged_ : bool
 
     See Also
@@ -183,6 +185,7 @@ class MLEStructMatcher(BaseEstimator):
         self.gap_curve_ = np.asarray(run["gaps"])
         self.objective_curve_ = np.asarray(run["objectives"])
         self.time_curve_ = np.asarray(run["times"])
+        self.coef_path_ = np.asarray(run["thetas"])
         self.converged_ = run["converged"]
         if not self.converged_:
             import warnings
@@ -298,13 +301,14 @@ def _log(est, it, gap, obj, n_nodes):
 def _solve_fw(p, est, rng):
     """Batch Frank-Wolfe: all examples' assignments per step, exact line search or 2/(t+2)."""
     start = time.perf_counter()
-    gaps, objectives, times = [], [], []
+    gaps, objectives, times, thetas = [], [], [], []
     threshold = est.tol * p.n_nodes
     converged = False
     for t in range(1, est.max_iter + 2):
         d, block_gaps = p.batch_lmo(est.n_jobs)
         gap = float(block_gaps.sum())
         gaps.append(gap), objectives.append(p.objective()), times.append(time.perf_counter() - start)
+        thetas.append(p.theta())
         _log(est, t - 1, gap, objectives[-1], p.n_nodes)
         if gap <= threshold:
             converged = True
@@ -319,7 +323,8 @@ def _solve_fw(p, est, rng):
             eta = 2.0 / (t + 2.0)
         p.tau += eta * d
         p.a += eta * b
-    return {"n_iter": len(gaps) - 1, "gaps": gaps, "objectives": objectives, "times": times, "converged": converged}
+    return {"n_iter": len(gaps) - 1, "gaps": gaps, "objectives": objectives, "times": times, "thetas": thetas,
+            "converged": converged}
 
 
 def _bcfw_step(p, m, k, est, grad_buf):
@@ -351,7 +356,7 @@ def _solve_bcfw(p, est, rng):
     threshold = est.tol * p.n_nodes
     _, block_gaps = p.batch_lmo(est.n_jobs)  # exact gaps of the uniform start
     gaps = [float(block_gaps.sum())]
-    objectives, times = [p.objective()], [time.perf_counter() - start]
+    objectives, times, thetas = [p.objective()], [time.perf_counter() - start], [p.theta()]
     grad_buf = np.empty(int(np.max(p.shapes[:, 0] * p.shapes[:, 1])))
     converged, k = gaps[0] <= threshold, 0
     n_pass = 0
@@ -366,5 +371,7 @@ def _solve_bcfw(p, est, rng):
             gap = float(block_gaps.sum())
             converged = gap <= threshold
         gaps.append(gap), objectives.append(p.objective()), times.append(time.perf_counter() - start)
+        thetas.append(p.theta())
         _log(est, n_pass, gap, objectives[-1], p.n_nodes)
-    return {"n_iter": n_pass, "gaps": gaps, "objectives": objectives, "times": times, "converged": converged}
+    return {"n_iter": n_pass, "gaps": gaps, "objectives": objectives, "times": times, "thetas": thetas,
+            "converged": converged}

@@ -390,7 +390,7 @@ def uniform_start(n_left, n_right):
     return np.full((n_left, n_right), 1.0 / n_right)
 
 
-def fw_bethe_marginals(scores, rho=1.0, *, max_iter=1000, tol=1e-8, step="line", tau0=None):
+def fw_bethe_marginals(scores, rho=1.0, *, max_iter=1000, tol=1e-8, step="line", tau0=None, callback=None):
     """rho-Bethe marginals by Frank-Wolfe on ``F_rho`` with the assignment LMO.
 
     Parameters
@@ -404,6 +404,8 @@ def fw_bethe_marginals(scores, rho=1.0, *, max_iter=1000, tol=1e-8, step="line",
         Exact line search, or ``2 / (t + 2)`` with ``t`` starting at 1 (iterates stay interior).
     tau0 : ndarray, default=None
         Start (strictly interior); the uniform matrix by default.
+    callback : callable, default=None
+        ``callback(t, tau)`` after every step (``tau`` is the live iterate: copy it to keep it).
 
     Returns
     -------
@@ -443,6 +445,8 @@ def fw_bethe_marginals(scores, rho=1.0, *, max_iter=1000, tol=1e-8, step="line",
         else:
             eta = 2.0 / (t + 2.0)
         tau += eta * d
+        if callback is not None:
+            callback(t, tau)
     f = _bethe_energy_grad(tau, scores, rho, grad)
     return tau, -float(f), np.asarray(gaps)
 
