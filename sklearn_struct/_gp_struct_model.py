@@ -51,13 +51,13 @@ def _sparse_gram(k, A, B, same):
         return _sparse_gram(k.k1, A, B, same) * _sparse_gram(k.k2, A, B, same)
     if isinstance(k, gpk.Exponentiation):
         return _sparse_gram(k.kernel, A, B, same) ** k.exponent
-    if isinstance(k, gpk.ConstantKernel):
+    if type(k) is gpk.ConstantKernel:
         return np.full((A.shape[0], B.shape[0]), float(k.constant_value))
-    if isinstance(k, gpk.WhiteKernel):
+    if type(k) is gpk.WhiteKernel:
         return k.noise_level * np.eye(A.shape[0]) if same else np.zeros((A.shape[0], B.shape[0]))
-    if isinstance(k, gpk.DotProduct):
+    if type(k) is gpk.DotProduct:
         return k.sigma_0**2 + (A @ B.T).toarray()
-    if isinstance(k, gpk.RBF):
+    if type(k) is gpk.RBF:
         ls = np.atleast_1d(k.length_scale)
         if ls.size != 1:
             raise ValueError(
@@ -344,6 +344,38 @@ def mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, contr
     return out
 
 
+def elbo(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, control_variate=True, n_jobs=None):
+    """MC ELBO of the whole data (ELL of ``seqs`` + KL terms) and its gradient (unary vector, pairwise vector)."""
+    est = mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=grad,
+                      control_variate=control_variate, n_jobs=n_jobs)
+    ku, gm, gL = unary_kl(p)
+    kp, g_mb, g_lsb = pair_kl(p)
+    value = float(est["ell"].sum()) + ku + kp
+    if not grad:
+        return value, None, None, est
+    dm, dL = unary_data_grad(prior.B[token_rows(prior.offsets, seqs)], est, p)
+    gu = p.unary_grad_vector(gm + dm, gL + dL)
+    gp = np.concatenate([(g_mb + est["g_mb"].sum(0)).ravel(), (g_lsb + est["g_lsb"].sum(0)).ravel()])
+    return value, gu, gp, est
+
+
+def token_rows(offsets, seqs):
+    """Packed token indices of sequences ``seqs`` (in order)."""
+    seqs = np.asarray(seqs, dtype=np.int64)
+    lo, hi = offsets[seqs], offsets[seqs + 1]
+    lengths = hi - lo
+    return np.repeat(lo - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(lengths.sum())
+
+
+def unary_data_grad(B_rows, est, p):
+    """Map per-token gradient parts to the whitened parameters: dm = B^T gb, dL = 2 B^T U."""
+    K, Q, M = p.K, p.Q, p.M
+    n = B_rows.shape[0]
+    dm = (B_rows.T @ est["gb"].reshape(n, K * Q)).reshape(M, K, Q).transpose(1, 2, 0)
+    dL = 2.0 * (B_rows.T @ est["U"].reshape(n, K * Q * M)).reshape(M, K, Q, M).transpose(1, 2, 0, 3)
+    return dm, dL
+
+
 def _cv_weights(draws, loglik, sb, control_variate):
     """Per-sample weights ``(l_i - a_{-i}) / S`` (leave-one-out control variate) or ``l_i / S``."""
     n, K, S = loglik.shape
@@ -375,9 +407,9 @@ def _loglik(draws, counts, seqs, y, offsets, mb, sb, likelihood, out):
         for i in range(n):
             f = draws[i][0]
             ys = y[offsets[seqs[i]]:offsets[seqs[i] + 1]]
-            unary_norm = logsumexp(f, axis=1).sum(axis=1)  # (K, S)
-            row = logsumexp(fbin[i], axis=3)  # log sum_b exp f(a, b): (K, S, Q)
-            col = logsumexp(fbin[i], axis=2)  # log sum_a exp f(a, b)
+            unary_norm = _lse(f, 1).sum(axis=1)  # (K, S)
+            row = _lse(fbin[i], 3)  # log sum_b exp f(a, b): (K, S, Q)
+            col = _lse(fbin[i], 2)  # log sum_a exp f(a, b)
             cnt = counts[i]
             edge = (2.0 * np.einsum("ksab,ab->ks", fbin[i], cnt) - np.einsum("ksa,a->ks", row, cnt.sum(1))
                     - np.einsum("ksb,b->ks", col, cnt.sum(0)))
@@ -390,6 +422,12 @@ def _loglik(draws, counts, seqs, y, offsets, mb, sb, likelihood, out):
         log_z[start:stop] = _oracle_copies(draws, fbin, start, stop, K, S, False)[0]
     out[:] = scores - log_z.reshape(n, K, S)
     return out
+
+
+def _lse(a, axis):
+    """log-sum-exp along ``axis`` (plain NumPy: scipy's is slow on many small reductions)."""
+    m = np.max(a, axis=axis, keepdims=True)
+    return np.squeeze(m, axis) + np.log(np.sum(np.exp(a - m), axis=axis))
 
 
 def _copy_chunks(lengths, per_seq, Q):

@@ -11,7 +11,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._gp_struct_model import SparsePrior, VarParams, gram, init_inducing, mc_estimate, pair_kl, sample_marginals, unary_kl
+from ._gp_struct_model import (
+    SparsePrior, VarParams, elbo, gram, init_inducing, mc_estimate, pair_kl, sample_marginals, token_rows, unary_data_grad,
+    unary_kl,
+)
 from .oracles.chain import viterbi
 from .utils.optimize import lbfgs
 from .utils.packing import pack_sequences
@@ -227,18 +230,8 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         st = self._fit_state
         n_seq = st["offsets"].shape[0] - 1
         seqs = np.arange(n_seq) if seqs is None else seqs
-        est = mc_estimate(self._prior, p, seqs, st["y"], self.n_samples, seed, self.likelihood, grad=grad,
-                          control_variate=self.control_variate, n_jobs=self.n_jobs)
-        ku, gm, gL = unary_kl(p)
-        kp, g_mb, g_lsb = pair_kl(p)
-        value = float(est["ell"].sum()) + ku + kp
-        if not grad:
-            return value, None, None, est
-        rows = _token_rows(st["offsets"], seqs)
-        dm, dL = _unary_data_grad(self._prior.B[rows], est, p)
-        gu = p.unary_grad_vector(gm + dm, gL + dL)
-        gp = np.concatenate([(g_mb + est["g_mb"].sum(0)).ravel(), (g_lsb + est["g_lsb"].sum(0)).ravel()])
-        return value, gu, gp, est
+        return elbo(self._prior, p, seqs, st["y"], self.n_samples, seed, self.likelihood, grad=grad,
+                    control_variate=self.control_variate, n_jobs=self.n_jobs)
 
     def _record(self, value):
         self.elbo_curve_.append(value)
@@ -350,7 +343,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         n_seq = st["offsets"].shape[0] - 1
         est = mc_estimate(self._prior, p, np.arange(n_seq), st["y"], self.n_samples, seed, self.likelihood,
                           control_variate=self.control_variate, n_jobs=self.n_jobs)
-        dm, dL = _unary_data_grad(self._prior.B, est, p)
+        dm, dL = unary_data_grad(self._prior.B, est, p)
         value = float(est["ell"].sum()) + unary_kl(p)[0] + pair_kl(p)[0]
         return dict(gb=est["gb"], U=est["U"], g_mb=est["g_mb"], g_lsb=est["g_lsb"], sum_m=dm, sum_L=dL,
                     sum_mb=est["g_mb"].sum(0), sum_lsb=est["g_lsb"].sum(0), value=value)
@@ -359,10 +352,10 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         st = self._fit_state
         est = mc_estimate(self._prior, p, batch, st["y"], self.n_samples, seed, self.likelihood,
                           control_variate=self.control_variate, n_jobs=self.n_jobs)
-        rows = _token_rows(st["offsets"], batch)
+        rows = token_rows(st["offsets"], batch)
         scale = n_seq / len(batch)
         d_est = dict(gb=est["gb"] - table["gb"][rows], U=est["U"] - table["U"][rows])
-        dm, dL = _unary_data_grad(B[rows], d_est, p)
+        dm, dL = unary_data_grad(B[rows], d_est, p)
         d_mb = (est["g_mb"] - table["g_mb"][batch]).sum(0)
         d_lsb = (est["g_lsb"] - table["g_lsb"][batch]).sum(0)
         if block == 0:
@@ -470,19 +463,3 @@ def _check_kernel(kernel, Xp):
 def _clip(step, limit=0.5):
     """Bound each coordinate of a stochastic step (a trust region against heavy-tailed gradient noise)."""
     return np.clip(step, -limit, limit)
-
-
-def _token_rows(offsets, seqs):
-    """Packed token indices of sequences ``seqs`` (in order)."""
-    lo, hi = offsets[seqs], offsets[np.asarray(seqs) + 1]
-    lengths = hi - lo
-    return np.repeat(lo - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(lengths.sum())
-
-
-def _unary_data_grad(B_rows, est, p):
-    """Map per-token gradient parts to the whitened parameters: dm = B^T gb, dL = 2 B^T U."""
-    K, Q, M = p.K, p.Q, p.M
-    n = B_rows.shape[0]
-    dm = (B_rows.T @ est["gb"].reshape(n, K * Q)).reshape(M, K, Q).transpose(1, 2, 0)
-    dL = 2.0 * (B_rows.T @ est["U"].reshape(n, K * Q * M)).reshape(M, K, Q, M).transpose(1, 2, 0, 3)
-    return dm, dL

@@ -1,0 +1,273 @@
+"""GPStructClassifier: gradient estimator vs finite differences of the exact ELBO, control variates,
+fit on generated chains, reproducibility, bad input."""
+
+import functools
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.special import logsumexp
+from sklearn.base import clone
+from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern
+from sklearn.linear_model import LogisticRegression
+
+from sklearn_struct import GPStructClassifier
+from sklearn_struct._gp_struct_model import SparsePrior, VarParams, elbo, gram, mc_estimate, pair_kl, unary_kl
+from sklearn_struct.datasets import make_chain_data
+from sklearn_struct.utils.packing import lengths_to_offsets
+
+
+def _random_params(rng, K, Q, M, diagonal=False):
+    p = VarParams(K, Q, M, diagonal)
+    p.m = rng.normal(scale=0.5, size=p.m.shape)
+    p.logd = rng.normal(scale=0.3, size=p.logd.shape) - 0.5
+    if not diagonal:
+        p.Loff = np.tril(rng.normal(scale=0.3, size=p.Loff.shape), -1)
+    p.mb = rng.normal(scale=0.5, size=p.mb.shape)
+    p.log_sb = rng.normal(scale=0.3, size=p.log_sb.shape) - 0.5
+    return p
+
+
+def _fd(fun, x, eps=1e-5):
+    g = np.empty_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = eps
+        g[i] = (fun(x + e) - fun(x - e)) / (2 * eps)
+    return g
+
+
+@pytest.mark.parametrize("K, diagonal", [(1, False), (2, False), (3, True)])
+def test_kl_gradients_match_finite_differences(K, diagonal):
+    rng = np.random.RandomState(K)
+    p = _random_params(rng, K, 2, 3, diagonal)
+    _, gm, gL = unary_kl(p)
+    analytic = p.unary_grad_vector(gm, gL)
+
+    def value(x):
+        q = p.copy()
+        q.set_unary(x)
+        return unary_kl(q)[0]
+
+    np.testing.assert_allclose(analytic, _fd(value, p.get_unary()), rtol=1e-5, atol=1e-6)
+    _, g_mb, g_lsb = pair_kl(p)
+
+    def pair_value(x):
+        q = p.copy()
+        q.set_pair(x)
+        return pair_kl(q)[0]
+
+    np.testing.assert_allclose(np.concatenate([g_mb.ravel(), g_lsb.ravel()]), _fd(pair_value, p.get_pair()),
+                               rtol=1e-6, atol=1e-7)
+
+
+def test_kl_is_zero_at_the_prior_for_one_component():
+    p = VarParams(1, 2, 3, False, init_scale=1.0)
+    value = unary_kl(p)[0]
+    # the Jensen bound of the entropy of one Gaussian is its entropy minus M Q (1 - log 2) / 2
+    np.testing.assert_allclose(value, -2 * 3 * (1 - np.log(2)) / 2)
+    assert pair_kl(p)[0] == 0.0
+
+
+def _tiny_problem(seed=0):
+    """One sequence of 2 tokens, 2 labels, 2 inducing inputs (RBF), random variational parameters."""
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(2, 2))
+    Z = rng.normal(size=(2, 2))
+    prior = SparsePrior(RBF(1.0), Z, X, np.array([0, 2]))
+    p = _random_params(rng, 1, 2, 2)
+    return prior, p, np.array([0, 1])
+
+
+def _lse(a):
+    m = a.max(axis=1)
+    return m + np.log(np.exp(a - m[:, None]).sum(axis=1))
+
+
+@functools.lru_cache(maxsize=2)
+def _quadrature(n_nodes):
+    nodes, weights = np.polynomial.hermite_e.hermegauss(n_nodes)
+    weights = weights / weights.sum()
+    grid = np.indices((n_nodes,) * 8).reshape(8, -1).T
+    return nodes[grid], np.prod(weights[grid], axis=1)
+
+
+def _exact_ell(prior, p, y, likelihood, n_nodes=4):
+    """E_q log p(y | f) by Gauss-Hermite quadrature over all 8 latent dimensions (2 x 2 unary, 2 x 2 pairwise)."""
+    z, w = _quadrature(n_nodes)
+    B, Kt, L = prior.B, prior.Ktil[0], p.L[0]
+    f = np.empty((z.shape[0], 2, 2))  # (node, token, label)
+    for j in range(2):
+        P = B @ L[j]
+        C = np.linalg.cholesky(Kt + P @ P.T)
+        f[:, :, j] = B @ p.m[0, j] + z[:, 2 * j:2 * j + 2] @ C.T
+    fb = (p.mb.ravel() + np.exp(p.log_sb.ravel()) * z[:, 4:]).reshape(-1, 2, 2)
+    if likelihood == "chain":
+        paths = np.stack([f[:, 0, a] + f[:, 1, b] + fb[:, a, b] for a in range(2) for b in range(2)], axis=1)
+        ll = f[:, 0, y[0]] + f[:, 1, y[1]] + fb[:, y[0], y[1]] - _lse(paths)
+    else:
+        ll = (f[:, 0, y[0]] - _lse(f[:, 0]) + f[:, 1, y[1]] - _lse(f[:, 1])
+              + 2 * fb[:, y[0], y[1]] - _lse(fb[:, y[0], :]) - _lse(fb[:, :, y[1]]))
+    return float(w @ ll)
+
+
+@pytest.mark.parametrize("likelihood", ["chain", "piecewise"])
+def test_gradient_estimator_is_unbiased(likelihood):
+    """Mean of the score-function estimates (8 x 20000 samples) vs directional finite differences of the
+    exact ELBO (quadrature), along random directions of the unary and the pairwise parameters."""
+    prior, p, y = _tiny_problem()
+    xu, xp = p.get_unary(), p.get_pair()
+
+    def exact_elbo(xu, xp):
+        q = p.copy()
+        q.set_unary(xu)
+        q.set_pair(xp)
+        return _exact_ell(prior, q, y, likelihood) + unary_kl(q)[0] + pair_kl(q)[0]
+
+    rng = np.random.RandomState(0)
+    dirs = [np.r_[rng.normal(size=xu.size), np.zeros(xp.size)] for _ in range(3)]
+    dirs += [np.r_[np.zeros(xu.size), rng.normal(size=xp.size)] for _ in range(2)]
+    dirs = np.array(dirs)
+    h = 1e-3
+    fd = np.array([(exact_elbo(xu + h * d[:xu.size], xp + h * d[xu.size:])
+                    - exact_elbo(xu - h * d[:xu.size], xp - h * d[xu.size:])) / (2 * h) for d in dirs])
+    est = np.array([dirs @ np.concatenate(elbo(prior, p, [0], y, 20000, seed, likelihood)[1:3]) for seed in range(16)])
+    mean, se = est.mean(0), est.std(0, ddof=1) / np.sqrt(len(est))
+    assert np.all(np.abs(mean - fd) <= 5 * se + 5e-3 * (1 + np.abs(fd))), np.c_[mean, fd, se]
+    assert np.sum(np.abs(fd) > 10 * se) >= 4  # the check has power: slopes far above their noise
+    value = np.mean([elbo(prior, p, [0], y, 20000, seed, likelihood, grad=False)[0] for seed in range(4)])
+    np.testing.assert_allclose(value, exact_elbo(xu, xp), atol=0.02)
+
+
+def test_loglik_matches_enumeration():
+    """The MC log-likelihood of each sample equals log p(y | f) by enumerating all label sequences."""
+    rng = np.random.RandomState(3)
+    X = rng.normal(size=(3, 2))
+    prior = SparsePrior(RBF(1.0), X[:2], X, np.array([0, 3]))
+    p = _random_params(rng, 1, 3, 2)
+    y = np.array([2, 0, 1])
+    from sklearn_struct._gp_struct_model import _loglik, _seq_sampler
+
+    draws = [_seq_sampler(prior, p, p.L, 0, 3, 4, 0)]
+    cnt = np.zeros((3, 3))
+    cnt[2, 0] = cnt[0, 1] = 1
+    out = np.empty((1, 1, 4))
+    _loglik(draws, [cnt], np.array([0]), y, prior.offsets, p.mb, np.exp(p.log_sb), "chain", out)
+    f, zeta = draws[0][0][0], draws[0][4][0]  # (Q, T, S), (S, Q, Q)
+    for s in range(4):
+        fb = p.mb + np.exp(p.log_sb) * zeta[s]
+        scores = {path: sum(f[path[t], t, s] for t in range(3)) + fb[path[0], path[1]] + fb[path[1], path[2]]
+                  for path in itertools.product(range(3), repeat=3)}
+        expected = scores[tuple(y)] - logsumexp(list(scores.values()))
+        np.testing.assert_allclose(out[0, 0, s], expected, rtol=1e-10)
+
+
+def test_control_variate_reduces_variance():
+    prior, p, y = _tiny_problem(1)
+    grads = {}
+    for cv in (True, False):
+        grads[cv] = np.array([np.concatenate(elbo(prior, p, [0], y, 50, seed, "chain", control_variate=cv)[1:3])
+                              for seed in range(200)])
+    ratio = grads[True].var(0).sum() / grads[False].var(0).sum()
+    assert ratio < 0.5, ratio  # measured 0.29 here; the longer the sequence (larger log p), the smaller
+    # both estimate the same mean
+    se = np.sqrt(grads[False].var(0) / 200 + grads[True].var(0) / 200)
+    assert np.all(np.abs(grads[True].mean(0) - grads[False].mean(0)) <= 5 * se + 1e-3)
+
+
+@pytest.fixture(scope="module")
+def chain_data():
+    X, y = make_chain_data(110, n_labels=3, n_features=5, transition_scale=3.0, random_state=0)
+    return X[:70], y[:70], X[70:], y[70:]
+
+
+@pytest.mark.parametrize("params", [
+    dict(optimizer="lbfgs", block_iters=(20, 10, 0), max_iter=3),
+    dict(optimizer="saga", block_iters=(100, 30, 0), max_iter=4, batch_size=10, learning_rate=3e-3,
+         learning_rate_cov=3e-4),
+])
+def test_fits_a_chain_better_than_a_unary_classifier(chain_data, params):
+    Xtr, ytr, Xte, yte = chain_data
+    lr = LogisticRegression(max_iter=1000).fit(np.vstack(Xtr), np.concatenate(ytr))
+    base = lr.score(np.vstack(Xte), np.concatenate(yte))
+    gp = GPStructClassifier(n_inducing=20, n_samples=50, random_state=0, **params).fit(Xtr, ytr)
+    acc = gp.score(Xte, yte)
+    assert acc > base + 0.02, (acc, base)
+    assert gp.elbo_curve_[-1] > gp.elbo_curve_[0]
+    assert gp.n_iter_ >= 1 and len(gp.elbo_curve_) == gp.n_iter_ + 1
+    marg = gp.predict_marginals(Xte[:3])
+    for m, x in zip(marg, Xte[:3]):
+        assert m.shape == (x.shape[0], 3)
+        np.testing.assert_allclose(m.sum(1), 1.0)
+
+
+def test_piecewise_likelihood_fits(chain_data):
+    """gp-var-p: the pseudo-likelihood model learns the transitions too (tested: not worse than LR)."""
+    Xtr, ytr, Xte, yte = chain_data
+    lr = LogisticRegression(max_iter=1000).fit(np.vstack(Xtr), np.concatenate(ytr))
+    base = lr.score(np.vstack(Xte), np.concatenate(yte))
+    gp = GPStructClassifier(likelihood="piecewise", optimizer="lbfgs", n_inducing=20, n_samples=50,
+                            block_iters=(15, 10, 0), max_iter=2, random_state=0).fit(Xtr, ytr)
+    assert gp.score(Xte, yte) >= base
+    assert gp.elbo_curve_[-1] > gp.elbo_curve_[0]
+    _, true_y, params = make_chain_data(110, n_labels=3, n_features=5, transition_scale=3.0, return_params=True,
+                                        random_state=0)
+    A = params.transition
+    # the learned transition table orders the true transitions (rank correlation)
+    from scipy.stats import spearmanr
+
+    assert spearmanr(gp.params_.mb.ravel(), A.ravel()).statistic > 0.5
+
+
+def test_same_seed_same_result(chain_data):
+    Xtr, ytr, Xte, _ = chain_data
+    kw = dict(optimizer="saga", n_inducing=10, n_samples=10, block_iters=(20, 5, 0), max_iter=1, random_state=3)
+    a = GPStructClassifier(**kw).fit(Xtr[:20], ytr[:20])
+    b = GPStructClassifier(**kw).fit(Xtr[:20], ytr[:20])
+    np.testing.assert_array_equal(a.params_.get_unary(), b.params_.get_unary())
+    np.testing.assert_array_equal(a.predict_marginals(Xte[:5])[0], b.predict_marginals(Xte[:5])[0])
+    c = GPStructClassifier(**{**kw, "random_state": 4}).fit(Xtr[:20], ytr[:20])
+    assert not np.array_equal(a.params_.get_unary(), c.params_.get_unary())
+
+
+def test_options_mixture_diagonal_viterbi_sparse_and_hyperparameters(chain_data):
+    Xtr, ytr, Xte, yte = chain_data
+    Xs = [sp.csr_matrix(x) for x in Xtr[:30]]
+    gp = GPStructClassifier(DotProduct(sigma_0=1.0), optimizer="lbfgs", n_components=2, covariance="diagonal",
+                            n_inducing=8, n_samples=20, block_iters=(5, 3, 2), max_iter=1, decode="viterbi_mean",
+                            random_state=0).fit(Xs, ytr[:30])
+    assert gp.kernel_.sigma_0 != 1.0  # hyperparameter block ran
+    assert gp.params_.m.shape == (2, 3, 8) and np.all(gp.params_.Loff == 0)
+    pred = gp.predict([sp.csr_matrix(x) for x in Xte[:4]])
+    assert [len(a) for a in pred] == [x.shape[0] for x in Xte[:4]]
+    assert clone(gp).get_params()["n_components"] == 2
+
+
+def test_sparse_gram_matches_dense():
+    rng = np.random.RandomState(0)
+    A, B = rng.normal(size=(4, 3)), rng.normal(size=(5, 3))
+    for k in [DotProduct(sigma_0=0.5), RBF(1.3), 2.0 * RBF(0.7) + DotProduct()]:
+        np.testing.assert_allclose(gram(k, sp.csr_matrix(A), sp.csr_matrix(B)), k(A, B), rtol=1e-10)
+
+
+def test_bad_input(chain_data):
+    Xtr, ytr, _, _ = chain_data
+    with pytest.raises(ValueError, match="does not fit the features"):
+        GPStructClassifier(RBF(length_scale=[1.0, 1.0])).fit(Xtr[:5], ytr[:5])
+    with pytest.raises(ValueError, match="cannot be evaluated on sparse features"):
+        GPStructClassifier(Matern()).fit([sp.csr_matrix(x) for x in Xtr[:5]], ytr[:5])
+    with pytest.raises(ValueError, match="Sequence 1"):
+        GPStructClassifier().fit(Xtr[:3], [ytr[0], ytr[0][:1], ytr[2]])
+    with pytest.raises(ValueError, match="block_iters"):
+        GPStructClassifier(block_iters=(1, 2)).fit(Xtr[:3], ytr[:3])
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        GPStructClassifier().predict(Xtr[:1])
+    gp = GPStructClassifier(optimizer="lbfgs", n_inducing=5, n_samples=5, max_iter=1, block_iters=(1, 1, 0),
+                            random_state=0).fit(Xtr[:5], ytr[:5])
+    with pytest.raises(ValueError, match="features"):
+        gp.predict([np.zeros((3, 2))])
+    with pytest.raises(ValueError, match="NaN"):
+        gp.predict([np.full((3, 5), np.nan)])
