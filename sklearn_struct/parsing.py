@@ -318,7 +318,8 @@ class DependencyParserBP(BaseEstimator):
         ``2**n_hash_bits`` hashed feature weights.
     bp_max_iter : int, default=10
         BP iteration cap (training and prediction), 10 as in the paper.
-    bp_tol : float, default=1e-4
+    bp_tol : float, default=1e-3
+        BP stops when no link marginal changed by more than this in an iteration.
     random_state : int, RandomState or None, default=None
         Shuffling of the training sentences.
     n_jobs : int, default=None
@@ -377,7 +378,7 @@ class DependencyParserBP(BaseEstimator):
 
     def __init__(self, *, projective=False, single_root=True, grandparents=True, siblings=False, objective="none",
                  gamma=1e-2, epsilon=1.0, m=0.1, max_iter=5, learning_rate=0.05, n_hash_bits=20, bp_max_iter=10,
-                 bp_tol=1e-4, random_state=None, n_jobs=None, verbose=0):
+                 bp_tol=1e-3, random_state=None, n_jobs=None, verbose=0):
         self.projective = projective
         self.single_root = single_root
         self.grandparents = grandparents

@@ -18,8 +18,9 @@ under the cavity log-odds of all links (one O(n^3) pass, :func:`~sklearn_struct.
 Schedule: the tree factor's messages are initialised from the unary log-odds (the exact seed of
 the unary + tree model: no pairwise factor has spoken yet); then each iteration updates the
 pairwise factors one after another (each from the current beliefs, in place) and then the tree
-factor, and stops after ``max_iter`` iterations (10 in the paper) or when no message changed by
-more than ``tol``. With no pairwise factors the initial tree messages already give the exact
+factor, and stops after ``max_iter`` iterations (10 in the paper) or when no link marginal
+changed by more than ``tol`` (in probability; log-odds of links that are all but impossible keep
+moving without changing anything). With no pairwise factors the initial tree messages already give the exact
 marginals of the first-order model (0 iterations).
 """
 
@@ -52,6 +53,7 @@ class LinkBPResult:
     n_iter : int
     converged : bool
     max_delta : float
+        Largest change of a link marginal in the last iteration.
     n_message_updates : int
         Messages sent: two per pairwise factor and ``n^2`` from the tree factor per iteration.
     """
@@ -96,6 +98,9 @@ def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a,
         B[pb[f]] += msg_b[f]
     X = np.zeros((N, N))
     newT = np.zeros((N, N))
+    prev = np.empty(N * N)
+    for k in range(N * N):
+        prev[k] = _sigmoid(B[k])
     log_z = 0.0
     delta = np.inf
     n_iter = 0
@@ -103,14 +108,12 @@ def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a,
         if F == 0:
             delta = 0.0
             break
-        delta = 0.0
         for f in range(F):
             a, b, t = pa[f], pb[f], theta[f]
             xa = B[a] - msg_a[f]
             xb = B[b] - msg_b[f]
-            nb = _softplus(xa + t) - _softplus(xa)
             na = _softplus(xb + t) - _softplus(xb)
-            delta = max(delta, abs(na - msg_a[f]), abs(nb - msg_b[f]))
+            nb = _softplus(xa + t) - _softplus(xa)
             B[a] = xa + na
             B[b] = xb + nb
             msg_a[f] = na
@@ -120,12 +123,16 @@ def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a,
                 if h != m:
                     X[h, m] = B[h * N + m] - T[h, m]
         log_z, _ = _tree_messages(X, projective, single_root, newT)
+        delta = 0.0
         for h in range(N):
             for m in range(1, N):
                 if h != m:
-                    delta = max(delta, abs(newT[h, m] - T[h, m]))
+                    k = h * N + m
                     T[h, m] = newT[h, m]
-                    B[h * N + m] = X[h, m] + T[h, m]
+                    B[k] = X[h, m] + T[h, m]
+                    p = _sigmoid(B[k])
+                    delta = max(delta, abs(p - prev[k]))
+                    prev[k] = p
         n_iter = it + 1
         if delta <= tol:
             break
@@ -217,7 +224,7 @@ def link_bp(unary, pairs, pair_scores, *, projective=False, single_root=True, ma
     max_iter : int, default=10
         Iterations (each: every pairwise factor, then the tree factor); 10 as in the paper.
     tol : float, default=1e-4
-        Stop when no message (log-odds) changed by more than ``tol``.
+        Stop when no link marginal (belief probability) changed by more than ``tol`` in an iteration.
     tree_messages : ndarray of shape (n + 1, n + 1), default=None
         Initial tree-factor messages, e.g. from :func:`seed_tree_messages` when its seed was
         computed already; None computes them from ``unary``.
@@ -309,12 +316,19 @@ def pair_gains(link_marginals, pairs, pair_scores):
     >>> float(pair_gains(mu, np.array([[0, 1, 1, 2]]), np.array([0.0]))[0])
     0.0
     """
-    mu = link_marginals[pairs[:, 0], pairs[:, 1]] * link_marginals[pairs[:, 2], pairs[:, 3]]
-    theta = np.asarray(pair_scores, dtype=np.float64)
-    # log(1 - mu + mu e^theta): log1p(mu expm1(theta)) for theta <= 0, logaddexp form above
-    out = np.empty_like(theta)
-    big = theta > 0
-    with np.errstate(divide="ignore"):
-        out[big] = np.logaddexp(np.log1p(-mu[big]), np.log(mu[big]) + theta[big])
-    out[~big] = np.log1p(mu[~big] * np.expm1(theta[~big]))
-    return np.maximum(out - mu * theta, 0.0)
+    return _pair_gains(np.ascontiguousarray(link_marginals, dtype=np.float64), pairs,
+                       np.ascontiguousarray(pair_scores, dtype=np.float64))
+
+
+@njit(cache=True, nogil=True)
+def _pair_gains(marg, pairs, theta):
+    out = np.empty(pairs.shape[0])
+    for f in range(pairs.shape[0]):
+        mu = marg[pairs[f, 0], pairs[f, 1]] * marg[pairs[f, 2], pairs[f, 3]]
+        t = theta[f]
+        if t > 0.0:  # log(1 - mu + mu e^t) = t + log(mu + (1 - mu) e^-t)
+            g = t + math.log(mu + (1.0 - mu) * math.exp(-t))
+        else:
+            g = math.log1p(mu * math.expm1(t))
+        out[f] = max(g - mu * t, 0.0)
+    return out

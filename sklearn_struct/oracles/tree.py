@@ -8,8 +8,10 @@ is ``p(tree) ∝ exp(sum_{(h, m) in tree} S[h, m])`` over dependency trees roote
 * ``single_root=True`` (the UD and CoNLL-U convention: exactly one word attaches to the root)
   or ``False`` (the root may have several children).
 * Projective trees (no crossing links): inside-outside over Eisner's O(n^3) chart of complete and
-  incomplete spans, in log space; the outside pass is the reverse-mode derivative of the inside
-  pass, so a link's marginal is ``d log Z / d S[h, m]``. Single root: ``log Z = logsumexp_m
+  incomplete spans; the outside pass is the reverse-mode derivative of the inside pass, so a
+  link's marginal is ``d log Z / d S[h, m]``. The chart runs in probability space on
+  ``exp(S - column max)`` (no exp in the cubic loops) and falls back to a log-space chart when
+  ``Z`` is too small there (below 1e-250), so large scores never overflow or underflow. Single root: ``log Z = logsumexp_m
   (S[0, m] + C_left[1, m] + C_right[m, n])`` over the root's only child ``m``.
 * Non-projective trees: the matrix-tree theorem (Koo, Globerson, Carreras & Collins 2007). With
   ``A = exp(S - c)`` (``c[m]`` the column maxima, so nothing overflows; every tree has one head per
@@ -155,6 +157,100 @@ def _eisner_marginals(S, single_root):
 
 
 @njit(cache=True, nogil=True)
+def _eisner_marginals_scaled(S, single_root):
+    """Inside-outside in probability space on ``A = exp(S - column max)``: no exp in the O(n^3) loops.
+
+    Every column of ``A`` has maximum 1, so chart entries stay below the number of subtrees
+    (< 4^n) and ``Z >= the best tree's weight``. Returns ``(nan, _)`` when ``Z`` falls below
+    ``1e-250`` (or is not finite), where terms flushed to zero could matter: the caller then
+    uses the log-space chart. Otherwise a flushed term weighs < 1e-308 * 4^n, negligible against Z.
+    """
+    N = S.shape[0]
+    A = np.zeros((N, N))
+    log_shift = 0.0
+    for m in range(1, N):
+        top = NEG_INF
+        for h in range(N):
+            if h != m and S[h, m] > top:
+                top = S[h, m]
+        if top == NEG_INF:
+            return np.nan, np.zeros((N, N))
+        log_shift += top
+        for h in range(N):
+            if h != m:
+                A[h, m] = math.exp(S[h, m] - top)
+    IR = np.zeros((N, N))
+    IL = np.zeros((N, N))
+    CR = np.zeros((N, N))
+    CL = np.zeros((N, N))
+    ACC = np.zeros((N, N))
+    for s in range(N):
+        CR[s, s] = 1.0
+        CL[s, s] = 1.0
+    for width in range(1, N):
+        for s in range(N - width):
+            t = s + width
+            acc = 0.0
+            for r in range(s, t):
+                acc += CR[s, r] * CL[r + 1, t]
+            ACC[s, t] = acc
+            IR[s, t] = A[s, t] * acc
+            if s > 0:
+                IL[s, t] = A[t, s] * acc
+            acc = 0.0
+            for r in range(s, t):
+                acc += CL[s, r] * IL[r, t]
+            CL[s, t] = acc
+            acc = 0.0
+            for r in range(s + 1, t + 1):
+                acc += IR[s, r] * CR[r, t]
+            CR[s, t] = acc
+    gA = np.zeros((N, N))
+    gIR = np.zeros((N, N))
+    gIL = np.zeros((N, N))
+    gCR = np.zeros((N, N))
+    gCL = np.zeros((N, N))
+    if single_root:
+        Z = 0.0
+        for m in range(1, N):
+            Z += A[0, m] * CL[1, m] * CR[m, N - 1]
+            gA[0, m] = CL[1, m] * CR[m, N - 1]
+            gCL[1, m] += A[0, m] * CR[m, N - 1]
+            gCR[m, N - 1] += A[0, m] * CL[1, m]
+    else:
+        Z = CR[0, N - 1]
+        gCR[0, N - 1] = 1.0
+    if not (Z > 1e-250) or not np.isfinite(Z):
+        return np.nan, np.zeros((N, N))
+    for width in range(N - 1, 0, -1):
+        for s in range(N - width):
+            t = s + width
+            g = gCR[s, t]
+            if g != 0.0:
+                for r in range(s + 1, t + 1):
+                    gIR[s, r] += g * CR[r, t]
+                    gCR[r, t] += g * IR[s, r]
+            g = gCL[s, t]
+            if g != 0.0:
+                for r in range(s, t):
+                    gCL[s, r] += g * IL[r, t]
+                    gIL[r, t] += g * CL[s, r]
+            gA[s, t] += gIR[s, t] * ACC[s, t]
+            gA[t, s] += gIL[s, t] * ACC[s, t]
+            g = gIR[s, t] * A[s, t] + gIL[s, t] * A[t, s]
+            if g != 0.0:
+                for r in range(s, t):
+                    gCR[s, r] += g * CL[r + 1, t]
+                    gCL[r + 1, t] += g * CR[s, r]
+    marg = np.zeros((N, N))
+    for h in range(N):
+        for m in range(1, N):
+            if h != m:
+                marg[h, m] = min(max(A[h, m] * gA[h, m] / Z, 0.0), 1.0)
+    return math.log(Z) + log_shift, marg
+
+
+@njit(cache=True, nogil=True)
 def _matrix_tree_marginals(S, single_root):
     """Non-projective log Z and link marginals by the matrix-tree theorem (Koo et al. 2007)."""
     N = S.shape[0]
@@ -215,7 +311,10 @@ def _tree_marginals(S, projective, single_root):
     if S.shape[0] < 2:
         return 0.0, np.zeros(S.shape)
     if projective:
-        return _eisner_marginals(S, single_root)
+        log_z, marg = _eisner_marginals_scaled(S, single_root)
+        if np.isnan(log_z):  # Z too small for probability space: the log-space chart
+            return _eisner_marginals(S, single_root)
+        return log_z, marg
     return _matrix_tree_marginals(S, single_root)
 
 
