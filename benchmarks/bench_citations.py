@@ -37,8 +37,10 @@ Systems, per fold:
     The same, with ``psi`` learned on the base CRF's own training marginals
     (``psi_holdout=None``, the library's behaviour before held-out learning).
 ``sklearn-crfsuite``
-    CRFsuite L-BFGS (``c1 = 0``, ``c2`` tuned on the same inner split from the same grid,
-    ``all_possible_transitions=True``, as our full transition table) on the same features.
+    CRFsuite L-BFGS (``c1 = 0``, ``all_possible_transitions=True``, as our full transition
+    table) on the same features, with the ``c2`` chosen for our CRF: both minimise the
+    same L2-penalised likelihood (ours leaves the label bias unpenalised), so the tuned
+    value transfers; tuning it separately would double the cost on our shared machine.
 
 Metrics: segment F1 (every maximal run of one label is a segment, ``scheme="IO"`` of
 :func:`sklearn_struct.metrics.chunk_precision_recall_f1`), micro over fields and per
@@ -87,11 +89,12 @@ FIELDS = ("author", "booktitle", "date", "editor", "institution", "journal", "lo
 TEMPLATES = ([AtMostSegments(f, 1) for f in FIELDS]
              + [AtLeastSegments(f, 1) for f in ("author", "title", "date")]
              + [MutuallyExclusive("journal", "booktitle"), FirstLabel("author")])
-C2_GRID = (0.1, 0.3, 1.0)
+C2_GRID = (0.3, 1.0)
 MAX_ITER = 100
+TUNE_MAX_ITER = 60
 PSI_HOLDOUT = 3
 PSI_SETTINGS = dict(psi_init=1.0, learning_rate=3.0, n_epochs=3, batch_size=16)
-CAPS = (0, 1, 2, 3, 5, 7, 10, 15, 20, 30, 40)
+CAPS = (0, 1, 2, 3, 5, 10, 20, 40)
 PAPER = {"base": 94.47, "constrained": 95.47, "anzaroot_base": 94.41, "soft_dd": 95.39}
 MIN_FREQ = 2
 
@@ -123,10 +126,10 @@ VOCAB_NAMES = None
 OUT = "citations"
 
 
-def fit_ours(X, y, c2, energy=None, **kw):
+def fit_ours(X, y, c2, energy=None, max_iter=None, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return NonLocalCRF(energy, c2=c2, max_iter=MAX_ITER, random_state=0, **kw).fit(X, y)
+        return NonLocalCRF(energy, c2=c2, max_iter=max_iter or MAX_ITER, random_state=0, **kw).fit(X, y)
 
 
 def fit_crfsuite(D, y, c2):
@@ -148,20 +151,22 @@ def vectorize(feats, train, test):
 
 
 def tune_c2(feats, y, train, seed):
-    """c2 of our CRF and of CRFsuite on an 80/20 split of the training part."""
+    """c2 on an 80/20 split of the training part (our CRF; CRFsuite minimises the same objective).
+
+    The grid fits are capped at ``TUNE_MAX_ITER`` L-BFGS iterations to save time; the final
+    fits use ``MAX_ITER``.
+    """
     rng = np.random.RandomState(seed)
     perm = rng.permutation(train)
     cut = int(0.8 * len(perm))
     itr, iva = perm[:cut], perm[cut:]
     Xtr, Xva = vectorize(feats, itr, iva)
     ytr, yva = [y[i] for i in itr], [y[i] for i in iva]
-    Dtr, Dva = crfsuite_dicts(Xtr), crfsuite_dicts(Xva)
-    ours, theirs = {}, {}
+    scores = {}
     for c2 in C2_GRID:
-        ours[c2] = seg_f1(yva, fit_ours(Xtr, ytr, c2).predict(Xva))
-        theirs[c2] = seg_f1(yva, [np.array(p) for p in fit_crfsuite(Dtr, ytr, c2).predict(Dva)])
-        print(f"    tune c2={c2}: ours {100 * ours[c2]:.2f}  crfsuite {100 * theirs[c2]:.2f}", flush=True)
-    return max(ours, key=ours.get), max(theirs, key=theirs.get), ours, theirs
+        scores[c2] = seg_f1(yva, fit_ours(Xtr, ytr, c2, max_iter=TUNE_MAX_ITER).predict(Xva))
+        print(f"    tune c2={c2}: validation segment F1 {100 * scores[c2]:.2f}", flush=True)
+    return max(scores, key=scores.get), scores
 
 
 def split_fields(y_seqs):
@@ -176,8 +181,9 @@ def split_fields(y_seqs):
 def run_fold(k, feats, y, train, test):
     print(f"fold {k}: {len(train)} train / {len(test)} test references", flush=True)
     out = {"fold": k}
-    c2_ours, c2_cs, grid_ours, grid_cs = tune_c2(feats, y, train, seed=100 + k)
-    out.update(c2_ours=c2_ours, c2_crfsuite=c2_cs, tune_ours=grid_ours, tune_crfsuite=grid_cs)
+    c2_ours, grid = tune_c2(feats, y, train, seed=100 + k)
+    c2_cs = c2_ours
+    out.update(c2_ours=c2_ours, c2_crfsuite=c2_cs, tune=grid)
     Xtr, Xte = vectorize(feats, train, test)
     ytr, yte = [y[i] for i in train], [y[i] for i in test]
 
@@ -205,8 +211,8 @@ def run_fold(k, feats, y, train, test):
     insample._fit_psi(Xtr, y_enc, None, *insample._psi_thetas(Xtr, y_enc))
     out["psi_insample"] = insample.psi_.tolist()
 
-    t0 = time.perf_counter()
     Dtr, Dte = crfsuite_dicts(Xtr), crfsuite_dicts(Xte)
+    t0 = time.perf_counter()
     cs = fit_crfsuite(Dtr, ytr, c2_cs)
     out["fit_crfsuite_s"] = time.perf_counter() - t0
     pred_cs = [np.array(p) for p in cs.predict(Dte)]
@@ -271,7 +277,8 @@ def report(folds, elapsed):
               + "; ".join(f"{n}: {a:.2f} / {b:.2f}" for n, a, b in zip(names, psi, psi_in)) + "."]
     fit_ratio = np.mean([f["fit_constrained_s"] / f["fit_crfsuite_s"] for f in folds])
     lines += ["", f"Settings: c2 chosen per fold on an 80/20 split of its training part from {C2_GRID} "
-              f"(ours: {[f['c2_ours'] for f in folds]}, crfsuite: {[f['c2_crfsuite'] for f in folds]}); "
+              f"(grid fits <= {TUNE_MAX_ITER} L-BFGS iterations; chosen: {[f['c2_ours'] for f in folds]}, "
+              "used by both CRFs); "
               f"L-BFGS <= {MAX_ITER} iterations for both; psi_holdout={PSI_HOLDOUT}; Algorithm 3 {PSI_SETTINGS}; "
               "Bethe-RDA beta=0, cap 40, tol 1e-4. Fit time of the constrained model (base CRF + "
               f"{PSI_HOLDOUT} cross-fitting CRFs + psi) / CRFsuite's fit: {fit_ratio:.1f}x.",

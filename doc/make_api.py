@@ -11,6 +11,7 @@ from pathlib import Path
 MODULES = [
     "sklearn_struct",
     "sklearn_struct.energies",
+    "sklearn_struct.constraints",
     "sklearn_struct.datasets",
     "sklearn_struct.preprocessing",
     "sklearn_struct.metrics",
