@@ -44,7 +44,8 @@ def small_fold(data_home, bench):
 
 def test_word_energy_beats_base_crf_on_held_out_words(bench, small_fold, monkeypatch, one_numba_thread):
     X, y, folds = small_fold
-    monkeypatch.setattr(bench, "CLF_C", 1.0)  # the benchmark's weak penalty is slow on tiny data
+    monkeypatch.setattr(bench, "CLF_C_GRID", (1.0,))  # the benchmark's weak penalties are slow on tiny data
+    monkeypatch.setattr(bench, "C2_GRID", (0.1, 1.0))  # tuned inside the fold's training part
     monkeypatch.setattr(bench, "MM_COMPONENTS", 300)
     rows = bench.run_fold(X, y, folds, 0, ["crf", "Lw", "clf_mm"], log=lambda s: None)
     acc = {r["model"]: r["accuracy"] for r in rows}
@@ -53,6 +54,7 @@ def test_word_energy_beats_base_crf_on_held_out_words(bench, small_fold, monkeyp
     assert acc["Lw"] > acc["crf"] + 2.0, acc
     lw = next(r for r in rows if r["model"] == "Lw")
     assert lw["psi"] > 0 and lw["converged"] > 0.9
+    assert lw["c2"] in (0.1, 1.0) and lw["clf_C"] == 1.0  # chosen inside the fold
 
 
 def test_report_files(bench, small_fold, tmp_path):
