@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("plot_*.py"))
-_NEEDS_DATA = {"plot_ocr_nonlocal.py"}
+_NEEDS_DATA = {"plot_ocr_nonlocal.py", "plot_chunking_pipeline.py", "plot_dlpw_multilabel.py", "plot_house_matching.py",
+               "plot_gp_struct_marginals.py", "plot_dependency_marginals.py"}
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
