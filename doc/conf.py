@@ -57,3 +57,20 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "image_scrapers": ("matplotlib",),
 }
+
+
+def _write_benchmark_results(app):
+    """doc/benchmark_results.md: every table (and plot) in benchmarks/results/, so the page is always current."""
+    results = ROOT / "benchmarks" / "results"
+    lines = ["# Benchmark results", "",
+             "Assembled by the documentation build from `benchmarks/results/`; each section is one script's output.", ""]
+    for table in sorted(results.glob("*.md")):
+        lines += ["```{include} ../benchmarks/results/" + table.name, ":heading-offset: 1", "```", ""]
+        for ext in (".png",):
+            if table.with_suffix(ext).exists():
+                lines += [f"![{table.stem}](../benchmarks/results/{table.stem}{ext})", ""]
+    (Path(app.srcdir) / "benchmark_results.md").write_text("\n".join(lines))
+
+
+def setup(app):
+    app.connect("builder-inited", _write_benchmark_results)

@@ -415,7 +415,7 @@ class ConstraintEnergy(Energy):
         return len(self.term_names_)
 
     def fit(self, y, n_labels, classes=None):
-        """Resolve the templates' label names against ``classes`` (default ``0 .. n_labels - 1``)."""
+        """Resolve the templates' label names against ``classes`` (default: the integers from 0 to ``n_labels - 1``)."""
         if not isinstance(n_labels, numbers.Integral) or n_labels < 1:
             raise ValueError(f"ConstraintEnergy: n_labels must be a positive integer, got {n_labels!r}.")
         classes = np.arange(n_labels) if classes is None else np.asarray(classes)
@@ -569,7 +569,7 @@ class ConstraintEnergy(Energy):
         return np.sum(psi * sq, axis=1)
 
     def violations(self, y, X=None):
-        """By how many units each sequence breaks each rule: ``max(0, 1 - (a_j . S(y) - b_j))``.
+        """By how many units each sequence breaks each rule: ``max(0, 1 - (<a_j, S(y)> - b_j))``.
 
         Parameters
         ----------

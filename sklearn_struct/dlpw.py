@@ -115,7 +115,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         Epochs run.
     n_steps_ : int
         Pegasos steps taken.
-    objective_curve_ : ndarray of shape (n_iter_, 4)
+    objective_curve_ : ndarray of shape (``n_iter_``, 4)
         Per epoch: epoch, training seconds (evaluation excluded), eq. 9 bound with the current
         messages, exact eq. 7 objective (NaN unless ``track_objective``).
     certified_ : ndarray of shape (n_samples,), bool

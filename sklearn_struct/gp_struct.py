@@ -100,9 +100,9 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         The kernel with the fitted hyperparameters.
     n_iter_ : int
         Global iterations run.
-    elbo_curve_ : ndarray of shape (n_iter_ + 1,)
+    elbo_curve_ : ndarray of shape (``n_iter_ + 1``,)
         ELBO estimate at the start and after each global iteration.
-    elbo_times_ : ndarray of shape (n_iter_ + 1,)
+    elbo_times_ : ndarray of shape (``n_iter_ + 1``,)
         Seconds since the start of ``fit`` at each ``elbo_curve_`` point.
 
     See Also

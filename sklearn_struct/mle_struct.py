@@ -92,15 +92,15 @@ class MLEStructMatcher(BaseEstimator):
     n_features_in_ : int
     n_iter_ : int
         Passes run.
-    gap_curve_ : ndarray of shape (n_iter_ + 1,)
+    gap_curve_ : ndarray of shape (``n_iter_ + 1``,)
         Duality gap (bcfw: the block-gap estimate, exact where it was checked) before each pass.
-    objective_curve_ : ndarray of shape (n_iter_ + 1,)
+    objective_curve_ : ndarray of shape (``n_iter_ + 1``,)
         Dual objective ``h(tau)`` before each pass. It decreases to
         ``min h = max_theta [sum_m (<theta, phi(y_m)> - log Z_rho,m(theta)) - alpha/2 ||theta||^2]``,
         the maximised regularised approximate log-likelihood.
-    time_curve_ : ndarray of shape (n_iter_ + 1,)
+    time_curve_ : ndarray of shape (``n_iter_ + 1``,)
         Seconds since the start of the solver.
-    coef_path_ : ndarray of shape (n_iter_ + 1, n_features)
+    coef_path_ : ndarray of shape (``n_iter_ + 1``, n_features)
         ``coef`` before each pass (the last row is ``coef_``).
     converged_ : bool
 
