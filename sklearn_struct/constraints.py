@@ -465,8 +465,9 @@ class ConstraintEnergy(Energy):
             for j, (weights, bound, sign, _) in enumerate(self._input):
                 w = np.asarray(weights(x), dtype=np.float64).ravel()
                 if w.shape != (lengths[s],) or not np.all(np.isfinite(w)):
+                    name = self.term_names_[self.input_terms_[j]]
                     raise ValueError(
-                        f"ConstraintEnergy: the weights of input-dependent term {self.term_names_[self.input_terms_[j]]!r} "
+                        f"ConstraintEnergy: the weights of input-dependent term {name!r} "
                         f"must be {lengths[s]} finite numbers for sequence {s}, got shape {w.shape}."
                     )
                 b = float(np.sum(w)) if isinstance(bound, str) else float(bound(x) if callable(bound) else bound)
@@ -481,7 +482,9 @@ class ConstraintEnergy(Energy):
     def _rows(self, offsets, index):
         """Token rows and sequence rows of the bound inputs for this batch."""
         if self._bound is None:
-            raise ValueError("ConstraintEnergy has input-dependent terms: call bind(X) with the batch's sequences first.")
+            raise ValueError(
+                "ConstraintEnergy has input-dependent terms: call bind(X) with the batch's sequences first."
+            )
         W, B, own = self._bound
         n_seq = len(offsets) - 1
         index = np.arange(n_seq) if index is None else np.asarray(index, dtype=np.int64)
