@@ -182,12 +182,13 @@ def _add_l2(theta, grad, c2, skip_lo, skip_hi):
 
 
 def fit_chain_crf(X, y_enc, n_labels, *, c2, max_iter, tol, all_possible_states=False, n_jobs=None,
-                  previous=None, callback=None, verbose=0, name="ChainCRF"):
+                  previous=None, callback=None, verbose=0, name="ChainCRF", what="the CRF"):
     """Fit the chain CRF's parameters by L-BFGS on validated, encoded sequences.
 
     Returns ``(coef, intercept, transition, n_iter, objective)``. ``previous`` is a fitted
     ``(coef, intercept, transition)`` to start from (warm start), ``callback`` as in
-    :class:`~sklearn_struct.ChainCRF`. Shared by :class:`~sklearn_struct.ChainCRF` and :class:`~sklearn_struct.NonLocalCRF`.
+    :class:`~sklearn_struct.ChainCRF`; ``name`` prefixes the progress lines and ``what`` names the model in
+    the convergence warning. Shared by :class:`~sklearn_struct.ChainCRF` and :class:`~sklearn_struct.NonLocalCRF`.
     """
     objective = ChainObjective(X, y_enc, n_labels, c2, n_chunks=max(1, effective_n_jobs(n_jobs)), n_jobs=n_jobs,
                                all_possible_states=all_possible_states)
@@ -202,7 +203,24 @@ def fit_chain_crf(X, y_enc, n_labels, *, c2, max_iter, tol, all_possible_states=
 
     result = lbfgs(objective, theta0, max_iter=max_iter, tol=tol, callback=report)
     if not result.success and result.message != "stopped by callback":
-        warnings.warn(f"L-BFGS did not converge ({result.message}) after {result.nit} iterations; "
+        warnings.warn(f"L-BFGS did not converge for {what} ({result.message}) after {result.nit} iterations; "
                       "increase max_iter or tol.", ConvergenceWarning)
     coef, intercept, transition = objective.split_params(result.x)
     return coef, intercept, transition, int(result.nit), float(result.fun)
+
+
+def warm_start_params(estimator, n_features, classes):
+    """The fitted ``(coef_, intercept_, transition_)`` of a chain estimator to start from, or None.
+
+    None unless ``estimator.warm_start`` is set and it is fitted; a ValueError when the features or
+    labels differ from the previous fit.
+    """
+    if not estimator.warm_start or not hasattr(estimator, "coef_"):
+        return None
+    if n_features != estimator.n_features_in_ or not np.array_equal(classes, estimator.classes_):
+        raise ValueError(
+            "warm_start=True needs the same features and labels as the previous fit: got "
+            f"{n_features} features and labels {list(classes)}, previously {estimator.n_features_in_} "
+            f"and {list(estimator.classes_)}."
+        )
+    return estimator.coef_, estimator.intercept_, estimator.transition_

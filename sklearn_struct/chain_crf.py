@@ -15,10 +15,10 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from ._chain_crf import fit_chain_crf, predict_unary
+from ._chain_crf import fit_chain_crf, predict_unary, warm_start_params
 from .oracles.chain import forward_backward, viterbi
 from .utils.packing import edge_offsets, unpack_sequences
-from .utils.validation import check_sequence_labels, check_sequences, encode_sequence_labels
+from .utils.validation import check_sequence_labels, check_sequences, check_y_given, encode_sequence_labels
 
 __all__ = ["ChainCRF"]
 
@@ -132,9 +132,10 @@ class ChainCRF(ClassifierMixin, BaseEstimator):
         -------
         self : ChainCRF
         """
+        check_y_given(y, self)
         X, y = check_sequences(X, y)
         encoder = LabelEncoder().fit(np.concatenate(y))
-        previous = self._warm_start_params(X[0].shape[1], encoder.classes_)
+        previous = warm_start_params(self, X[0].shape[1], encoder.classes_)
         self.classes_ = encoder.classes_
         self.n_features_in_ = X[0].shape[1]
         y_enc = encode_sequence_labels(encoder, y)
@@ -144,17 +145,6 @@ class ChainCRF(ClassifierMixin, BaseEstimator):
                                name=type(self).__name__)
         self.coef_, self.intercept_, self.transition_, self.n_iter_, self.objective_ = fitted
         return self
-
-    def _warm_start_params(self, n_features, classes):
-        if not self.warm_start or not hasattr(self, "coef_"):
-            return None
-        if n_features != self.n_features_in_ or not np.array_equal(classes, self.classes_):
-            raise ValueError(
-                "warm_start=True needs the same features and labels as the previous fit: got "
-                f"{n_features} features and labels {list(classes)}, previously {self.n_features_in_} "
-                f"and {list(self.classes_)}."
-            )
-        return self.coef_, self.intercept_, self.transition_
 
     def _unary(self, X):
         check_is_fitted(self)
@@ -261,8 +251,9 @@ class ChainCRF(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True  # equal-length sequences as one (n_seq, n_tokens, n_features) array
         tags.input_tags.sparse = True
-        tags.target_tags.required = True
+        tags.target_tags.required = True  # fit needs y (one label array per sequence)
         return tags
 
 

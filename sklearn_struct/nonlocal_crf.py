@@ -10,23 +10,19 @@ energy weights ``psi`` are learned by the doubly-stochastic Algorithm 3.
 import inspect
 import numbers
 import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, _fit_context, clone
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._bethe_inference import bethe_inference
-from ._chain_crf import ChainData, ChainObjective, predict_unary
+from ._chain_crf import ChainData, fit_chain_crf, predict_unary, warm_start_params
 from .constraints import ConstraintEnergy
 from .oracles.chain import forward_backward, viterbi
-from .utils.optimize import lbfgs
 from .utils.packing import edge_offsets, segment_sum, subset_sequences, transition_pairs, unpack_sequences
 from .utils.validation import check_sequence_labels, check_sequences, check_y_given, encode_sequence_labels
 
@@ -326,7 +322,7 @@ class NonLocalCRF(BaseEstimator):
         check_y_given(y, self)
         X, y = check_sequences(X, y)
         encoder = LabelEncoder().fit(np.concatenate(y))
-        previous = self._warm_start_params(X[0].shape[1], encoder.classes_)
+        previous = warm_start_params(self, X[0].shape[1], encoder.classes_)
         self.n_features_in_ = X[0].shape[1]
         self._label_encoder = encoder
         self.classes_ = encoder.classes_
@@ -346,47 +342,18 @@ class NonLocalCRF(BaseEstimator):
             self._fit_psi(X, y_enc, phi, *self._psi_thetas(X, y_enc))
         return self
 
-    def _warm_start_params(self, n_features, classes):
-        """The fitted (coef, intercept, transition) to start from, or None (cold start)."""
-        if not self.warm_start or not hasattr(self, "coef_"):
-            return None
-        if n_features != self.n_features_in_ or not np.array_equal(classes, self.classes_):
-            raise ValueError(
-                "warm_start=True needs the same features and labels as the previous fit: got "
-                f"{n_features} features and labels {list(classes)}, previously {self.n_features_in_} "
-                f"and {list(self.classes_)}."
-            )
-        return self.coef_, self.intercept_, self.transition_
-
     def _fit_base_crf(self, X, y_enc, previous=None):
-        (self.coef_, self.intercept_, self.transition_), result = self._lbfgs_crf(X, y_enc, previous)
-        self.n_iter_ = int(result.nit)
-        self.objective_ = float(result.fun)
+        params, self.n_iter_, self.objective_ = self._lbfgs_crf(X, y_enc, previous)
+        self.coef_, self.intercept_, self.transition_ = params
 
     def _lbfgs_crf(self, X, y_enc, previous=None, what="the base CRF"):
-        """Fit the base CRF on (X, y_enc): ((coef, intercept, transition), L-BFGS result)."""
-        L = len(self.classes_)
-        n_jobs = effective_n_jobs(self.n_jobs)
-        objective = ChainObjective(
-            X, y_enc, L, self.c2, n_chunks=max(1, n_jobs), n_jobs=self.n_jobs,
-            all_possible_states=self.all_possible_states,
-        )
-        theta0 = np.zeros(objective.n_params) if previous is None else objective.params_from(*previous)
-        start = time.perf_counter()
-
-        def report(iteration, value, _):
-            if self.verbose:
-                elapsed = time.perf_counter() - start
-                print(f"[NonLocalCRF] iter {iteration:4d}  objective {value:.6g}  ({elapsed:.1f} s)")
-
-        result = lbfgs(objective, theta0, max_iter=self.max_iter, tol=self.tol, callback=report)
-        if not result.success:
-            warnings.warn(
-                f"L-BFGS did not converge for {what} ({result.message}) after {result.nit} iterations; "
-                "increase max_iter or tol.",
-                ConvergenceWarning,
-            )
-        return objective.split_params(result.x), result
+        """Fit the base CRF (a :class:`~sklearn_struct.ChainCRF`'s model) on (X, y_enc):
+        ``((coef, intercept, transition), n_iter, objective)``."""
+        *params, n_iter, objective = fit_chain_crf(
+            X, y_enc, len(self.classes_), c2=self.c2, max_iter=self.max_iter, tol=self.tol,
+            all_possible_states=self.all_possible_states, n_jobs=self.n_jobs, previous=previous,
+            verbose=self.verbose, name="NonLocalCRF", what=what)
+        return tuple(params), n_iter, objective
 
     # ---------------------------------------------------------------- held-out theta for psi
     def _psi_thetas(self, X, y_enc):
@@ -426,7 +393,7 @@ class NonLocalCRF(BaseEstimator):
             rest = np.setdiff1d(order, part)
             Xk = [X[i] for i in rest]
             yk = [y_enc[i] for i in rest]
-            p, _ = self._lbfgs_crf(Xk, yk, what=f"the base CRF without psi fold {k}")
+            p, _, _ = self._lbfgs_crf(Xk, yk, what=f"the base CRF without psi fold {k}")
             params.append(p)
             fold[part] = k
         seqs = np.sort(np.concatenate(parts))
