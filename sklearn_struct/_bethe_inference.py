@@ -261,48 +261,124 @@ def bethe_inference(
     """
     unary, trans3, per_position, offsets = check_chain_potentials(unary, transition, offsets)
     n_seq = offsets.shape[0] - 1
-    T, L = unary.shape
-    E = T - n_seq
     auto = _check_options(method, max_iter, tol, beta, prox_center, gap_tol, average, energy)
-    base_trans = trans3[:E] if per_position else trans3[0]
-    lengths = np.diff(offsets)
-
     if energy is None or energy.n_weights == 0:
-        _, node, edge = forward_backward(
-            unary, base_trans, offsets, edge_marginals="per_position" if return_edges else "none"
-        )
-        return Bunch(node=node, edge=edge, dual_unary=unary, dual_transition=base_trans,
-                     n_iter=np.zeros(n_seq, dtype=np.int64), converged=np.ones(n_seq, dtype=bool),
-                     beta=np.zeros(n_seq), gap=None if gap_tol is None else np.zeros(n_seq))
-
-    K = energy.n_weights
-    psi = _check_psi(psi, n_seq, K)
+        return _plain_marginals(unary, trans3, per_position, offsets, return_edges, gap_tol)
+    psi = _check_psi(psi, n_seq, energy.n_weights)
     if energy_index is not None:
         energy_index = np.asarray(energy_index, dtype=np.int64)
         if energy_index.shape != (n_seq,):
             raise ValueError(f"energy_index must have shape ({n_seq},), got {energy_index.shape}.")
-    energy.check_batch(offsets, L, index=energy_index)
+    energy.check_batch(offsets, unary.shape[1], index=energy_index)
+    run = _BetheRun(unary, trans3, per_position, offsets, energy, psi, energy_index, method=method, tol=tol,
+                    beta=beta, auto=auto, prox_center=prox_center, gap_tol=gap_tol, average=average,
+                    return_edges=return_edges)
+    if method == "accelerated":
+        run.set_lipschitz(lipschitz)
+        step = run.accelerated_step
+    elif method == "md":
+        run.eta_fn = _eta_schedule(eta, run.lengths.astype(np.float64))
+        step = run.md_step
+    else:
+        step = run.rda_step
+    for t in range(1, max_iter + 1):
+        idx = np.flatnonzero(run.active)
+        if idx.size == 0:
+            break
+        step(idx, t)
+        run.stop_converged(idx)
+    return run.result()
 
-    need_edges = bool(energy.uses_edges)
-    # RDA with the uniform prox-centre scales the transitions too (theta_t's edge part moves)
-    scaled_edges = method == "rda" and prox_center == "uniform" and not auto and beta > 0
-    iter_edges = (need_edges or (return_edges and (average or method == "accelerated"))
-                  or (gap_tol is not None and scaled_edges))
-    edge_mode = "per_position" if iter_edges else "none"
-    all_idx = np.arange(n_seq)
 
-    def rows(idx):
+def _plain_marginals(unary, trans3, per_position, offsets, return_edges, gap_tol):
+    """No energy: the base model's marginals by one forward-backward."""
+    n_seq = offsets.shape[0] - 1
+    base_trans = trans3[: unary.shape[0] - n_seq] if per_position else trans3[0]
+    _, node, edge = forward_backward(unary, base_trans, offsets,
+                                     edge_marginals="per_position" if return_edges else "none")
+    return Bunch(node=node, edge=edge, dual_unary=unary, dual_transition=base_trans,
+                 n_iter=np.zeros(n_seq, dtype=np.int64), converged=np.ones(n_seq, dtype=bool),
+                 beta=np.zeros(n_seq), gap=None if gap_tol is None else np.zeros(n_seq))
+
+
+class _BetheRun:
+    """State of one batched run of Bethe projections: the problem, the iterates and per-sequence status.
+
+    The three methods share everything but their step (:meth:`rda_step`, :meth:`md_step`,
+    :meth:`accelerated_step`); each step ends in :meth:`commit`, which stores an oracle call's
+    output for the sequences that accept it.
+    """
+
+    def __init__(self, unary, trans3, per_position, offsets, energy, psi, energy_index, *, method, tol, beta,
+                 auto, prox_center, gap_tol, average, return_edges):
+        self.unary, self.per_position, self.offsets = unary, per_position, offsets
+        self.energy, self.psi, self.energy_index = energy, psi, energy_index
+        self.method, self.prox_center, self.beta, self.auto, self.gap_tol = method, prox_center, beta, auto, gap_tol
+        self.return_edges = return_edges
+        self.n_seq = n_seq = offsets.shape[0] - 1
+        T, L = unary.shape
+        E = T - n_seq
+        self.lengths = np.diff(offsets)
+        self.base_trans = trans3[:E] if per_position else trans3[0]
+        self.need_edges = need_edges = bool(energy.uses_edges)
+        # RDA with the uniform prox-centre scales the transitions too (theta_t's edge part moves)
+        self.scaled_edges = method == "rda" and prox_center == "uniform" and not auto and beta > 0
+        self.use_avg = average and method != "accelerated"
+        iter_edges = (need_edges or (return_edges and (average or method == "accelerated"))
+                      or (gap_tol is not None and self.scaled_edges))
+        self.edge_mode = "per_position" if iter_edges else "none"
+        # mu_0 = ORACLE(theta): the prox-center
+        self.log_z, self.mu_node, self.mu_edge = forward_backward(unary, self.base_trans, offsets,
+                                                                  edge_marginals=self.edge_mode)
+        self.dual_unary = unary.copy()
+        self.dual_edge = np.broadcast_to(self.base_trans, (E, L, L)).copy() if need_edges else None
+        self.beta_s = np.zeros(n_seq) if auto else np.full(n_seq, float(beta))
+        self.tol_s = np.full(n_seq, float(tol))
+        self.final_scale = np.ones(n_seq)  # prox_center="uniform": t / (t + beta) at each sequence's last step
+        self.n_iter = np.zeros(n_seq, dtype=np.int64)
+        self.converged = np.zeros(n_seq, dtype=bool)
+        self.active = np.ones(n_seq, dtype=bool)
+        self.delta = np.zeros(n_seq)
+        self.gap = np.full(n_seq, np.nan) if gap_tol is not None else None
+        self.gap_iter = np.full(n_seq, -1, dtype=np.int64)  # iteration at which gap was computed
+        # energy gradient at the current marginals, kept between iterations (RDA, MD, gap checks)
+        self.cur_gn = np.zeros((T, L))
+        self.cur_ge = np.zeros((E, L, L)) if need_edges else None
+        self.fresh = np.zeros(n_seq, dtype=bool)
+        self.g_node = np.zeros((T, L))  # RDA: running sum; accelerated: weighted average
+        self.g_edge = np.zeros((E, L, L)) if need_edges else None
+        if method == "md":
+            self.th_node = unary.copy()
+            self.th_edge = np.broadcast_to(self.base_trans, (E, L, L)).copy() if need_edges else None
+        if method == "accelerated":
+            self.nu_node = self.mu_node.copy()
+            self.nu_edge = None if self.mu_edge is None else self.mu_edge.copy()
+        if self.use_avg:
+            self.sum_node = self.mu_node.copy()
+            self.sum_edge = None if self.mu_edge is None else self.mu_edge.copy()
+        if auto:
+            self.refresh(np.arange(n_seq))
+            sq_edge = None if self.cur_ge is None else self.cur_ge ** 2
+            self.grad_bound = _AUTO_GROWTH * np.sqrt(self.seq_sum(self.cur_gn ** 2, sq_edge, offsets))
+
+    # ------------------------------------------------------------------ helpers
+    def rows(self, idx):
         """Token rows, edge rows and offsets of sequences idx (slices for the whole batch)."""
-        if idx.size == n_seq:
-            return slice(None), slice(None), offsets
-        return subset_sequences(offsets, idx)
+        if idx.size == self.n_seq:
+            return slice(None), slice(None), self.offsets
+        return subset_sequences(self.offsets, idx)
 
-    def e_index(idx):
-        return idx if energy_index is None else energy_index[idx]
+    def e_index(self, idx):
+        return idx if self.energy_index is None else self.energy_index[idx]
 
-    def base_edges(etok):
-        return base_trans[etok] if per_position else base_trans[None]
+    def base_edges(self, etok):
+        return self.base_trans[etok] if self.per_position else self.base_trans[None]
 
+    def shared_or_rows(self, etok):
+        """The base transitions of edge rows etok, as the oracle takes them (shared table or per position)."""
+        return self.base_trans[etok] if self.per_position else self.base_trans
+
+    @staticmethod
     def seq_sum(node_part, edge_part, sub):
         """Per-sequence sum of a node array and/or an edge array (either may be None)."""
         out = np.zeros(sub.shape[0] - 1)
@@ -312,84 +388,22 @@ def bethe_inference(
             out += segment_sum(edge_part.sum(axis=(1, 2)), edge_offsets(sub))
         return out
 
-    if method == "accelerated":
-        if lipschitz is None:
-            # Xiao's accelerated RDA needs Lip relative to the prox function's strong-convexity
-            # modulus: -H_B is sigma = 1 / (2 (2n - 1)^2)-strongly convex in l2 (Prop. 3)
-            sigma = 0.5 / (2.0 * lengths - 1.0) ** 2
-            lip = energy.lipschitz(offsets, psi, index=energy_index) / sigma
-        else:
-            lip = lipschitz
-        lip = np.broadcast_to(np.asarray(lip, dtype=np.float64), (n_seq,))
-        if not np.all(np.isfinite(lip)) or np.any(lip < 0):
-            raise ValueError("lipschitz must be finite and >= 0.")
-        uniform_lip = bool(np.all(lip == lip[0]))
-    if method == "md":
-        eta_fn = _eta_schedule(eta, lengths.astype(np.float64))
+    def gradient(self, node, edge, sub, idx):
+        return self.energy.gradient(node, edge if self.need_edges else None, sub, self.psi[idx],
+                                    index=self.e_index(idx))
 
-    # mu_0 = ORACLE(theta): the prox-center
-    log_z, mu_node, mu_edge = forward_backward(unary, base_trans, offsets, edge_marginals=edge_mode)
-    dual_unary = unary.copy()
-    dual_edge = np.broadcast_to(base_trans, (E, L, L)).copy() if need_edges else None
-    beta_s = np.zeros(n_seq) if auto else np.full(n_seq, float(beta))
-    tol_s = np.full(n_seq, float(tol))
-    final_scale = np.ones(n_seq)  # prox_center="uniform": t / (t + beta) at each sequence's last step
-    n_iter = np.zeros(n_seq, dtype=np.int64)
-    converged = np.zeros(n_seq, dtype=bool)
-    active = np.ones(n_seq, dtype=bool)
-    delta = np.zeros(n_seq)
-    gap = np.full(n_seq, np.nan) if gap_tol is not None else None
-    gap_iter = np.full(n_seq, -1, dtype=np.int64)  # iteration at which gap was computed
-
-    # energy gradient at the current marginals, kept between iterations (RDA, MD, gap checks)
-    cur_gn = np.zeros((T, L))
-    cur_ge = np.zeros((E, L, L)) if need_edges else None
-    fresh = np.zeros(n_seq, dtype=bool)
-
-    def refresh(idx):
-        stale = idx[~fresh[idx]]
+    def refresh(self, idx):
+        """Make the kept energy gradients of sequences idx current."""
+        stale = idx[~self.fresh[idx]]
         if stale.size:
-            tok, etok, sub = rows(stale)
-            gn, ge = energy.gradient(mu_node[tok], mu_edge[etok] if need_edges else None, sub, psi[stale],
-                                     index=e_index(stale))
-            cur_gn[tok] = gn
-            if need_edges:
-                cur_ge[etok] = ge
-            fresh[stale] = True
+            tok, etok, sub = self.rows(stale)
+            gn, ge = self.gradient(self.mu_node[tok], self.mu_edge[etok] if self.need_edges else None, sub, stale)
+            self.cur_gn[tok] = gn
+            if self.need_edges:
+                self.cur_ge[etok] = ge
+            self.fresh[stale] = True
 
-    g_node = np.zeros((T, L))  # RDA: running sum; accelerated: weighted average
-    g_edge = np.zeros((E, L, L)) if need_edges else None
-    if method == "md":
-        th_node = unary.copy()
-        th_edge = np.broadcast_to(base_trans, (E, L, L)).copy() if need_edges else None
-    if method == "accelerated":
-        nu_node, nu_edge = mu_node.copy(), None if mu_edge is None else mu_edge.copy()
-    use_avg = average and method != "accelerated"
-    if use_avg:
-        sum_node = mu_node.copy()
-        sum_edge = None if mu_edge is None else mu_edge.copy()
-    if auto:
-        refresh(all_idx)
-        grad_bound = _AUTO_GROWTH * np.sqrt(seq_sum(cur_gn ** 2, None if cur_ge is None else cur_ge ** 2, offsets))
-
-    def rda_potentials(idx, tok, etok, t):
-        if prox_center == "base":
-            w = 1.0 / (t + beta_s[idx])
-            un = unary[tok] - np.repeat(w, lengths[idx])[:, None] * g_node[tok]
-            if need_edges:
-                tr = base_edges(etok) - np.repeat(w, lengths[idx] - 1)[:, None, None] * g_edge[etok]
-            else:
-                tr = base_trans[etok] if per_position else base_trans
-            return un, tr, 1.0
-        s = t / (t + float(beta))  # uniform prox-centre: scalar beta
-        un = s * (unary[tok] - g_node[tok] / t)
-        if need_edges:
-            tr = s * (base_edges(etok) - g_edge[etok] / t)
-        else:
-            tr = s * (base_trans[etok] if per_position else base_trans)
-        return un, tr, s
-
-    def commit(idx, tok, etok, sub, loc, t, lz, new_node, new_edge, un, tr, scale, grads=None):
+    def commit(self, idx, tok, etok, sub, loc, t, lz, new_node, new_edge, un, tr, scale, grads=None):
         """Store the accepted part ``loc`` (positions in idx) of an oracle call on sequences idx."""
         if loc is None:
             acc, ctok, cetok, csub, ltok, letok = idx, tok, etok, sub, slice(None), slice(None)
@@ -398,174 +412,208 @@ def bethe_inference(
             ltok, letok, csub = subset_sequences(sub, loc)
             ctok, cetok = _compose(tok, ltok), _compose(etok, letok)
         nn = new_node[ltok]
-        delta[acc] = np.maximum.reduceat(np.max(np.abs(nn - mu_node[ctok]), axis=1), csub[:-1])
-        mu_node[ctok] = nn
-        if mu_edge is not None:
-            mu_edge[cetok] = new_edge[letok]
-        if method != "accelerated":
-            dual_unary[ctok] = un[ltok]
-            if need_edges:
-                dual_edge[cetok] = tr[letok]
-        log_z[acc] = lz if loc is None else lz[loc]
-        final_scale[acc] = scale
-        if use_avg:
-            sum_node[ctok] += nn
-            if sum_edge is not None:
-                sum_edge[cetok] += new_edge[letok]
+        self.delta[acc] = np.maximum.reduceat(np.max(np.abs(nn - self.mu_node[ctok]), axis=1), csub[:-1])
+        self.mu_node[ctok] = nn
+        if self.mu_edge is not None:
+            self.mu_edge[cetok] = new_edge[letok]
+        if self.method != "accelerated":
+            self.dual_unary[ctok] = un[ltok]
+            if self.need_edges:
+                self.dual_edge[cetok] = tr[letok]
+        self.log_z[acc] = lz if loc is None else lz[loc]
+        self.final_scale[acc] = scale
+        if self.use_avg:
+            self.sum_node[ctok] += nn
+            if self.sum_edge is not None:
+                self.sum_edge[cetok] += new_edge[letok]
         if grads is None:
-            fresh[acc] = False
+            self.fresh[acc] = False
         else:
-            cur_gn[ctok] = grads[0][ltok]
-            if need_edges:
-                cur_ge[cetok] = grads[1][letok]
-            fresh[acc] = True
-        n_iter[acc] = t
+            self.cur_gn[ctok] = grads[0][ltok]
+            if self.need_edges:
+                self.cur_ge[cetok] = grads[1][letok]
+            self.fresh[acc] = True
+        self.n_iter[acc] = t
 
-    def certified_gap(idx):
+    # ------------------------------------------------------------------ the three steps
+    def rda_potentials(self, idx, tok, etok, t):
+        """theta_t of Algorithm 1 for sequences idx, and the uniform-centre scale."""
+        if self.prox_center == "base":
+            w = 1.0 / (t + self.beta_s[idx])
+            un = self.unary[tok] - np.repeat(w, self.lengths[idx])[:, None] * self.g_node[tok]
+            if self.need_edges:
+                tr = self.base_edges(etok) - np.repeat(w, self.lengths[idx] - 1)[:, None, None] * self.g_edge[etok]
+            else:
+                tr = self.shared_or_rows(etok)
+            return un, tr, 1.0
+        s = t / (t + float(self.beta))  # uniform prox-centre: scalar beta
+        un = s * (self.unary[tok] - self.g_node[tok] / t)
+        if self.need_edges:
+            tr = s * (self.base_edges(etok) - self.g_edge[etok] / t)
+        else:
+            tr = s * self.shared_or_rows(etok)
+        return un, tr, s
+
+    def rda_step(self, idx, t):
+        """Algorithm 1; with beta="auto", steps whose gradient explodes are redone with a larger beta."""
+        tok, etok, sub = self.rows(idx)
+        self.refresh(idx)
+        self.g_node[tok] += self.cur_gn[tok]
+        if self.need_edges:
+            self.g_edge[etok] += self.cur_ge[etok]
+        pending, ptok, petok, psub = idx, tok, etok, sub
+        for attempt in range(_AUTO_MAX_DOUBLINGS + 1):
+            un, tr, scale = self.rda_potentials(pending, ptok, petok, t)
+            lz, new_node, new_edge = forward_backward(un, tr, psub, edge_marginals=self.edge_mode)
+            if not self.auto:
+                self.commit(pending, ptok, petok, psub, None, t, lz, new_node, new_edge, un, tr, scale)
+                return
+            gn, ge = self.gradient(new_node, new_edge, psub, pending)
+            norm = np.sqrt(self.seq_sum(gn ** 2, None if ge is None else ge ** 2, psub))
+            ok = norm <= self.grad_bound[pending]  # NaN fails too
+            if ok.all() or attempt == _AUTO_MAX_DOUBLINGS:
+                self.commit(pending, ptok, petok, psub, None, t, lz, new_node, new_edge, un, tr, scale, (gn, ge))
+                return
+            if ok.any():
+                self.commit(pending, ptok, petok, psub, np.flatnonzero(ok), t, lz, new_node, new_edge, un, tr,
+                            scale, (gn, ge))
+            # redo the step of the others with a stronger pull towards mu_0
+            pending = pending[~ok]
+            self.beta_s[pending] = np.maximum(1.0, 2.0 * self.beta_s[pending])
+            ptok, petok, psub = self.rows(pending)
+
+    def md_step(self, idx, t):
+        """Algorithm 4 (sign corrected): theta_t = (theta_{t-1} + eta_t (theta - grad L)) / (1 + eta_t)."""
+        tok, etok, sub = self.rows(idx)
+        self.refresh(idx)
+        gn, ge = self.cur_gn[tok], (self.cur_ge[etok] if self.need_edges else None)
+        eta_s = self.eta_fn(t)[idx]
+        eta_tok = np.repeat(eta_s, np.diff(sub))[:, None]
+        self.th_node[tok] = (self.th_node[tok] + eta_tok * (self.unary[tok] - gn)) / (1.0 + eta_tok)
+        un = self.th_node[tok]
+        if self.need_edges:
+            eta_e = np.repeat(eta_s, np.diff(sub) - 1)[:, None, None]
+            self.th_edge[etok] = (self.th_edge[etok] + eta_e * (self.base_edges(etok) - ge)) / (1.0 + eta_e)
+            tr = self.th_edge[etok]
+        else:  # (A + eta A) / (1 + eta) = A: shared transitions stay shared
+            tr = self.shared_or_rows(etok)
+        lz, new_node, new_edge = forward_backward(un, tr, sub, edge_marginals=self.edge_mode)
+        self.commit(idx, tok, etok, sub, None, t, lz, new_node, new_edge, un, tr, 1.0)
+
+    def set_lipschitz(self, lipschitz):
+        """Lip of Algorithm 5 per sequence (see ``lipschitz`` of :func:`bethe_inference`)."""
+        if lipschitz is None:
+            # Xiao's accelerated RDA needs Lip relative to the prox function's strong-convexity
+            # modulus: -H_B is sigma = 1 / (2 (2n - 1)^2)-strongly convex in l2 (Prop. 3)
+            sigma = 0.5 / (2.0 * self.lengths - 1.0) ** 2
+            lipschitz = self.energy.lipschitz(self.offsets, self.psi, index=self.energy_index) / sigma
+        lip = np.broadcast_to(np.asarray(lipschitz, dtype=np.float64), (self.n_seq,))
+        if not np.all(np.isfinite(lip)) or np.any(lip < 0):
+            raise ValueError("lipschitz must be finite and >= 0.")
+        self.lip, self.uniform_lip = lip, bool(np.all(lip == lip[0]))
+
+    def accelerated_step(self, idx, t):
+        """Algorithm 5: gradient at u_t = (1 - c) mu + c nu, oracle at the weighted average, mu averaged."""
+        tok, etok, sub = self.rows(idx)
+        old_node = self.mu_node[tok]
+        old_edge = None if self.mu_edge is None else self.mu_edge[etok]
+        c = 2.0 / (t + 1.0)
+        u_node = (1 - c) * old_node + c * self.nu_node[tok]
+        u_edge = (1 - c) * old_edge + c * self.nu_edge[etok] if self.need_edges else None
+        gn, ge = self.gradient(u_node, u_edge, sub, idx)
+        self.g_node[tok] = (1 - c) * self.g_node[tok] + c * gn
+        w = t * (t + 1.0) / (4.0 * self.lip[idx] + t * (t + 1.0))
+        un = np.repeat(w, np.diff(sub))[:, None] * (self.unary[tok] - self.g_node[tok])
+        w_e = np.repeat(w, np.diff(sub) - 1)[:, None, None]
+        if self.need_edges:
+            self.g_edge[etok] = (1 - c) * self.g_edge[etok] + c * ge
+            tr = w_e * (self.base_edges(etok) - self.g_edge[etok])
+        elif self.uniform_lip and not self.per_position:
+            tr = w[0] * self.base_trans
+        else:
+            tr = w_e * self.base_edges(etok)
+        lz, new_node, new_edge = forward_backward(un, tr, sub, edge_marginals=self.edge_mode)
+        self.nu_node[tok] = new_node
+        new_node = (1 - c) * old_node + c * new_node
+        if new_edge is not None:
+            self.nu_edge[etok] = new_edge
+            new_edge = (1 - c) * old_edge + c * new_edge
+        self.commit(idx, tok, etok, sub, None, t, lz, new_node, new_edge, un, tr, 1.0)
+
+    # ------------------------------------------------------------------ stopping and the result
+    def certified_gap(self, idx):
         """f(mu) - lower bound, for sequences whose mu is the oracle output of dual_unary / dual_edge."""
-        refresh(idx)
-        tok, etok, sub = rows(idx)
-        node = mu_node[tok]
-        edge = mu_edge[etok] if mu_edge is not None else None
-        gn = cur_gn[tok]
-        if need_edges:
-            ge = cur_ge[etok]
-            lin_tr = base_edges(etok) - ge
+        self.refresh(idx)
+        tok, etok, sub = self.rows(idx)
+        node = self.mu_node[tok]
+        edge = self.mu_edge[etok] if self.mu_edge is not None else None
+        gn = self.cur_gn[tok]
+        if self.need_edges:
+            ge = self.cur_ge[etok]
+            lin_tr = self.base_edges(etok) - ge
         else:
             ge = None
-            lin_tr = base_trans[etok] if per_position else base_trans
-        lz_lin, _, _ = forward_backward(unary[tok] - gn, lin_tr, sub, edge_marginals="none")
-        value = energy.value(node, edge if need_edges else None, sub, psi[idx], index=e_index(idx))
-        bound = -lz_lin + value - seq_sum(gn * node, None if ge is None else ge * edge, sub)
-        shift = seq_sum((dual_unary[tok] - unary[tok]) * node, None, sub)
-        if need_edges:
-            shift = shift + seq_sum(None, (dual_edge[etok] - base_edges(etok)) * edge, sub)
-        elif scaled_edges:
-            shift = shift + (final_scale[idx] - 1.0) * seq_sum(None, base_edges(etok) * edge, sub)
-        f = -log_z[idx] + shift + value
-        gap[idx] = f - bound
-        gap_iter[idx] = n_iter[idx]
-        return gap[idx] <= gap_tol * np.abs(f)
+            lin_tr = self.shared_or_rows(etok)
+        lz_lin, _, _ = forward_backward(self.unary[tok] - gn, lin_tr, sub, edge_marginals="none")
+        value = self.energy.value(node, edge if self.need_edges else None, sub, self.psi[idx],
+                                  index=self.e_index(idx))
+        bound = -lz_lin + value - self.seq_sum(gn * node, None if ge is None else ge * edge, sub)
+        shift = self.seq_sum((self.dual_unary[tok] - self.unary[tok]) * node, None, sub)
+        if self.need_edges:
+            shift = shift + self.seq_sum(None, (self.dual_edge[etok] - self.base_edges(etok)) * edge, sub)
+        elif self.scaled_edges:
+            shift = shift + (self.final_scale[idx] - 1.0) * self.seq_sum(None, self.base_edges(etok) * edge, sub)
+        f = -self.log_z[idx] + shift + value
+        self.gap[idx] = f - bound
+        self.gap_iter[idx] = self.n_iter[idx]
+        return self.gap[idx] <= self.gap_tol * np.abs(f)
 
-    for t in range(1, max_iter + 1):
-        idx = np.flatnonzero(active)
-        if idx.size == 0:
-            break
-        tok, etok, sub = rows(idx)
-        psi_a = psi[idx]
-
-        if method == "rda":
-            refresh(idx)
-            g_node[tok] += cur_gn[tok]
-            if need_edges:
-                g_edge[etok] += cur_ge[etok]
-            pending, ptok, petok, psub = idx, tok, etok, sub
-            for attempt in range(_AUTO_MAX_DOUBLINGS + 1):
-                un, tr, scale = rda_potentials(pending, ptok, petok, t)
-                lz, new_node, new_edge = forward_backward(un, tr, psub, edge_marginals=edge_mode)
-                if not auto:
-                    commit(pending, ptok, petok, psub, None, t, lz, new_node, new_edge, un, tr, scale)
-                    break
-                gn, ge = energy.gradient(new_node, new_edge if need_edges else None, psub, psi[pending],
-                                         index=e_index(pending))
-                norm = np.sqrt(seq_sum(gn ** 2, None if ge is None else ge ** 2, psub))
-                ok = norm <= grad_bound[pending]  # NaN fails too
-                if ok.all() or attempt == _AUTO_MAX_DOUBLINGS:
-                    commit(pending, ptok, petok, psub, None, t, lz, new_node, new_edge, un, tr, scale, (gn, ge))
-                    break
-                if ok.any():
-                    commit(pending, ptok, petok, psub, np.flatnonzero(ok), t, lz, new_node, new_edge, un, tr,
-                           scale, (gn, ge))
-                # redo the step of the others with a stronger pull towards mu_0
-                pending = pending[~ok]
-                beta_s[pending] = np.maximum(1.0, 2.0 * beta_s[pending])
-                ptok, petok, psub = rows(pending)
-        elif method == "md":
-            refresh(idx)
-            gn, ge = cur_gn[tok], (cur_ge[etok] if need_edges else None)
-            eta_s = eta_fn(t)[idx]
-            eta_tok = np.repeat(eta_s, np.diff(sub))[:, None]
-            th_node[tok] = (th_node[tok] + eta_tok * (unary[tok] - gn)) / (1.0 + eta_tok)
-            un = th_node[tok]
-            if need_edges:
-                eta_e = np.repeat(eta_s, np.diff(sub) - 1)[:, None, None]
-                th_edge[etok] = (th_edge[etok] + eta_e * (base_edges(etok) - ge)) / (1.0 + eta_e)
-                tr = th_edge[etok]
-            else:  # (A + eta A) / (1 + eta) = A: shared transitions stay shared
-                tr = base_trans[etok] if per_position else base_trans
-            lz, new_node, new_edge = forward_backward(un, tr, sub, edge_marginals=edge_mode)
-            commit(idx, tok, etok, sub, None, t, lz, new_node, new_edge, un, tr, 1.0)
-        else:  # accelerated
-            old_node = mu_node[tok]
-            old_edge = None if mu_edge is None else mu_edge[etok]
-            c = 2.0 / (t + 1.0)
-            u_node = (1 - c) * old_node + c * nu_node[tok]
-            u_edge = None
-            if need_edges:
-                u_edge = (1 - c) * old_edge + c * nu_edge[etok]
-            gn, ge = energy.gradient(u_node, u_edge, sub, psi_a, index=e_index(idx))
-            g_node[tok] = (1 - c) * g_node[tok] + c * gn
-            w = t * (t + 1.0) / (4.0 * lip[idx] + t * (t + 1.0))
-            un = np.repeat(w, np.diff(sub))[:, None] * (unary[tok] - g_node[tok])
-            w_e = np.repeat(w, np.diff(sub) - 1)[:, None, None]
-            if need_edges:
-                g_edge[etok] = (1 - c) * g_edge[etok] + c * ge
-                tr = w_e * (base_edges(etok) - g_edge[etok])
-            elif uniform_lip and not per_position:
-                tr = w[0] * base_trans
-            else:
-                tr = w_e * (base_trans[etok] if per_position else base_trans[None])
-            lz, new_node, new_edge = forward_backward(un, tr, sub, edge_marginals=edge_mode)
-            nu_node[tok] = new_node
-            new_node = (1 - c) * old_node + c * new_node
-            if new_edge is not None:
-                nu_edge[etok] = new_edge
-                new_edge = (1 - c) * old_edge + c * new_edge
-            commit(idx, tok, etok, sub, None, t, lz, new_node, new_edge, un, tr, 1.0)
-
-        done = idx[delta[idx] < tol_s[idx]]
-        if gap_tol is not None and done.size:
-            certified = certified_gap(done)
-            tol_s[done[~certified]] /= 10.0  # not there yet: look again once the iterates settle further
+    def stop_converged(self, idx):
+        """Stop the sequences of idx whose marginals settled (and, with gap_tol, whose gap is certified)."""
+        done = idx[self.delta[idx] < self.tol_s[idx]]
+        if self.gap_tol is not None and done.size:
+            certified = self.certified_gap(done)
+            self.tol_s[done[~certified]] /= 10.0  # not there yet: look again once the iterates settle further
             done = done[certified]
-        converged[done] = True
-        active[done] = False
+        self.converged[done] = True
+        self.active[done] = False
 
-    if gap_tol is not None:
-        stale = np.flatnonzero(gap_iter != n_iter)
-        if stale.size:
-            certified_gap(stale)
+    def result(self):
+        """The returned marginals, dual potentials for MAP, and per-sequence status."""
+        if self.gap_tol is not None:
+            stale = np.flatnonzero(self.gap_iter != self.n_iter)
+            if stale.size:
+                self.certified_gap(stale)
+        mu_node, mu_edge = self.mu_node, self.mu_edge
+        if self.use_avg:
+            mu_node = self.sum_node / np.repeat(self.n_iter + 1.0, self.lengths)[:, None]
+            if self.sum_edge is not None:
+                mu_edge = self.sum_edge / np.repeat(self.n_iter + 1.0, self.lengths - 1)[:, None, None]
+        dual_unary, dual_trans = self._dual_potentials(mu_node, mu_edge)
+        edge_out = None
+        if self.return_edges:
+            if mu_edge is None:  # last iterate of RDA / MD: mu_t = ORACLE(theta_t) exactly
+                _, _, mu_edge = forward_backward(dual_unary, dual_trans, self.offsets, edge_marginals="per_position")
+            edge_out = mu_edge
+        return Bunch(node=mu_node, edge=edge_out, dual_unary=dual_unary, dual_transition=dual_trans,
+                     n_iter=self.n_iter, converged=self.converged, beta=self.beta_s, gap=self.gap)
 
-    if use_avg:
-        count_tok = np.repeat(n_iter + 1.0, lengths)[:, None]
-        mu_node = sum_node / count_tok
-        if sum_edge is not None:
-            mu_edge = sum_edge / np.repeat(n_iter + 1.0, lengths - 1)[:, None, None]
-
-    if use_avg or method == "accelerated":
-        # mu is not an oracle output: MAP under theta - grad L(mu) (Prop. 1's fixed point)
-        gn, ge = energy.gradient(mu_node, mu_edge if need_edges else None, offsets, psi, index=energy_index)
-        dual_unary = unary - gn
-        if need_edges:
-            dual_trans = base_edges(slice(None)) - ge
-        else:
-            dual_trans = base_trans
-    elif need_edges:
-        dual_trans = dual_edge
-    elif not scaled_edges:
-        dual_trans = base_trans
-    elif per_position or not np.all(final_scale == final_scale[0]):
-        dual_trans = np.repeat(final_scale, lengths - 1)[:, None, None] * base_edges(slice(None))
-    else:
-        dual_trans = final_scale[0] * base_trans
-
-    edge_out = None
-    if return_edges:
-        if mu_edge is None:  # last iterate of RDA / MD: mu_t = ORACLE(theta_t) exactly
-            _, _, mu_edge = forward_backward(dual_unary, dual_trans, offsets, edge_marginals="per_position")
-        edge_out = mu_edge
-    return Bunch(node=mu_node, edge=edge_out, dual_unary=dual_unary, dual_transition=dual_trans,
-                 n_iter=n_iter, converged=converged, beta=beta_s, gap=gap)
+    def _dual_potentials(self, mu_node, mu_edge):
+        """Potentials whose MAP is the prediction: theta_t, or theta - grad L(mu) where mu is no oracle output."""
+        if self.use_avg or self.method == "accelerated":
+            # mu is not an oracle output: MAP under theta - grad L(mu) (Prop. 1's fixed point)
+            gn, ge = self.energy.gradient(mu_node, mu_edge if self.need_edges else None, self.offsets, self.psi,
+                                          index=self.energy_index)
+            dual_trans = self.base_edges(slice(None)) - ge if self.need_edges else self.base_trans
+            return self.unary - gn, dual_trans
+        if self.need_edges:
+            return self.dual_unary, self.dual_edge
+        if not self.scaled_edges:
+            return self.dual_unary, self.base_trans
+        if self.per_position or not np.all(self.final_scale == self.final_scale[0]):
+            return self.dual_unary, np.repeat(self.final_scale, self.lengths - 1)[:, None, None] * self.base_edges(
+                slice(None))
+        return self.dual_unary, self.final_scale[0] * self.base_trans
 
 
 def chain_entropy(node, edge, offsets):
