@@ -134,8 +134,10 @@ def write(rows, info, curves):
         "| reference | eps | single loop (s) | double loop (s) | ratio double / single |",
         "|---|---|---|---|---|",
     ]
+    fmt = lambda v, f: "not reached" if v is None or not np.isfinite(v) else format(v, f)  # noqa: E731
     for r in rows:
-        lines.append(f"| {r['reference']} | {r['eps']:g} | {r['single_s']:.2f} | {r['double_s']:.2f} | {r['ratio']:.1f} |")
+        lines.append(f"| {r['reference']} | {r['eps']:g} | {fmt(r['single_s'], '.2f')} | {fmt(r['double_s'], '.2f')} "
+                     f"| {fmt(r['ratio'], '.2f')} |")
     i = info
     lines += [
         "",
@@ -148,6 +150,9 @@ def write(rows, info, curves):
         + (". Goal < 10 s for this 30-node, 100-pair set." if i["setting"] == "cmu" else "."),
     ]
     (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    if curves is None:
+        return
     ts, vs, td, vd, single = curves
     best = info["L_best"]
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -158,7 +163,6 @@ def write(rows, info, curves):
     ax.legend()
     fig.tight_layout()
     fig.savefig(RESULTS / f"{stem}.png", dpi=100)
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":
@@ -166,4 +170,12 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--setting", choices=["cmu", "synthetic"], default="cmu")
-    main(parser.parse_args().setting)
+    parser.add_argument("--table-only", action="store_true", help="rewrite the markdown from the saved json")
+    args = parser.parse_args()
+    if args.table_only:
+        stem = "mle_struct_single_double" + ("" if args.setting == "cmu" else "_" + args.setting)
+        saved = json.loads((RESULTS / f"{stem}.json").read_text())
+        saved["info"].setdefault("setting", args.setting)
+        write(saved["rows"], saved["info"], None)
+    else:
+        main(args.setting)
