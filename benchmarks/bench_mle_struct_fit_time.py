@@ -15,9 +15,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from bench_mle_struct_single_double import training_set
 from sklearn.exceptions import ConvergenceWarning
 
-from bench_mle_struct_single_double import training_set
 from sklearn_struct import MLEStructMatcher
 
 RESULTS = Path(__file__).parent / "results"

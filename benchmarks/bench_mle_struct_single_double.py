@@ -31,14 +31,18 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from sklearn.exceptions import ConvergenceWarning  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_struct import MLEStructMatcher  # noqa: E402
-from sklearn_struct._matching_baselines import _bp_likelihood, _true_features, double_loop_bethe_mle  # noqa: E402
-from sklearn_struct.datasets import load_cmu_house_hotel  # noqa: E402
-from sklearn_struct.preprocessing import PointSetPairFeatures  # noqa: E402
+from sklearn_struct import MLEStructMatcher
+from sklearn_struct._matching_baselines import (
+    _bp_likelihood,
+    _true_features,
+    double_loop_bethe_mle,
+)
+from sklearn_struct.datasets import load_cmu_house_hotel
+from sklearn_struct.preprocessing import PointSetPairFeatures
 
 RESULTS = Path(__file__).parent / "results"
 ALPHA = 1.0
@@ -134,7 +138,7 @@ def write(rows, info, curves):
         "| reference | eps | single loop (s) | double loop (s) | ratio double / single |",
         "|---|---|---|---|---|",
     ]
-    fmt = lambda v, f: "not reached" if v is None or not np.isfinite(v) else format(v, f)  # noqa: E731
+    fmt = lambda v, f: "not reached" if v is None or not np.isfinite(v) else format(v, f)
     for r in rows:
         lines.append(f"| {r['reference']} | {r['eps']:g} | {fmt(r['single_s'], '.2f')} | {fmt(r['double_s'], '.2f')} "
                      f"| {fmt(r['ratio'], '.2f')} |")
