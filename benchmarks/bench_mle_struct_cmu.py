@@ -25,14 +25,14 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from sklearn.exceptions import ConvergenceWarning  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_struct import MLEStructMatcher  # noqa: E402
-from sklearn_struct._matching_baselines import MatchingSSVM  # noqa: E402
-from sklearn_struct.datasets import load_cmu_house_hotel  # noqa: E402
-from sklearn_struct.preprocessing import PointSetPairFeatures  # noqa: E402
+from sklearn_struct import MLEStructMatcher
+from sklearn_struct._matching_baselines import MatchingSSVM
+from sklearn_struct.datasets import load_cmu_house_hotel
+from sklearn_struct.preprocessing import PointSetPairFeatures
 
 RESULTS = Path(__file__).parent / "results"
 GAPS = list(range(0, 100, 10))
@@ -43,8 +43,8 @@ PAPER = {
     "house": {0: (0.0, 0.0), 10: (0.0040, 0.0), 20: (0.0022, 0.0022), 30: (0.0049, 0.0), 40: (0.0, 0.0),
               50: (0.017, 0.022), 60: (0.041, 0.051), 70: (0.051, 0.067), 80: (0.080, 0.14), 90: (0.12, 0.11)},
 }
-MLE_ALPHAS = [1e-2, 1e-1, 1.0, 10.0]
-SSVM_ALPHAS = [1e-4, 1e-3, 1e-2, 1e-1]
+MLE_ALPHAS = [1e-3, 1e-2, 1e-1, 1.0, 10.0]
+SSVM_ALPHAS = [1e-4, 1e-3, 1e-2, 1e-1, 1.0]
 
 
 def frame_pairs(points, gap, rng):
@@ -64,7 +64,7 @@ def thirds(n, rng):
 
 def select_and_test(make, alphas, F, y, split):
     tr, va, te = split
-    take = lambda idx: ([F[i] for i in idx], [y[i] for i in idx])  # noqa: E731
+    take = lambda idx: ([F[i] for i in idx], [y[i] for i in idx])
     best = None
     for alpha in alphas:
         est = make(alpha).fit(*take(tr))

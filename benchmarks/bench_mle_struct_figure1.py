@@ -26,13 +26,13 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from sklearn.exceptions import ConvergenceWarning  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_struct import MLEStructMatcher  # noqa: E402
-from sklearn_struct._matching_baselines import exact_log_likelihood, exact_matching_mle  # noqa: E402
-from sklearn_struct.oracles.matching import sample_matchings  # noqa: E402
+from sklearn_struct import MLEStructMatcher
+from sklearn_struct._matching_baselines import exact_log_likelihood, exact_matching_mle
+from sklearn_struct.oracles.matching import sample_matchings
 
 RESULTS = Path(__file__).parent / "results"
 N = 10
@@ -80,7 +80,7 @@ def main():
         for M in SIZES:
             cells = [run_cell(c, M, seed, X1) for seed in SEEDS]
             results[label][M] = cells
-            mean = lambda k, f: float(np.mean([cell[k][f] for cell in cells]))  # noqa: E731
+            mean = lambda k, f: float(np.mean([cell[k][f] for cell in cells]))
             print(f"{label} M={M}: exact {mean('exact', 'loglik'):.4f} bethe {mean('bethe', 'loglik'):.4f} "
                   f"rw {mean('rw', 'loglik'):.4f}", flush=True)
     write(results, time.perf_counter() - start)
@@ -119,7 +119,7 @@ def write(results, total):
     n_goal = n_cells = 0
     for label, d in results.items():
         for M, cells in d.items():
-            m = lambda k, f: float(np.mean([c[k][f] for c in cells]))  # noqa: E731
+            m = lambda k, f: float(np.mean([c[k][f] for c in cells]))
             goal = all(c["bethe"]["loglik"] >= c["rw"]["loglik"] for c in cells)
             sandwich = _sandwich(cells)
             n_goal += goal

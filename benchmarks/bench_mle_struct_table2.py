@@ -26,10 +26,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from sklearn_struct.oracles.matching import bp_matching_marginals, fw_bethe_marginals  # noqa: E402
+from sklearn_struct.oracles.matching import bp_matching_marginals, fw_bethe_marginals
 
 RESULTS = Path(__file__).parent / "results"
 EPS = [0.05, 0.01, 0.005, 0.001]

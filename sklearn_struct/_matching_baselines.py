@@ -33,7 +33,7 @@ from .oracles.matching import (
 )
 from .utils.validation import check_matchings
 
-__all__ = ["MatchingSSVM", "double_loop_bethe_mle", "exact_matching_mle", "exact_log_likelihood", "bethe_log_likelihood"]
+__all__ = ["MatchingSSVM", "bethe_log_likelihood", "double_loop_bethe_mle", "exact_log_likelihood", "exact_matching_mle"]
 
 
 def _true_features(X, y):

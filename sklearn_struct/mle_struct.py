@@ -16,12 +16,13 @@ so one Frank-Wolfe step is one assignment problem per example (the LMO), no inne
 ``a`` is kept up to date (``a += eta G^T (tau^m - s^m)``), so a step costs two matrix-vector products
 with ``G^(m)`` plus the assignment. The exact line search minimises
 ``||a + eta b||^2 / (2 alpha) - H(tau + eta d)`` (App. D.2, "(1 - tau)" read as "(1 - eta)") by
-bisection on its slope. The FW duality gap ``<tau - s, grad h(tau)> >= h(tau) - h*``
+safeguarded Newton on its slope, the step capped at 1/2 (see ``_MAX_STEP``). The FW duality gap ``<tau - s, grad h(tau)> >= h(tau) - h*``
 is the stopping rule.
 """
 
 import numbers
 import time
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
@@ -188,8 +189,6 @@ class MLEStructMatcher(BaseEstimator):
         self.coef_path_ = np.asarray(run["thetas"])
         self.converged_ = run["converged"]
         if not self.converged_:
-            import warnings
-
             warnings.warn(
                 f"MLEStructMatcher did not reach tol={self.tol} in {self.max_iter} passes "
                 f"(gap per node {self.gap_curve_[-1] / problem.n_nodes:.3g}).",

@@ -55,15 +55,15 @@ from numba import njit
 from scipy.optimize import linear_sum_assignment
 
 __all__ = [
-    "log_permanent",
-    "exact_marginals",
-    "sample_matchings",
+    "MAX_RYSER_SIZE",
     "assignment",
     "batched_assignment",
     "bethe_free_energy",
-    "fw_bethe_marginals",
     "bp_matching_marginals",
-    "MAX_RYSER_SIZE",
+    "exact_marginals",
+    "fw_bethe_marginals",
+    "log_permanent",
+    "sample_matchings",
 ]
 
 MAX_RYSER_SIZE = 20
@@ -86,8 +86,7 @@ def _sinkhorn_log(logA, max_sweeps, tol):
                 m = -np.inf
                 for b in range(n):
                     v = logA[a, b] if axis == 0 else logA[b, a]
-                    if v > m:
-                        m = v
+                    m = max(m, v)
                 s = 0.0
                 for b in range(n):
                     v = logA[a, b] if axis == 0 else logA[b, a]
@@ -287,7 +286,7 @@ def _xlogx(x):
 
 @njit(cache=True)
 def _safe_log(x):
-    return math.log(x if x > _TINY else _TINY)
+    return math.log(max(_TINY, x))
 
 
 @njit(cache=True)
