@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -94,8 +95,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     predict_tol : float, default=1e-6
         Relative duality gap under which a prediction is certified optimal.
     n_jobs : int or None, default=None
-        Joblib jobs for prediction and objective evaluation (chunks of samples; numba threads
-        within each chunk). Training steps are sequential by nature.
+        Joblib jobs for LP-MAP prediction (chunks of samples; numba threads within each chunk),
+        including the certificates of the training set at the end of ``fit``. Training steps are
+        sequential by nature (each Pegasos step uses the weights of the previous one).
     verbose : int, default=0
     random_state : int, RandomState instance or None, default=None
         Used by ``order="shuffle"``.
@@ -230,9 +232,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
                            g.slots, delta)
             seconds += time.perf_counter() - start
             model.refresh_norm()
-            bound = objective_eq9(model, Xa, Y, delta, self.C, loss_weight, self.n_jobs)
-            exact = (objective_eq7(model, Xa, Y, delta, self.C, loss_weight, self.n_jobs)
-                     if self.track_objective else np.nan)
+            bound = objective_eq9(model, Xa, Y, delta, self.C, loss_weight)
+            exact = objective_eq7(model, Xa, Y, delta, self.C, loss_weight) if self.track_objective else np.nan
             curve.append((epoch, seconds, bound, exact))
             if self.verbose:
                 print(f"[DLPW] epoch {epoch}: eq9 bound {bound:.6g}, eq7 {exact:.6g}, {seconds:.2f}s")
@@ -495,7 +496,7 @@ def loss_augmented(model, Xa, Y, loss_weight):
     return unary, P
 
 
-def objective_eq9(model, Xa, Y, delta, C, loss_weight, n_jobs=None):
+def objective_eq9(model, Xa, Y, delta, C, loss_weight):
     """Eq. 9 with the current messages: ``1/2 ||w||^2 + C/n sum_m [g(delta_m) - score_m(y_m)]`` (>= eq. 7)."""
     unary, P = loss_augmented(model, Xa, Y, loss_weight)
     g = dual_values(model.graph, unary, P, np.ascontiguousarray(delta))
@@ -503,7 +504,7 @@ def objective_eq9(model, Xa, Y, delta, C, loss_weight, n_jobs=None):
     return 0.5 * model.sq_norm + C * float(np.mean(g - truth))
 
 
-def objective_eq7(model, Xa, Y, delta, C, loss_weight, n_jobs=None, tol=1e-7, max_iter=5000):
+def objective_eq7(model, Xa, Y, delta, C, loss_weight, tol=1e-7, max_iter=5000):
     """Eq. 7: the per-sample LP solved by star updates to convergence (warm start from a copy of ``delta``)."""
     unary, P = loss_augmented(model, Xa, Y, loss_weight)
     start = np.array(delta, dtype=np.float64)
@@ -534,6 +535,4 @@ def _as_2d_targets(y):
 
 
 def _n_chunks(n_jobs):
-    from joblib import effective_n_jobs
-
     return effective_n_jobs(n_jobs)

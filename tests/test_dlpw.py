@@ -117,9 +117,7 @@ def test_general_mode_four_states_and_certificates():
     graph = make_lp_graph(edges, np.full(d, 4))
     from sklearn_struct.oracles.lp import icm
 
-    unary = np.zeros((n, d, 4))
-    unary[:, np.arange(d)] = 0  # f_i(y_i, x) = x_i in position y_i
-    unary = X[:, :, None] * W[None]
+    unary = X[:, :, None] * W[None]  # f_i(y_i, x) = x_i in position y_i
     Y, _ = icm(graph, unary, P, unary.argmax(axis=2))
     clf = DLPWClassifier(C=100.0, edges=edges, n_states=4, max_epochs=60).fit(X[:200], Y[:200])
     assert clf.n_states_.tolist() == [4] * d and len(clf.classes_) == d
