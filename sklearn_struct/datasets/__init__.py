@@ -50,6 +50,6 @@ __all__ = [
     "make_multilabel_pairwise",
     "make_matchings",
 ]
-from .ud import load_conllu, load_ud  # noqa: E402  (dependency treebanks)
+from .ud import load_conllu, load_ud, make_dependency_treebank  # noqa: E402  (dependency treebanks)
 
-__all__ += ["load_conllu", "load_ud"]
+__all__ += ["load_conllu", "load_ud", "make_dependency_treebank"]
