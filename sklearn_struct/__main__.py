@@ -135,7 +135,42 @@ def tour_gp_struct():
     ]
 
 
-TOUR = [tour_nonlocal_crf, tour_pruned_bp, tour_dlpw, tour_mle_struct, tour_gp_struct]
+def tour_parser():
+    """Second-order dependency parser (MinJoint-pruned BP) vs per-word head-offset logistic regression."""
+    from sklearn.feature_extraction import DictVectorizer
+
+    from sklearn_struct import DependencyParserBP
+    from sklearn_struct.datasets import make_dependency_treebank
+
+    X_tr, y_tr = make_dependency_treebank(150, random_state=0)
+    X_te, y_te = make_dependency_treebank(100, random_state=1)
+    parser = DependencyParserBP(projective=True, objective="min_joint", gamma=0.01, max_iter=3, n_hash_bits=16,
+                                random_state=0)
+    _warm_up(parser, X_tr, y_tr)
+    t_parser = _timed_fit(parser, X_tr, y_tr)
+
+    def word_rows(X):  # word, POS and the POS of the two words on each side
+        rows = []
+        for sent in X:
+            tags = ["<s>", "<s>"] + [w["upos"] for w in sent] + ["</s>", "</s>"]
+            for i, w in enumerate(sent):
+                rows.append({"w": w["form"], "p": w["upos"], "p-2": tags[i], "p-1": tags[i + 1],
+                             "p+1": tags[i + 3], "p+2": tags[i + 4]})
+        return rows
+
+    offsets = np.concatenate([np.where(h == 0, 0, h - np.arange(1, len(h) + 1)) for h in y_tr])
+    vec = DictVectorizer()
+    logreg = LogisticRegression(max_iter=1000)
+    t_lr = _timed_fit(logreg, vec.fit_transform(word_rows(X_tr)), offsets)
+    pred = logreg.predict(vec.transform(word_rows(X_te)))
+    gold = np.concatenate([np.where(h == 0, 0, h - np.arange(1, len(h) + 1)) for h in y_te])
+    return [
+        ("DependencyParserBP (MinJoint)", "dependency parsing, UAS", parser.score(X_te, y_te), t_parser),
+        ("  baseline: LogisticRegression", "per-word head offset, UAS", float(np.mean(pred == gold)), t_lr),
+    ]
+
+
+TOUR = [tour_nonlocal_crf, tour_pruned_bp, tour_dlpw, tour_mle_struct, tour_gp_struct, tour_parser]
 
 
 def main(out=sys.stdout):

@@ -47,8 +47,8 @@ from sklearn.utils.validation import check_is_fitted
 from joblib import effective_n_jobs
 
 from . import _parsing_features as feats
-from .oracles.factor_bp import grandparent_pairs, link_bp, pair_gains, seed_tree_messages, sibling_pairs
-from .oracles.tree import decode_tree
+from .oracles.factor_bp import check_pairs, grandparent_pairs, link_bp, pair_gains, seed_tree_messages, sibling_pairs
+from .oracles.tree import check_link_scores, decode_tree
 from .pruned_bp import select_factors
 from .utils.parallel import even_chunks, run_chunks
 
@@ -103,7 +103,8 @@ class LinkPruningReport:
 
 
 def pruned_link_marginals(unary, pairs, pair_scores, *, projective=False, single_root=True, objective="min_joint",
-                          gamma=1e-2, epsilon=1.0, m=0.1, max_iter=10, tol=1e-4, return_report=False):
+                          gamma=1e-2, epsilon=1.0, m=0.1, max_iter=10, tol=1e-4, return_report=False,
+                          check_input=True):
     """Link marginals by BP on the factor graph pruned by one selection rule (Algorithm 1).
 
     Parameters
@@ -120,6 +121,8 @@ def pruned_link_marginals(unary, pairs, pair_scores, *, projective=False, single
     gamma, epsilon, m : see :func:`sklearn_struct.pruned_bp.select_factors`
     max_iter, tol : BP iteration cap and tolerance (10 as in the paper).
     return_report : bool, default=False
+    check_input : bool, default=True
+        Validate the inputs (outside the timed part).
 
     Returns
     -------
@@ -137,6 +140,14 @@ def pruned_link_marginals(unary, pairs, pair_scores, *, projective=False, single
     >>> mu.shape, bool(np.allclose(mu[:, 1:].sum(axis=0), 1.0, atol=0.2)), 0 < rep.kept_fraction < 1
     ((6, 6), True, True)
     """
+    if check_input:
+        if objective not in _OBJECTIVES:
+            raise ValueError(f"objective must be one of {_OBJECTIVES}, got {objective!r}.")
+        unary = check_link_scores(unary, "unary")
+        pair_scores = np.ascontiguousarray(pair_scores, dtype=np.float64).reshape(-1)
+        pairs = check_pairs(pairs, unary.shape[0], pair_scores.shape[0])
+        if not np.isfinite(pair_scores).all():
+            raise ValueError(f"pair_scores must be finite (first bad at pair {int(np.argmin(np.isfinite(pair_scores)))}).")
     start = time.perf_counter()
     U = np.ascontiguousarray(unary, dtype=np.float64)
     tree_msgs, _, seed = seed_tree_messages(U, projective, single_root)
@@ -190,8 +201,12 @@ def divergence_bound(mu_dropped, theta_dropped):
     >>> round(divergence_bound([0.5], [2.0]), 6)  # one factor: the bound is its exact KL
     0.433781
     """
-    mu = np.asarray(mu_dropped, dtype=np.float64)
-    theta = np.asarray(theta_dropped, dtype=np.float64)
+    mu = np.asarray(mu_dropped, dtype=np.float64).reshape(-1)
+    theta = np.asarray(theta_dropped, dtype=np.float64).reshape(-1)
+    if mu.shape != theta.shape:
+        raise ValueError(f"mu_dropped and theta_dropped must have the same length, got {mu.size} and {theta.size}.")
+    if not (np.isfinite(theta).all() and np.all((mu >= 0) & (mu <= 1))):
+        raise ValueError("theta_dropped must be finite and mu_dropped in [0, 1].")
     if mu.size == 0:
         return 0.0
     mu = np.clip(np.where(theta < 0, 1.0 - mu, mu), 0.0, 1.0)
@@ -491,7 +506,7 @@ class DependencyParserBP(BaseEstimator):
         pots = self.potentials(X)
         options = dict(projective=self.projective, single_root=self.single_root, objective=self.objective,
                        gamma=self.gamma, epsilon=self.epsilon, m=self.m, max_iter=self.bp_max_iter,
-                       tol=self.bp_tol, return_report=True)
+                       tol=self.bp_tol, return_report=True, check_input=False)
 
         def infer(chunk):
             return [pruned_link_marginals(U, pairs, theta, **options) for U, pairs, theta in pots[chunk]]

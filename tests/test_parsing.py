@@ -136,3 +136,20 @@ def test_sklearn_citizenship_and_bad_input():
         DependencyParserBP(objective="bogus").fit(X, y)
     parser.fit(X, y)
     assert parser.n_iter_ == 1 and parser.coef_.shape == (4096,)
+
+
+def test_pruned_link_marginals_bad_input():
+    U = np.zeros((4, 4))
+    pairs = grandparent_pairs(3)
+    with pytest.raises(ValueError, match="objective"):
+        pruned_link_marginals(U, pairs, np.zeros(len(pairs)), objective="bogus")
+    with pytest.raises(ValueError, match="pair_scores"):
+        pruned_link_marginals(U, pairs, np.zeros(3))
+    with pytest.raises(ValueError, match="finite"):
+        pruned_link_marginals(U, pairs, np.full(len(pairs), np.nan))
+    with pytest.raises(ValueError, match="pairs"):
+        pruned_link_marginals(U, pairs + 5, np.zeros(len(pairs)))
+    with pytest.raises(ValueError, match="same length"):
+        divergence_bound([0.5], [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        divergence_bound([1.5], [1.0])

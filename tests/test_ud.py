@@ -60,3 +60,21 @@ def test_bad_files_name_the_line(tmp_path, text, match):
         load_conllu(path)
     with pytest.raises(ValueError, match="language"):
         load_ud("klingon")
+
+
+def test_make_dependency_treebank_gives_projective_single_root_trees():
+    from sklearn_struct.datasets import make_dependency_treebank
+    from sklearn_struct.parsing import is_projective
+
+    X, y = make_dependency_treebank(50, random_state=0)
+    X2, y2 = make_dependency_treebank(50, random_state=0)
+    assert all((a == b).all() for a, b in zip(y, y2))
+    for sent, heads in zip(X, y):
+        assert len(sent) == len(heads) and np.count_nonzero(heads == 0) == 1
+        assert is_projective(heads) and heads.max() <= len(sent)
+        for m, h in enumerate(heads, start=1):  # every word reaches the root
+            seen = set()
+            while h != 0:
+                assert h not in seen
+                seen.add(h)
+                h = heads[h - 1]

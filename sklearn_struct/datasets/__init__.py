@@ -8,6 +8,7 @@ download a missing file from the data set's public address.
 from ._base import find_data_file, get_data_home
 from ._chain import make_chain_data
 from ._ising import make_ising_grid
+from .citations import load_grobid_citations
 from .cmu import fetch_cmu_house_hotel, load_cmu_house_hotel, read_landmark_file
 from .conll import fetch_conll2000, fetch_crfpp, load_conll, load_conll2000, load_crfpp
 from .generators import make_matchings, make_multilabel_pairwise
@@ -20,6 +21,7 @@ from .multilabel import (
     load_yeast,
 )
 from .ocr import fetch_ocr_letters, load_ocr_letters, read_letter_data
+from .ud import load_conllu, load_ud, make_dependency_treebank
 
 __all__ = [
     "get_data_home",
@@ -33,6 +35,10 @@ __all__ = [
     "load_ocr_letters",
     "fetch_ocr_letters",
     "read_letter_data",
+    "load_grobid_citations",
+    # dependency trees
+    "load_conllu",
+    "load_ud",
     # multi-label
     "load_arff_multilabel",
     "load_libsvm_multilabel",
@@ -49,10 +55,5 @@ __all__ = [
     "make_ising_grid",
     "make_multilabel_pairwise",
     "make_matchings",
+    "make_dependency_treebank",
 ]
-from .ud import load_conllu, load_ud  # noqa: E402  (dependency treebanks)
-
-__all__ += ["load_conllu", "load_ud"]
-from .citations import load_grobid_citations  # noqa: E402
-
-__all__ += ["load_grobid_citations"]

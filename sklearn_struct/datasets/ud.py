@@ -7,7 +7,7 @@ from ._base import find_data_file
 from ._fetch import _as_path
 from .conll import _open_binary
 
-__all__ = ["load_conllu", "load_ud"]
+__all__ = ["load_conllu", "load_ud", "make_dependency_treebank"]
 
 _FIELDS = ("form", "lemma", "upos", "xpos", "feats")
 UD_TREEBANKS = {
@@ -117,3 +117,66 @@ def load_ud(language, subset="dev", data_home=None):
     path = find_data_file([f"ud/{folder}/{prefix}-ud-{subset}.conllu.gz", f"ud/{folder}/{prefix}-ud-{subset}.conllu"],
                           data_home)
     return load_conllu(path)
+
+
+def make_dependency_treebank(n_sentences=100, *, random_state=None):
+    """Generated dependency treebank: noun phrases, a verb and prepositional phrases.
+
+    Sentences follow ``DET ADJ* NOUN VERB [DET ADJ* NOUN] (ADP DET NOUN)*``; a prepositional
+    phrase attaches to the preceding noun for "of" and to the verb for "with" / "in" / "on", so
+    the right head depends on a word two positions away. Trees are projective with one root.
+
+    Parameters
+    ----------
+    n_sentences : int, default=100
+    random_state : int, RandomState or None, default=None
+
+    Returns
+    -------
+    sentences : list of lists of dicts with ``form`` and ``upos``
+    heads : list of int arrays (0 = root)
+
+    Examples
+    --------
+    >>> X, y = make_dependency_treebank(2, random_state=0)
+    >>> len(X), all(len(s) == len(h) for s, h in zip(X, y))
+    (2, True)
+    """
+    from sklearn.utils import check_random_state
+
+    rng = check_random_state(random_state)
+    nouns, adjs = ["dog", "cat", "park", "man", "telescope", "hill"], ["big", "old", "red"]
+    sentences, heads = [], []
+
+    def noun_phrase(tokens, hs):
+        start = len(tokens)
+        n_adj = rng.randint(0, 3)
+        tokens += [("the", "DET")] + [(adjs[rng.randint(3)], "ADJ") for _ in range(n_adj)]
+        tokens.append((nouns[rng.randint(len(nouns))], "NOUN"))
+        noun = len(tokens)  # 1-based id of the noun
+        hs += [noun] * (noun - start - 1) + [None]
+        return noun
+
+    for _ in range(n_sentences):
+        tokens, hs = [], []
+        subj = noun_phrase(tokens, hs)
+        tokens.append(("saw", "VERB"))
+        verb = len(tokens)
+        hs[subj - 1] = verb
+        hs.append(0)
+        last_noun = verb
+        if rng.rand() < 0.8:
+            last_noun = noun_phrase(tokens, hs)
+            hs[last_noun - 1] = verb
+        for _ in range(rng.randint(0, 3)):
+            prep = ["of", "with", "in", "on"][rng.randint(4)]
+            tokens.append((prep, "ADP"))
+            hs.append(None)
+            p = len(tokens)
+            noun = noun_phrase(tokens, hs)
+            hs[p - 1] = noun
+            hs[noun - 1] = last_noun if prep == "of" and last_noun != verb else verb
+            last_noun = noun
+        sentences.append([{"form": f, "upos": t} for f, t in tokens])
+        heads.append(np.array(hs, dtype=np.int64))
+    return sentences, heads
