@@ -40,6 +40,7 @@ from sklearn.kernel_approximation import RBFSampler
 from sklearn.utils.validation import check_is_fitted
 
 from .utils.packing import edge_offsets, pack_sequences, segment_repeat, segment_sum  # noqa: F401 (re-exported)
+from .utils.validation import check_float_array, check_offsets, check_scalar_param
 
 __all__ = [
     "Energy",
@@ -67,7 +68,7 @@ def smoothed_hinge(z):
     >>> smoothed_hinge(np.array([-1.0, 0.5, 2.0]))
     (array([1.5  , 0.125, 0.   ]), array([-1. , -0.5,  0. ]))
     """
-    z = np.asarray(z, dtype=np.float64)
+    z = check_float_array(z, "z")
     value = np.where(z <= 0, 0.5 - z, np.where(z < 1, 0.5 * (1 - z) ** 2, 0.0))
     deriv = np.where(z <= 0, -1.0, np.where(z < 1, z - 1.0, 0.0))
     return value, deriv
@@ -111,7 +112,8 @@ class Energy(BaseEstimator):
         -------
         self
         """
-        self.n_labels_ = int(n_labels)
+        n_labels = check_scalar_param(n_labels, "n_labels", kind="int", low=1)
+        self.n_labels_ = n_labels
         self._check_n_labels(n_labels)
         return self
 
@@ -161,7 +163,16 @@ class Energy(BaseEstimator):
     # ---- derived ------------------------------------------------------------------------
     def value(self, node, edge, offsets, psi, index=None):
         """``L_psi(mu_s)`` for every sequence: ``(n_seq,)``."""
-        psi = np.asarray(psi, dtype=np.float64).reshape(len(offsets) - 1, -1)
+        node = check_float_array(node, "node", ndim=2)
+        n_labels = getattr(self, "n_labels_", None)
+        if n_labels is not None and node.shape[1] != n_labels:
+            raise ValueError(f"node must have one column per label ({n_labels}), got shape {node.shape}.")
+        offsets = check_offsets(offsets, n_rows=node.shape[0], allow_empty_segments=False)
+        psi = check_float_array(psi, "psi")
+        if psi.size != (len(offsets) - 1) * self.n_weights:
+            raise ValueError(f"psi must hold {self.n_weights} weight(s) per sequence ({len(offsets) - 1} sequences), "
+                             f"got shape {psi.shape}.")
+        psi = psi.reshape(len(offsets) - 1, -1)
         return np.sum(psi * self.term_values(node, edge, offsets, index=index), axis=1)
 
 
@@ -208,11 +219,10 @@ class SoftConstraintEnergy(Energy):
         self.offset = offset
 
     def _arrays(self):
-        A = np.asarray(self.node_coef, dtype=np.float64)
+        A = check_float_array(self.node_coef, "node_coef", check_values=False)
         if A.ndim != 2:
             raise ValueError(f"node_coef must be 2D (n_constraints, n_labels), got shape {A.shape}.")
-        if not np.all(np.isfinite(A)):
-            raise ValueError("node_coef contains NaN or infinity.")
+        check_float_array(A, "node_coef")  # names the first NaN / infinity
         E = None
         if self.edge_coef is not None:
             E = np.asarray(self.edge_coef, dtype=np.float64)
@@ -301,8 +311,10 @@ def _check_fitted_labels(energy, n_labels):
 
 
 def _check_encoded_labels(y, n_labels, who):
-    if not isinstance(n_labels, numbers.Integral) or n_labels < 1:
+    if isinstance(n_labels, bool) or not isinstance(n_labels, numbers.Integral) or n_labels < 1:
         raise ValueError(f"{who}: n_labels must be a positive integer, got {n_labels!r}.")
+    if y is None or isinstance(y, (str, bytes)) or not hasattr(y, "__iter__"):
+        raise ValueError(f"{who}: y must be a list of label sequences, got {type(y).__name__}.")
     out = []
     for i, labels in enumerate(y):
         labels = np.asarray(labels)
@@ -684,6 +696,7 @@ class RandomFourierMeanMap(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         from .utils.validation import check_sequences
 
+        check_scalar_param(self.n_components, "n_components", kind="int", low=1)
         X = check_sequences(X)
         packed, _ = pack_sequences(X)
         self.sampler_ = RBFSampler(

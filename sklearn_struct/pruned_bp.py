@@ -132,6 +132,18 @@ def _check_selection_params(gamma, epsilon, m):
     return gamma, epsilon
 
 
+def _check_rho_for(rho, n_edges):
+    """rho as a scalar or one value per edge of the full graph, in (0, 1]."""
+    rho = check_float_array(rho, "rho", ndim=(0, 1))
+    if rho.ndim == 1 and rho.shape[0] != n_edges:
+        raise ValueError(f"rho must be a scalar or have one value per edge ({n_edges}), got {rho.shape[0]}.")
+    rho = np.broadcast_to(rho, (n_edges,))
+    if not np.all((rho > 0) & (rho <= 1)):
+        e = int(np.flatnonzero(~((rho > 0) & (rho <= 1)))[0])
+        raise ValueError(f"rho must lie in (0, 1]; rho[{e}] = {rho[e]!r}.")
+    return rho
+
+
 def _count_from_m(m, n):
     if isinstance(m, numbers.Integral):
         return int(min(max(m, 0), n))
@@ -273,7 +285,7 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
         sub_rho = None
         if inference == "trw":
             sub_rho = (trw_edge_probabilities(sub_edges, unary.shape[0], "auto") if rho is None
-                       else np.broadcast_to(np.asarray(rho, dtype=np.float64), (edges.shape[0],))[kept])
+                       else _check_rho_for(rho, edges.shape[0])[kept])
         result = loopy_bp(unary, sub_edges, sub_pairwise, rho=sub_rho, schedule=schedule, damping=damping,
                           max_iter=max_iter, tol=tol, edge_marginals=edge_marginals, check_input=False)
         marginals = result.node_marginals

@@ -91,7 +91,7 @@ def test_bethe_free_energy_rejects_nan_and_misshaped_marginals():
         bethe_free_energy(unary, edges, pw, np.array([[0.5, np.nan], [0.5, 0.5]]), edge)
     with pytest.raises(ValueError, match=r"edge_marginals must have shape \(1, 2, 2\)"):
         bethe_free_energy(unary, edges, pw, node, np.full((2, 2, 2), 0.25))
-    with pytest.raises(ValueError, match="node_marginals must be >= 0"):
+    with pytest.raises(ValueError, match=r"node_marginals must lie in \[0, 1\]"):
         bethe_free_energy(unary, edges, pw, np.array([[1.5, -0.5], [0.5, 0.5]]), edge)
 
 

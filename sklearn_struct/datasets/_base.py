@@ -26,6 +26,10 @@ def find_data_file(relative_paths, data_home=None):
     """First existing file among ``relative_paths`` under the data home, or a clear FileNotFoundError."""
     if isinstance(relative_paths, (str, os.PathLike)):
         relative_paths = [relative_paths]
+    if not isinstance(relative_paths, (list, tuple)) or not relative_paths or not all(
+        isinstance(rel, (str, os.PathLike)) for rel in relative_paths
+    ):
+        raise ValueError(f"relative_paths must be a path or a non-empty list of paths, got {relative_paths!r}.")
     home = get_data_home(data_home)
     for rel in relative_paths:
         path = home / rel
@@ -40,8 +44,16 @@ def find_data_file(relative_paths, data_home=None):
 
 @contextlib.contextmanager
 def _named_read_errors(path):
-    """Re-raise a truncated or corrupt (gzip) file's EOFError / zlib error as a ValueError naming ``path``."""
+    """Errors while parsing ``path`` as ValueErrors that name it.
+
+    A truncated or corrupt gzip stream (EOFError, zlib error) becomes "truncated or corrupt";
+    a parser's ValueError (including UnicodeDecodeError) that does not name the file gets its path.
+    """
     try:
         yield
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise ValueError(f"{path} is truncated or corrupt and cannot be read ({type(exc).__name__}: {exc}).") from None
+    except ValueError as exc:
+        if str(path) in str(exc):
+            raise
+        raise ValueError(f"{path}: cannot be parsed ({type(exc).__name__}: {str(exc)[:200]}).") from None

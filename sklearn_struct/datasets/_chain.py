@@ -67,7 +67,7 @@ def make_chain_data(
         ("min_length", min_length, 1),
         ("max_length", max_length, 1),
     ]:
-        if not isinstance(value, numbers.Integral) or value < low:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
     if max_length < min_length:
         raise ValueError(f"max_length={max_length} must be >= min_length={min_length}.")

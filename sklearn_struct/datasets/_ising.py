@@ -57,12 +57,12 @@ def make_ising_grid(n_images=4, n_noisy=50, shape=(64, 64), noise=0.6, random_st
     ((8, 16, 16), (8, 16, 16), [0, 1])
     """
     for name, value in (("n_images", n_images), ("n_noisy", n_noisy)):
-        if not isinstance(value, numbers.Integral) or value < 1:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}.")
     if len(shape) != 2 or min(shape) < 4:
         raise ValueError(f"shape must be (height, width) with both >= 4, got {shape!r}.")
-    if not noise >= 0:
-        raise ValueError(f"noise must be non-negative, got {noise!r}.")
+    if isinstance(noise, bool) or not isinstance(noise, numbers.Real) or not (0 <= noise < np.inf):
+        raise ValueError(f"noise must be a finite number >= 0, got {noise!r}.")
     rng = check_random_state(random_state)
     shapes = _clean_shapes(tuple(int(s) for s in shape))
     clean = shapes[np.arange(n_images) % len(shapes)]

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.io
 from sklearn.utils import Bunch
 
-from ._base import find_data_file
+from ._base import _named_read_errors, find_data_file
 from ._fetch import _as_path, fetch_file
 
 __all__ = ["load_cmu_house_hotel", "fetch_cmu_house_hotel", "read_landmark_file"]
@@ -51,7 +51,7 @@ def load_cmu_house_hotel(sequence="house", data_home=None, source="mat"):
     >>> load_cmu_house_hotel("hotel").points.shape  # doctest: +SKIP
     (101, 30, 2)
     """
-    if sequence not in _TEXT_DIRS:
+    if not isinstance(sequence, str) or sequence not in _TEXT_DIRS:
         raise ValueError(f"sequence must be one of ['house', 'hotel'], got {sequence!r}.")
     if source == "mat":
         path = find_data_file(_MAT_FILE, data_home)
@@ -78,7 +78,7 @@ def fetch_cmu_house_hotel(sequence="house", data_home=None, download_if_missing=
     data : :class:`~sklearn.utils.Bunch`
         See :func:`load_cmu_house_hotel`.
     """
-    if sequence not in _TEXT_DIRS:
+    if not isinstance(sequence, str) or sequence not in _TEXT_DIRS:
         raise ValueError(f"sequence must be one of ['house', 'hotel'], got {sequence!r}.")
     fetch_file(
         _MAT_FILE,
@@ -103,7 +103,8 @@ def read_landmark_file(path):
     points : ndarray of shape (n_points, 2)
     """
     path = _as_path(path)
-    points = np.loadtxt(path, dtype=np.float64, ndmin=2)
+    with _named_read_errors(path):
+        points = np.loadtxt(path, dtype=np.float64, ndmin=2)
     if points.shape[1] != 2:
         raise ValueError(f"{path}: expected 2 columns (x y) per line, found {points.shape[1]}.")
     return points

@@ -1,5 +1,6 @@
 """Loaders for CoNLL / CRF++ column files: one token per line, blank line between sequences."""
 
+import codecs
 import gzip
 import numbers
 import operator
@@ -61,6 +62,10 @@ def load_conll(path, columns=None, encoding="utf-8", label_column=-1):
         the file holds no tokens.
     """
     path = _as_path(path)
+    try:
+        codecs.lookup(encoding)
+    except (LookupError, TypeError):
+        raise ValueError(f"encoding={encoding!r} is not a known text encoding.") from None
     n_columns = None if columns is None else len(columns)
     state = None  # (n_columns, label index, token getter), fixed by the first token line
     sequences, labels = [], []

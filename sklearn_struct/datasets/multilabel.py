@@ -7,7 +7,7 @@ from sklearn.datasets import load_svmlight_file
 from sklearn.preprocessing import MultiLabelBinarizer
 from sklearn.utils import Bunch
 
-from ._base import find_data_file
+from ._base import _named_read_errors, find_data_file
 from ._fetch import _as_path, fetch_file
 
 __all__ = [
@@ -122,7 +122,8 @@ def load_libsvm_multilabel(path, n_features=None, classes=None):
         ``filename``.
     """
     path = _as_path(path)
-    X, y = load_svmlight_file(str(path), n_features=n_features, multilabel=True)
+    with _named_read_errors(path):
+        X, y = load_svmlight_file(str(path), n_features=n_features, multilabel=True)
     y = [tuple(int(v) if float(v).is_integer() else v for v in labels) for labels in y]
     if classes is not None:
         unknown = sorted({v for labels in y for v in labels} - set(classes), key=str)

@@ -87,8 +87,9 @@ def read_letter_data(path, dtype=np.float64):
         with _named_read_errors(path):
             raw = gzip.decompress(raw)
     # numpy parses the whole file at C speed; loadtxt errors name the offending line
-    numbers = np.loadtxt(io.BytesIO(raw), delimiter="\t", usecols=_NUMERIC_COLUMNS, dtype=np.int64, ndmin=2)
-    letters = np.loadtxt(io.BytesIO(raw), delimiter="\t", usecols=[1], dtype=str, encoding="ascii", ndmin=1)
+    with _named_read_errors(path):
+        numbers = np.loadtxt(io.BytesIO(raw), delimiter="\t", usecols=_NUMERIC_COLUMNS, dtype=np.int64, ndmin=2)
+        letters = np.loadtxt(io.BytesIO(raw), delimiter="\t", usecols=[1], dtype=str, encoding="ascii", ndmin=1)
     if numbers.shape[0] == 0:
         raise ValueError(f"{path} holds no letters.")
     not_single = np.flatnonzero(np.char.str_len(letters) != 1)

@@ -500,8 +500,7 @@ def check_chain_potentials(unary, transition, offsets):
         per_position = True
     else:
         raise ValueError(f"transition must be 2D (L, L) or 3D (n_edges, L, L), got {trans.ndim}D.")
-    if np.isnan(trans).any() or (trans == np.inf).any():
-        raise ValueError("transition potentials contain NaN or +inf.")
+    check_float_array(trans, "transition", allow_neg_inf=True)  # names the first NaN / +inf
     if per_position and trans.shape[0] == 0:
         trans = np.zeros((1, L, L))  # only length-1 sequences: keep a valid array for the kernel
     return unary, trans, per_position, offsets
@@ -545,14 +544,14 @@ def forward_backward(unary, transition, offsets, *, edge_marginals="sum", out=No
     (True, array([0.5, 0.5]), 2.0)
     """
     modes = {"none": _EDGE_NONE, "sum": _EDGE_SUM, "per_position": _EDGE_POSITION}
-    if edge_marginals not in modes:
+    if not isinstance(edge_marginals, str) or edge_marginals not in modes:
         raise ValueError(f"edge_marginals must be one of {sorted(modes)}, got {edge_marginals!r}.")
     unary, trans, per_position, offsets = check_chain_potentials(unary, transition, offsets)
     log_z, node, edge_sum, edge_pos = _run_forward_backward(
         unary, np.empty((0, unary.shape[1])), trans, per_position, offsets, modes[edge_marginals],
         _output_buffer(out, unary.shape),
     )
-    _raise_if_infeasible(log_z)
+    _raise_if_infeasible(log_z, unary, trans)
     edge = {"none": None, "sum": edge_sum, "per_position": edge_pos}[edge_marginals]
     return log_z, node, edge
 
@@ -583,16 +582,17 @@ def _run_forward_backward(unary, exp_unary, trans, per_position, offsets, edge_m
 def _output_buffer(out, shape):
     if out is None:
         return np.empty(shape)
-    if out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+    if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
         raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}.")
     return out
 
 
-def _raise_if_infeasible(scores):
+def _raise_if_infeasible(scores, unary, trans):
     """Name the first sequence whose log Z (or best score) is not finite, and why."""
     if not np.all(np.isfinite(scores)):
         s = int(np.flatnonzero(~np.isfinite(scores))[0])
-        if scores[s] == -np.inf:
+        huge = any(np.any(np.abs(a[np.isfinite(a)]) > 1e300) for a in (unary, trans))
+        if scores[s] == -np.inf and not huge:  # else -inf may be an overflow of huge negative sums
             raise ValueError(
                 f"Sequence {s} has no label sequence with finite potential (every path is forbidden by -inf)."
             )
@@ -626,7 +626,7 @@ def viterbi(unary, transition, offsets):
     max_len = int(np.max(np.diff(offsets)))
     with threads_for(unary.shape[0] * unary.shape[1] ** 2):
         labels, scores = _viterbi_batch(unary, trans, per_position, offsets, _n_chunks(n_seq), max_len)
-    _raise_if_infeasible(scores)
+    _raise_if_infeasible(scores, unary, trans)
     return labels, scores
 
 
@@ -641,7 +641,7 @@ def sample_chain(unary, transition, offsets, random_state=None):
     uniforms = check_random_state(random_state).random_sample(unary.shape[0])
     max_len = int(np.max(np.diff(offsets)))
     labels, log_z = _sample_batch(unary, trans, per_position, offsets, uniforms, max_len)
-    _raise_if_infeasible(log_z)
+    _raise_if_infeasible(log_z, unary, trans)
     return labels
 
 

@@ -511,7 +511,7 @@ def check_pairwise_graph(unary, edges, pairwise, name="graph"):
     ``ValueError`` naming ``name`` for wrong shapes, non-finite potentials, edges out of range,
     self-loops and duplicate edges. Graphs without edges are legal (independent nodes).
     """
-    unary = np.asarray(unary, dtype=np.float64)
+    unary = check_float_array(unary, f"{name}: unary", check_values=False)
     if unary.ndim != 2:
         raise ValueError(f"{name}: unary must be 2D (n_nodes, n_states), got shape {unary.shape}.")
     n_nodes, S = unary.shape
@@ -520,12 +520,13 @@ def check_pairwise_graph(unary, edges, pairwise, name="graph"):
     if S == 0:
         raise ValueError(f"{name}: unary has 0 states.")
     if not np.all(np.isfinite(unary)):
+        at = tuple(int(a) for a in np.argwhere(~np.isfinite(unary))[0])
         raise ValueError(
-            f"{name}: unary potentials contain NaN or infinity; use large finite values "
-            "(e.g. -1e3) for near-forbidden states."
+            f"{name}: unary potentials contain NaN or infinity (node {at[0]}, state {at[1]}); use large "
+            "finite values (e.g. -1e3) for near-forbidden states."
         )
     edges = check_edge_list(edges, n_nodes, name)
-    pairwise = np.asarray(pairwise, dtype=np.float64)
+    pairwise = check_float_array(pairwise, f"{name}: pairwise", check_values=False)
     if pairwise.ndim == 2:
         pairwise = pairwise[None]
     n_edges = edges.shape[0]
@@ -535,7 +536,8 @@ def check_pairwise_graph(unary, edges, pairwise, name="graph"):
             f"match {S} states, got {np.shape(pairwise)}."
         )
     if not np.all(np.isfinite(pairwise)):
-        raise ValueError(f"{name}: pairwise potentials contain NaN or infinity.")
+        at = tuple(int(a) for a in np.argwhere(~np.isfinite(pairwise))[0])
+        raise ValueError(f"{name}: pairwise potentials contain NaN or infinity (table {at[0]}, entry {at[1:]}).")
     for what, arr in (("unary", unary), ("pairwise", pairwise)):
         if arr.size and np.abs(arr).max() > _MAX_POTENTIAL:
             at = tuple(int(a) for a in np.argwhere(np.abs(arr) > _MAX_POTENTIAL)[0])
@@ -708,6 +710,9 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
         msgs = np.zeros((2 * n_edges, S))
     else:  # a copy: BP updates it in place
         msgs = check_float_array(init_messages, "init_messages", shape=(2 * n_edges, S)).copy()
+        if msgs.size and np.abs(msgs).max() > _MAX_POTENTIAL:
+            raise ValueError(f"init_messages hold values beyond |{_MAX_POTENTIAL:.0e}|, which overflow; "
+                             "pass log_messages of an earlier result.")
     # one flooding sweep costs ~S^2 per directed message; small graphs stay on one thread
     with threads_for(2 * n_edges * S * S if schedule == "parallel" else 0) as n_threads:
         n_iter, delta, n_updates, log_belief = _run_bp(
@@ -842,7 +847,7 @@ def _seed_inputs(unary, edges, pairwise, log_seed_marginals, check_input):
     if log_seed_marginals is None:
         log_q = log_softmax(unary)
     else:
-        log_q = np.ascontiguousarray(log_seed_marginals, dtype=np.float64)
+        log_q = check_float_array(log_seed_marginals, "log_seed_marginals", check_values=False)
         if check_input and log_q.shape != unary.shape:
             raise ValueError(f"log_seed_marginals must have the unary's shape {unary.shape}, got {log_q.shape}.")
         if check_input and (np.isnan(log_q).any() or (log_q == np.inf).any()):
@@ -879,9 +884,10 @@ def _check_marginals(marginals, name, shape):
     if marginals is None:
         raise ValueError(f"{name} are required (shape {shape}).")
     marginals = check_float_array(marginals, name, shape=shape)
-    if (marginals < 0).any():
-        at = tuple(int(a) for a in np.argwhere(marginals < 0)[0])
-        raise ValueError(f"{name} must be >= 0; entry {at} is {marginals[at]!r}.")
+    bad = (marginals < 0) | (marginals > 1.0 + 1e-9)
+    if bad.any():
+        at = tuple(int(a) for a in np.argwhere(bad)[0])
+        raise ValueError(f"{name} must lie in [0, 1]; entry {at} is {marginals[at]!r}.")
     return marginals
 
 

@@ -36,6 +36,10 @@ def grid_edges(shape, connectivity=4):
     """
     if connectivity not in (4, 8):
         raise ValueError(f"connectivity must be 4 or 8, got {connectivity!r}.")
+    if isinstance(shape, (str, bytes)) or np.ndim(shape) != 1 or len(shape) != 2:
+        raise ValueError(f"shape must be a pair (height, width), got {shape!r}.")
+    if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
+        raise ValueError(f"shape must hold two integers, got {tuple(shape)!r}.")
     height, width = (int(s) for s in shape)
     if height < 1 or width < 1:
         raise ValueError(f"shape must be positive, got {tuple(shape)}.")
@@ -75,10 +79,18 @@ def images_to_graphs(images, connectivity=4, edge_features=None):
     """
     if edge_features not in (None, "abs_diff"):
         raise ValueError(f"edge_features must be None or 'abs_diff', got {edge_features!r}.")
+    if images is None or isinstance(images, (str, bytes)) or not hasattr(images, "__iter__"):
+        raise ValueError(f"images must be a list or array of images, got {type(images).__name__}.")
     out = []
     cache = {}
     for i, img in enumerate(images):
-        img = np.asarray(img, dtype=np.float64)
+        _reject_complex(img, f"Image {i}")
+        try:
+            img = np.asarray(img, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"Image {i}: pixel values are not numeric ({exc}).") from None
+        if not np.all(np.isfinite(img)):
+            raise ValueError(f"Image {i} contains NaN or infinity.")
         if img.ndim not in (2, 3):
             raise ValueError(f"Image {i}: expected a 2D or 3D array, got shape {img.shape}.")
         if img.ndim == 2:

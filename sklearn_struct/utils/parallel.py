@@ -18,7 +18,11 @@ def even_chunks(n_items, n_chunks):
     >>> even_chunks(5, 2)
     [slice(0, 2, None), slice(2, 5, None)]
     """
-    n_chunks = max(1, min(int(n_chunks), int(n_items)))
+    from .validation import check_scalar_param
+
+    n_items = check_scalar_param(n_items, "n_items", kind="int", low=0)
+    n_chunks = check_scalar_param(n_chunks, "n_chunks", kind="int", low=1)
+    n_chunks = max(1, min(n_chunks, n_items))
     bounds = np.linspace(0, n_items, n_chunks + 1).round().astype(int)
     return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
@@ -30,6 +34,8 @@ def run_chunks(func, items, *, n_jobs=None, verbose=0, prefer="threads"):
     loop and costs nothing; otherwise it uses the active joblib backend, so a
     ``parallel_backend("dask")`` context set by the user is honoured.
     """
+    if not callable(func):
+        raise TypeError(f"func must be callable, got {type(func).__name__}.")
     items = list(items)
     if len(items) <= 1 or effective_n_jobs(n_jobs) == 1:
         return [func(item) for item in items]

@@ -161,7 +161,11 @@ def check_random_state_seed(random_state):
     """Draw a reproducible 32-bit seed for numba kernels from a random_state."""
     from sklearn.utils import check_random_state
 
-    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    try:
+        rng = check_random_state(random_state)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"random_state: {exc}") from None
+    return int(rng.randint(np.iinfo(np.int32).max))
 
 
 def check_finite_potentials(arr, name):
@@ -376,6 +380,7 @@ def check_sample_weight_vector(sample_weight, n_samples, name="sample_weight"):
     >>> check_sample_weight_vector(None, 2)
     array([1., 1.])
     """
+    n_samples = check_scalar_param(n_samples, "n_samples", kind="int", low=0)
     if sample_weight is None:
         return np.ones(n_samples)
     if isinstance(sample_weight, numbers.Real) and not isinstance(sample_weight, bool):
