@@ -17,7 +17,6 @@ Run: ``python benchmarks/bench_memory_conll.py``.
 
 import json
 import os
-import pickle
 import platform
 import subprocess
 import sys

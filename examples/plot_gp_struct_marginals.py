@@ -19,7 +19,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-import numpy as np
 
 from sklearn_struct import ChainCRF, GPStructClassifier
 from sklearn_struct.datasets import load_crfpp

@@ -1,6 +1,6 @@
 """The bad-input probe behind ``tests/test_fuzz_public_api.py`` (run in a child interpreter).
 
-Every public callable (doc/api.md and each subpackage's ``__all__``) is called once with a
+Every public callable (doc/api.rst and each subpackage's ``__all__``) is called once with a
 valid input and then with one argument at a time replaced by each applicable kind of bad
 input: empty, ragged, NaN / +-inf, wrong ndim / dtype / shape, out-of-range and negative
 indices, wrong-length weights, huge and tiny magnitudes, None, strings, complex numbers.
@@ -54,18 +54,18 @@ FORBIDDEN_NAMES = ("IndexError", "KeyError", "ZeroDivisionError")
 
 
 def public_names(root=None):
-    """(module, name) of every public callable: doc/api.md tables plus each module's __all__."""
+    """(module, name) of every public callable: the API reference (doc/api.rst) plus each module's __all__."""
     root = Path(root or Path(__file__).resolve().parents[1])
     names = set()
-    api = root / "doc" / "api.md"
+    api = root / "doc" / "api.rst"
     if api.exists():
         module = None
         for line in api.read_text().splitlines():
-            m = re.match(r"## `([\w.]+)`", line)
+            m = re.match(r"\.\. currentmodule:: ([\w.]+)", line)
             if m:
                 module = m.group(1)
-            m = re.match(r"\| `(\w+)` \((class|function)\)", line)
-            if m and module:
+            m = re.match(r"   (\w+)$", line)
+            if m and module and callable(getattr(importlib.import_module(module), m.group(1), None)):
                 names.add((module, m.group(1)))
     for mod in MODULES:
         for name in getattr(importlib.import_module(mod), "__all__", []):

@@ -3,7 +3,7 @@
 The probe itself lives in ``tests/_fuzz_probe.py`` and runs in a child interpreter, so that
 a segfault (e.g. numba reading an unchecked index) fails this test with the name of the last
 case started instead of killing pytest. It walks every public callable listed in
-doc/api.md and in the ``__all__`` of each module, calls it once with valid input and then
+doc/api.rst and in the ``__all__`` of each module, calls it once with valid input and then
 with each applicable bad input (empty, ragged, NaN/inf, wrong ndim/dtype/shape,
 out-of-range and negative indices, wrong-length weights, huge and tiny magnitudes), and
 finishes with hypothesis-drawn arrays for the oracles and packing helpers. Every outcome

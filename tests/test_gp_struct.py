@@ -13,9 +13,8 @@ from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern
 from sklearn.linear_model import LogisticRegression
 
 from sklearn_struct import GPStructClassifier
-from sklearn_struct._gp_struct_model import SparsePrior, VarParams, elbo, gram, mc_estimate, pair_kl, unary_kl
+from sklearn_struct._gp_struct_model import SparsePrior, VarParams, elbo, gram, pair_kl, unary_kl
 from sklearn_struct.datasets import make_chain_data
-from sklearn_struct.utils.packing import lengths_to_offsets
 
 
 def _random_params(rng, K, Q, M, diagonal=False):

@@ -17,7 +17,6 @@ from sklearn_struct.parsing import (
     pruned_link_marginals,
 )
 from test_factor_bp import exact_second_order
-from test_tree import all_trees
 
 
 def make_treebank(n_sentences, seed):
