@@ -246,7 +246,8 @@ def check_float_array(arr, name, *, ndim=None, shape=None, allow_neg_inf=False, 
             raise ValueError(f"{name} must be {want}, got {out.ndim}D with shape {out.shape}.")
     if shape is not None:
         if out.ndim != len(shape) or any(w is not None and w != s for w, s in zip(shape, out.shape)):
-            want = "(" + ", ".join("any" if w is None else str(w) for w in shape) + ("," if len(shape) == 1 else "") + ")"
+            parts = ", ".join("any" if w is None else str(w) for w in shape)
+            want = f"({parts},)" if len(shape) == 1 else f"({parts})"
             raise ValueError(f"{name} must have shape {want}, got {out.shape}.")
     if not allow_empty and out.size == 0:
         raise ValueError(f"{name} is empty (shape {out.shape}).")
