@@ -49,7 +49,8 @@ from numba import njit, prange
 from scipy.optimize import linprog
 
 from ._threads import threads_for
-from .loopy import build_adjacency, check_edge_list
+from ..utils.validation import check_edge_list
+from .loopy import build_adjacency
 
 __all__ = [
     "LPGraph",
