@@ -904,9 +904,9 @@ def trw_edge_probabilities(edges, n_nodes, method="uniform"):
         edge in a uniformly random spanning tree of its connected component, which is the edge's
         effective resistance (Kirchhoff); a valid point of the spanning-tree polytope, so TRW
         gives an upper bound on log Z. Dangling trees are peeled (rho 1), the rest is a dense
-        Cholesky solve per component (fine up to a few thousand nodes). ``"forests"``: the average
+        inverse per component (fine up to a few thousand nodes). ``"forests"``: the average
         of spanning forests covering every edge (valid, cheap for any size). ``"auto"``: exact
-        resistances for components of the 2-core up to 1500 nodes, covering forests beyond (valid
+        resistances for components of the 2-core up to 64 nodes, covering forests beyond (valid
         for any graph; the default of :func:`sklearn_struct.pruned_bp.pruned_marginals`). See
         :mod:`sklearn_struct.oracles.spanning`. ``"uniform"``: one constant per component,
         ``(n_c - 1) / n_edges_c``, the average of the exact values (Foster's theorem); exact for

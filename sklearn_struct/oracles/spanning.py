@@ -27,8 +27,10 @@ from ..utils.validation import check_edge_list
 
 __all__ = ["peel_dangling_trees", "effective_resistances", "covering_forests", "spanning_tree_rho"]
 
-# 2-core components up to this many nodes get exact effective resistances in "auto" mode.
-MAX_DENSE_NODES = 1500
+# 2-core components up to this many nodes get exact effective resistances in "auto" mode (batched
+# dense solves; one solve per component of a hundred nodes or more already costs more than TRW on a
+# pruned 64x64 grid); larger ones get covering forests.
+MAX_DENSE_NODES = 64
 
 
 @njit(cache=True, nogil=True)
