@@ -1055,7 +1055,32 @@ def probe_hypothesis(p, max_examples):
         record(f"transition_pairs{offsets}", lambda: transition_pairs(np.arange(5), np.array(offsets)),
                ("offsets", "y"))
 
-    for fuzz in (chain_fuzz, loopy_fuzz, packing_fuzz):
+    from sklearn_struct.oracles.lp import lp_map, make_lp_graph
+    from sklearn_struct.oracles.matching import bp_matching_marginals, fw_bethe_marginals, log_permanent
+
+    @cfg
+    @given(st.lists(st.tuples(st.integers(-1, 4), st.integers(-1, 4)), max_size=5),
+           st.lists(st.integers(0, 3), min_size=0, max_size=4),
+           arrays(np.float64, st.tuples(st.integers(0, 2), st.integers(0, 4), st.integers(0, 3)), elements=values),
+           arrays(np.float64, st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(0, 3)), elements=values))
+    def lp_fuzz(edges, n_states, unary, pairwise):
+        def call():
+            graph = make_lp_graph(np.array(edges, dtype=np.int64).reshape(-1, 2), n_states)
+            return lp_map(graph, unary, pairwise, max_iter=50)
+
+        record(f"lp_map{edges, n_states, unary.shape, pairwise.shape}", call,
+               ("graph", "edge", "n_states", "unary", "pairwise"), lambda out: np.all(out.dual >= out.primal - 1e-6))
+
+    @cfg
+    @given(arrays(np.float64, st.tuples(st.integers(0, 4), st.integers(0, 5)), elements=values))
+    def matching_fuzz(scores):
+        record(f"log_permanent{scores.shape}", lambda: log_permanent(scores), ("scores",))
+        record(f"fw_bethe_marginals{scores.shape}", lambda: fw_bethe_marginals(scores, max_iter=30), ("scores",),
+               lambda out: _rows_sum_to_one(out[0]))
+        record(f"bp_matching_marginals{scores.shape}", lambda: bp_matching_marginals(scores, max_iter=30),
+               ("scores",))
+
+    for fuzz in (chain_fuzz, loopy_fuzz, packing_fuzz, lp_fuzz, matching_fuzz):
         print(f"hypothesis :: {fuzz.__name__}", file=sys.stderr, flush=True)
         fuzz()
 

@@ -4,7 +4,11 @@ A batch of ``n_samples`` pairwise models shares one graph (``edges`` ``(n_edges,
 per node, padded to ``S = max(n_states)``) and one pairwise table per edge ``pairwise``
 ``(n_edges, S, S)`` (``pairwise[e, a, b]`` scores ``y[edges[e, 0]] = a, y[edges[e, 1]] = b``); each
 sample has its own ``unary`` ``(n_nodes, S)``, so the batch is ``unary`` ``(n_samples, n_nodes, S)``.
-Entries for padded states are never read.
+Entries for padded states are never read. Public functions validate their arguments (errors name
+the argument and index): potentials must be finite (max-sum has no log-space rescaling, so
+``|value| * (n_nodes + n_edges + 1) * (max_degree + 2)`` must stay below ``1e300``; give a forbidden
+state a large negative finite score); ``check_input=False`` skips the checks for callers that
+built the arrays themselves.
 
 Dual (Werner 2007; Meshi et al. 2010, eq. 8)
 --------------------------------------------

@@ -442,7 +442,7 @@ def _check_tau(tau, name, shape, interior=False):
     if bad.any():
         at = tuple(int(i) for i in np.argwhere(bad)[0])
         rng = "(0, 1)" if interior else "[0, 1]"
-        raise ValueError(f"{name}[{at}] = {tau[at]!r} is outside {rng}.")
+        raise ValueError(f"{name}[{at[0]}, {at[1]}] = {tau[at]:.6g} is outside {rng}.")
     if interior:
         rows = np.flatnonzero(np.abs(tau.sum(axis=1) - 1.0) > 1e-6)
         cols = np.flatnonzero(tau.sum(axis=0) > 1.0 + 1e-6)
