@@ -81,7 +81,7 @@ def pegasos_lp(Xa, Y, graph, C, *, max_epochs=10, time_budget=None, checkpoint_e
             lo, hi = Xa.indptr[m], Xa.indptr[m + 1]
             t += 1
             pegasos_step(t, C, Xa.indices[lo:hi], Xa.data[lo:hi], (mu_n - node_t[m]).ravel(), mu_e - edge_t[m],
-                         model.V, model.P, model.state)
+                         model.V, model.P, model.state, check_input=False)
             if t % every == 0 and clock.checkpoint(callback, model):
                 return model, t
     return model, t
@@ -177,7 +177,7 @@ def cutting_plane(Xa, Y, graph, C, *, max_iter=100, eps=1e-3, time_budget=None, 
         values = np.empty(n)
         for m in range(n):
             values[m], mu_n[m], mu_e[m] = lp.solve(unary[m], P)
-        truth = primal_values(graph, unary, P, Y)
+        truth = primal_values(graph, unary, P, Y, check_input=False)
         objective = 0.5 * model.sq_norm + C * float(np.mean(values - truth))
         # constraint: xi >= b - w.a with a = mean f(y_m) - f(mu_m), b = mean loss(mu_m)
         a_node = np.asarray(XT @ (node_t - mu_n).reshape(n, -1)) / n
@@ -218,7 +218,7 @@ def dlpw(Xa, Y, graph, C, *, n_inner=10, max_epochs=100, time_budget=None, check
     t = 0
     for epoch in range(1, max_epochs + 1):
         t = dlpw_epoch(order, t, float(C), int(n_inner), loss_weight, Xa.indptr, Xa.indices, Xa.data, Y, model.V,
-                       model.P, model.state, graph.edges, graph.n_states, graph.indptr, graph.slots, delta)
+                       model.P, model.state, graph.edges, graph.n_states, graph.indptr, graph.slots, delta, check_input=False)
         if epoch in checkpoints or epoch == max_epochs:
             model.refresh_norm()
             if clock.checkpoint(callback, model):
@@ -234,11 +234,11 @@ def exact_objective(model, Xa, Y, C, *, method="star", warm=None, tol=1e-9):
     """
     loss_weight = 1.0 / Y.shape[1]
     unary, P = loss_augmented(model, Xa, Y, loss_weight)
-    truth = primal_values(model.graph, unary, P, Y)
+    truth = primal_values(model.graph, unary, P, Y, check_input=False)
     if method == "highs":
         lp = LocalPolytopeLP(model.graph)
         values = np.array([lp.solve(unary[m], P)[0] for m in range(Y.shape[0])])
     else:
-        res = lp_map(model.graph, unary, P, warm, max_iter=100000, tol=tol, local_search=False)
+        res = lp_map(model.graph, unary, P, warm, max_iter=100000, tol=tol, local_search=False, check_input=False)
         values = res.dual
     return 0.5 * model.sq_norm + C * float(np.mean(values - truth))

@@ -229,7 +229,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
             start = time.perf_counter()
             t = dlpw_epoch(order.astype(np.int64), t, float(self.C), int(self.n_inner), loss_weight, Xa.indptr,
                            Xa.indices, Xa.data, Y, model.V, model.P, model.state, g.edges, g.n_states, g.indptr,
-                           g.slots, delta)
+                           g.slots, delta, check_input=False)
             seconds += time.perf_counter() - start
             model.refresh_norm()
             bound = objective_eq9(model, Xa, Y, delta, self.C, loss_weight)
@@ -291,9 +291,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         labels, certified, unary, delta = self._map(Xa)
         g = self._graph
         pair = self._pairwise_full
-        bound = max_marginals(g, unary, pair, delta)
-        cond = conditional_scores(g, unary, pair, labels)
-        score = primal_values(g, unary, pair, labels)
+        bound = max_marginals(g, unary, pair, delta, check_input=False)
+        cond = conditional_scores(g, unary, pair, labels, check_input=False)
+        score = primal_values(g, unary, pair, labels, check_input=False)
         own = np.take_along_axis(cond, labels[:, :, None], axis=2)
         M = np.where(certified[:, None, None], np.minimum(bound, score[:, None, None]),
                      score[:, None, None] + cond - own)
@@ -312,7 +312,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         Xa = _augment(self._check_X(X, reset=False), self.fit_intercept)
         _, _, unary, delta = self._map(Xa)
-        return self._format_per_label(pseudo_marginals(self._graph, unary, delta), binary_diff=False)
+        return self._format_per_label(pseudo_marginals(self._graph, unary, delta, check_input=False), binary_diff=False)
 
     def score(self, X, y, sample_weight=None):
         """Subset accuracy (all labels of a sample right), as scikit-learn's ``accuracy_score``.
@@ -332,7 +332,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         pair = self._pairwise_full
 
         def solve(chunk):
-            res = lp_map(g, unary[chunk], pair, max_iter=self.predict_max_iter, tol=self.predict_tol)
+            res = lp_map(g, unary[chunk], pair, max_iter=self.predict_max_iter, tol=self.predict_tol, check_input=False)
             return res.labels, res.certified, res.delta
 
         chunks = even_chunks(unary.shape[0], _n_chunks(self.n_jobs))
@@ -499,8 +499,8 @@ def loss_augmented(model, Xa, Y, loss_weight):
 def objective_eq9(model, Xa, Y, delta, C, loss_weight):
     """Eq. 9 with the current messages: ``1/2 ||w||^2 + C/n sum_m [g(delta_m) - score_m(y_m)]`` (>= eq. 7)."""
     unary, P = loss_augmented(model, Xa, Y, loss_weight)
-    g = dual_values(model.graph, unary, P, np.ascontiguousarray(delta))
-    truth = primal_values(model.graph, unary, P, Y)
+    g = dual_values(model.graph, unary, P, np.ascontiguousarray(delta), check_input=False)
+    truth = primal_values(model.graph, unary, P, Y, check_input=False)
     return 0.5 * model.sq_norm + C * float(np.mean(g - truth))
 
 
@@ -508,8 +508,8 @@ def objective_eq7(model, Xa, Y, delta, C, loss_weight, tol=1e-7, max_iter=5000):
     """Eq. 7: the per-sample LP solved by star updates to convergence (warm start from a copy of ``delta``)."""
     unary, P = loss_augmented(model, Xa, Y, loss_weight)
     start = np.array(delta, dtype=np.float64)
-    res = lp_map(model.graph, unary, P, start, max_iter=max_iter, tol=tol, local_search=False)
-    truth = primal_values(model.graph, unary, P, Y)
+    res = lp_map(model.graph, unary, P, start, max_iter=max_iter, tol=tol, local_search=False, check_input=False)
+    truth = primal_values(model.graph, unary, P, Y, check_input=False)
     return 0.5 * model.sq_norm + C * float(np.mean(res.dual - truth))
 
 

@@ -286,7 +286,7 @@ class _DualProblem:
         """Gradient, FW direction ``d = s - tau`` (packed) and per-example gaps."""
         grad = self.full_gradient()
         costs = [grad[self.block(m)[0]].reshape(self.block(m)[1]) for m in range(self.n_samples)]
-        assignments = batched_assignment(costs, n_jobs=n_jobs)
+        assignments = batched_assignment(costs, n_jobs=n_jobs, check_input=False)
         d = np.concatenate([self.vertex(m, a) for m, a in enumerate(assignments)]) - self.tau
         gaps = -np.add.reduceat(d * grad, self.offsets[:-1])
         return d, gaps
@@ -334,7 +334,7 @@ def _bcfw_step(p, m, k, est, grad_buf):
     grad = grad_buf[: tau_m.size]
     neg_entropy_grad(tau_m.reshape(shape), p.rho, grad.reshape(shape))
     grad -= G_m @ (p.a / p.alpha)
-    d = p.vertex(m, assignment(grad.reshape(shape))) - tau_m
+    d = p.vertex(m, assignment(grad.reshape(shape), check_input=False)) - tau_m
     gap = -float(d @ grad)
     if gap <= 0.0:
         return max(gap, 0.0)

@@ -665,6 +665,208 @@ def probe_preprocessing(p):
              ("min_freq",))
 
 
+def _lp_problem():
+    from sklearn_struct.oracles.lp import make_lp_graph
+
+    rng = np.random.default_rng(3)
+    graph = make_lp_graph([[0, 1], [1, 2], [0, 2]], [2, 3, 2])
+    return graph, rng.normal(size=(2, 3, 3)), rng.normal(size=(3, 3, 3)), np.array([[1, 2, 0], [0, 1, 1]])
+
+
+def _bad_lp_graphs(graph):
+    from sklearn_struct.oracles.lp import LPGraph
+
+    g = graph
+    return [("none", None, False), ("string", "abc", False), ("array", np.zeros((3, 2)), False),
+            ("edge-out-of-range", LPGraph(g.edges + 7, g.n_states, g.indptr, g.slots), True),
+            ("zero-states", LPGraph(g.edges, np.r_[g.n_states[:-1], 0], g.indptr, g.slots), True),
+            ("indptr-reversed", LPGraph(g.edges, g.n_states, g.indptr[::-1].copy(), g.slots), False),
+            ("slots-out-of-range", LPGraph(g.edges, g.n_states, g.indptr, g.slots + 50), True),
+            ("slots-permuted", LPGraph(g.edges, g.n_states, g.indptr, g.slots[::-1].copy()), False)]
+
+
+def _bad_labels(Y, n):
+    Y = np.asarray(Y)
+    over = Y.copy()
+    over[0, 0] = 2  # node 0 has 2 states: label 2 is out of range although node 1 has 3
+    return list(bad_index_array(Y, n)) + [("past-node-states", over, True), ("short", Y[:, :-1], False)]
+
+
+def probe_lp(p):
+    from sklearn_struct.oracles import lp
+
+    graph, unary, pw, Y = _lp_problem()
+    n_s = graph.n_states
+    gn = ("graph", "edge")
+    p.valid("make_lp_graph", lambda: lp.make_lp_graph(graph.edges, n_s))
+    p.mutate("make_lp_graph", lp.make_lp_graph, {"edges": graph.edges, "n_states": n_s}, "edges",
+             bad_index_array(graph.edges, 3), ("edge",) + gn)
+    p.mutate("make_lp_graph", lp.make_lp_graph, {"edges": graph.edges, "n_states": n_s}, "n_states",
+             [b for b in bad_index_array(n_s, 3) if b[0] != "out-of-range"]
+             + [("zero", np.r_[n_s[:-1], 0], True), ("empty-list", [], False)], ("n_states",))
+
+    def delta0():
+        return np.zeros((2, 6, 3))
+
+    specs = [  # name, argument names, result check
+        ("star_passes", ("unary", "pairwise", "delta"), None),
+        ("dual_values", ("unary", "pairwise", "delta"), lambda out: np.all(np.isfinite(out))),
+        ("decode", ("unary", "delta"), lambda out: np.all(out < n_s)),
+        ("primal_values", ("unary", "pairwise", "Y"), lambda out: np.all(np.isfinite(out))),
+        ("lp_map", ("unary", "pairwise", "delta"), lambda out: np.all(out.dual >= out.primal - 1e-9)),
+        ("icm", ("unary", "pairwise", "Y"), lambda out: np.all(out[0] < n_s)),
+        ("pseudo_marginals", ("unary", "delta"), _rows_sum_to_one),
+        ("max_marginals", ("unary", "pairwise", "delta"), None),
+        ("conditional_scores", ("unary", "pairwise", "Y"), None),
+        ("local_polytope_lp", ("unary", "pairwise"), lambda out: np.isclose(out[1].sum(), 3.0)),
+    ]
+    values = {"unary": unary, "pairwise": pw, "delta": None, "Y": Y}
+    for fname, args, check in specs:
+        f = getattr(lp, fname)
+        kw = {"graph": graph, **{a: values[a] for a in args}}
+        if fname == "local_polytope_lp":
+            kw["unary"] = unary[0]
+        if "delta" in args:
+            kw["delta"] = delta0()
+        p.valid(fname, lambda f=f, kw=kw: f(**kw), check)
+        p.mutate(fname, f, kw, "graph", _bad_lp_graphs(graph), gn)
+        for a in args:
+            if a == "Y":
+                p.mutate(fname, f, kw, "Y", _bad_labels(Y, 3), ("Y",))
+            elif a == "delta":
+                p.mutate(fname, f, kw, "delta", list(bad_float_array(delta0()))
+                         + [("float-list", delta0().tolist(), False), ("int", np.zeros((2, 6, 3), dtype=int), False),
+                            ("read-only", np.zeros((2, 6, 3))[:, ::-1], False)], ("delta",))
+            else:
+                p.mutate(fname, f, kw, a, bad_float_array(kw[a]), (a,))
+    for fname, arg, bads in [("star_passes", "n_passes", bad_int_scalar()), ("lp_map", "max_iter", bad_int_scalar()),
+                             ("lp_map", "tol", bad_real_scalar()), ("icm", "max_sweeps", bad_int_scalar()),
+                             ("lp_map", "local_search", [("string", "yes", False), ("none", None, False)]),
+                             ("pseudo_marginals", "rtol", bad_real_scalar())]:
+        kw = {"graph": graph, "unary": unary, **({"delta": delta0()} if fname != "icm" else {"Y": Y}),
+              **({"pairwise": pw} if fname != "pseudo_marginals" else {})}
+        p.mutate(fname, getattr(lp, fname), kw, arg, bads, (arg,))
+    p.valid("LocalPolytopeLP", lambda: lp.LocalPolytopeLP(graph, solver="linprog").solve(unary[0], pw))
+    p.mutate("LocalPolytopeLP", lp.LocalPolytopeLP, {"graph": graph}, "graph", _bad_lp_graphs(graph), gn)
+    p.mutate("LocalPolytopeLP", lp.LocalPolytopeLP, {"graph": graph}, "solver", bad_option(), ("solver",))
+    model = lp.LocalPolytopeLP(graph)
+    for arg, good in (("unary", unary[0]), ("pairwise", pw)):
+        p.mutate("LocalPolytopeLP.solve", model.solve, {"unary": unary[0], "pairwise": pw}, arg,
+                 list(bad_float_array(good)) + ([("batch", unary, False)] if arg == "unary" else []), (arg,))
+
+
+def _dlpw_problem():
+    graph, _, _, Y = _lp_problem()
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 0.0]]))
+    kw = {"order": np.array([1, 0]), "t0": 0, "C": 1.0, "n_inner": 2, "loss_weight": 1.0 / 3,
+          "Xp": X.indptr.astype(np.int64), "Xi": X.indices.astype(np.int64), "Xd": X.data, "Y": Y,
+          "V": np.zeros((3, 9)), "P": np.zeros((3, 3, 3)), "state": np.array([1.0, 0.0]), "edges": graph.edges,
+          "n_states": graph.n_states, "indptr": graph.indptr, "slots": graph.slots, "delta": np.zeros((2, 6, 3))}
+    return graph, kw
+
+
+def probe_lp_learning(p):
+    from sklearn_struct.oracles import lp_learning
+
+    graph, kw = _dlpw_problem()
+
+    def fresh(func, names):  # in-place arguments copied per call: one bad case cannot spoil the next
+        return lambda **k: func(**{**k, **{a: k[a].copy() for a in names if isinstance(k[a], np.ndarray)}})
+
+    f = fresh(lp_learning.dlpw_epoch, ("V", "P", "state", "delta"))
+    p.valid("dlpw_epoch", lambda: f(**kw), lambda t: t == 2)
+    for arg, bads in [("order", bad_index_array(kw["order"], 2)), ("t0", bad_int_scalar()),
+                      ("C", list(bad_real_scalar()) + [("zero", 0.0, False)]), ("n_inner", bad_int_scalar()),
+                      ("loss_weight", bad_real_scalar()), ("Xp", bad_offsets(kw["Xp"])),
+                      ("Xi", bad_index_array(kw["Xi"], 3)), ("Xd", bad_float_array(kw["Xd"])),
+                      ("Y", _bad_labels(kw["Y"], 3)), ("V", bad_float_array(kw["V"])),
+                      ("P", bad_float_array(kw["P"])), ("state", bad_float_array(kw["state"])),
+                      ("edges", bad_index_array(graph.edges, 3)), ("n_states", bad_index_array(graph.n_states, 3)),
+                      ("indptr", bad_offsets(graph.indptr)), ("slots", bad_index_array(graph.slots, 6)),
+                      ("delta", bad_float_array(kw["delta"]))]:
+        p.mutate("dlpw_epoch", f, kw, arg, bads, (arg, "graph"))
+    skw = {"t": 2, "C": 1.0, "xi": np.array([0, 2]), "xv": np.array([1.0, -1.0]), "node_g": np.ones(9),
+           "edge_g": np.ones((3, 3, 3)), "V": np.zeros((3, 9)), "P": np.zeros((3, 3, 3)), "state": np.array([1.0, 0.0])}
+    step = fresh(lp_learning.pegasos_step, ("V", "P", "state"))
+    p.valid("pegasos_step", lambda: step(**skw))
+    for arg, bads in [("t", bad_real_scalar()), ("C", bad_real_scalar()), ("xi", bad_index_array(skw["xi"], 3)),
+                      ("xv", bad_float_array(skw["xv"])), ("node_g", bad_float_array(skw["node_g"])),
+                      ("edge_g", bad_float_array(skw["edge_g"])), ("V", bad_float_array(skw["V"])),
+                      ("P", bad_float_array(skw["P"])), ("state", bad_float_array(skw["state"]))]:
+        p.mutate("pegasos_step", step, skw, arg, bads, (arg,))
+
+
+def _brute_log_perm(scores):
+    import itertools
+
+    n_left, n_right = scores.shape
+    vals = [scores[np.arange(n_left), list(c)].sum() for c in itertools.permutations(range(n_right), n_left)]
+    return np.logaddexp.reduce(vals)
+
+
+def probe_matching(p):
+    from sklearn_struct.oracles import matching
+
+    scores = np.random.default_rng(4).normal(size=(3, 4))
+    oversize = [("too-large", np.zeros((21, 21)), False), ("tall", scores.T, False)]
+    ref = _brute_log_perm(scores)
+    checks = {"log_permanent": lambda out: np.isclose(out, ref),
+              "exact_marginals": lambda out: _rows_sum_to_one(out[0]) and np.isclose(out[1], ref),
+              "sample_matchings": lambda out: out.shape == (5, 3) and all(len(set(r)) == 3 for r in out),
+              "fw_bethe_marginals": lambda out: _rows_sum_to_one(out[0]),
+              "bp_matching_marginals": lambda out: out[2] and _rows_sum_to_one(out[0], -1)}
+    extra = {"sample_matchings": {"n_samples": 5, "random_state": 0}}
+    for fname, check in checks.items():
+        f = getattr(matching, fname)
+        kw = {"scores": scores, **extra.get(fname, {})}
+        p.valid(fname, lambda f=f, kw=kw: f(**kw), check)
+        p.mutate(fname, f, kw, "scores", list(bad_float_array(scores)) + oversize[fname in ("fw_bethe_marginals",
+                 "bp_matching_marginals"):], ("scores",))
+    kw = {"scores": scores, "n_samples": 5, "random_state": 0}
+    p.mutate("sample_matchings", matching.sample_matchings, kw, "n_samples", bad_int_scalar(), ("n_samples",))
+    p.mutate("sample_matchings", matching.sample_matchings, kw, "random_state",
+             [("string", "a", False), ("negative", -1, False), ("float", 0.5, False)], ("random_state",))
+    f = matching.fw_bethe_marginals
+    kw = {"scores": scores}
+    tau = np.full((3, 4), 0.25)
+    for arg, bads in [("rho", list(bad_real_scalar()) + [("above-1", 2.0, False)]), ("max_iter", bad_int_scalar()),
+                      ("tol", bad_real_scalar()), ("step", bad_option()),
+                      ("tau0", list(bad_float_array(tau)) + [("on-boundary", np.eye(3, 4), True),
+                                                             ("rows-not-1", np.full((3, 4), 0.1), True)]),
+                      ("callback", [("not-callable", 3, False), ("string", "abc", False)])]:
+        p.mutate("fw_bethe_marginals", f, kw, arg, bads, (arg,))
+    f = matching.bp_matching_marginals
+    for arg, bads in [("damping", list(bad_real_scalar()) + [("one", 1.0, False)]),
+                      ("max_iter", list(bad_int_scalar()) + [("zero", 0, False)]), ("tol", bad_real_scalar()),
+                      ("messages", [("number", 3, False), ("none-pair", (None, None), False),
+                                    ("wrong-shape", (np.zeros((2, 2)), np.zeros((2, 2))), False),
+                                    ("nan", (np.full((3, 4), np.nan), np.zeros((3, 4))), True),
+                                    ("ints", (np.zeros((3, 4), dtype=int), np.zeros((3, 4), dtype=int)), False),
+                                    ("triple", (np.zeros((3, 4)),) * 3, False)])]:
+        p.mutate("bp_matching_marginals", f, kw, arg, bads, (arg,))
+    tau = matching.exact_marginals(scores)[0]
+    bkw = {"tau": tau, "scores": scores}
+    p.valid("bethe_free_energy", lambda: matching.bethe_free_energy(**bkw), lambda out: np.isfinite(out[0]))
+    for arg, bads in [("tau", list(bad_float_array(tau)) + [("negative", np.r_[[-tau[0]], tau[1:]], True),
+                                                            ("above-1", tau * 2, True)]),
+                      ("scores", bad_float_array(scores)), ("rho", list(bad_real_scalar()) + [("above-1", 2.0, False)])]:
+        p.mutate("bethe_free_energy", matching.bethe_free_energy, bkw, arg, bads, (arg,))
+    p.valid("assignment", lambda: matching.assignment(-np.eye(3, 4)), lambda out: out.tolist() == [0, 1, 2])
+    p.mutate("assignment", matching.assignment, {"costs": scores}, "costs",
+             list(bad_float_array(scores)) + [("tall", scores.T, False)], ("costs",))
+    costs = [scores, -np.eye(3)]
+    p.valid("batched_assignment", lambda: matching.batched_assignment(costs * 3, n_jobs=2),
+            lambda out: out[1].tolist() == [0, 1, 2] and len(out) == 6)
+    p.mutate("batched_assignment", matching.batched_assignment, {"costs_list": costs}, "costs_list",
+             [("none", None, False), ("string", "abc", False), ("number", 3, False), ("empty-list", [], False),
+              ("nan-in-second", [scores, _with(np.eye(3), (1, 1), np.nan)], True),
+              ("1d", [scores, np.ones(3)], True), ("tall", [scores, scores.T], True),
+              ("ragged", [scores, [[1.0], [1.0, 2.0]]], True), ("3d-array", np.zeros((2, 2, 2, 2)), False)],
+             ("costs_list",))
+    p.mutate("batched_assignment", matching.batched_assignment, {"costs_list": costs}, "n_jobs",
+             [("string", "a", False), ("zero", 0, False), ("float", 1.5, False)], ("n_jobs",))
+
+
 def probe_energies(p):
     from sklearn_struct import energies
 
@@ -861,13 +1063,38 @@ def probe_hypothesis(p, max_examples):
         record(f"transition_pairs{offsets}", lambda: transition_pairs(np.arange(5), np.array(offsets)),
                ("offsets", "y"))
 
-    for fuzz in (chain_fuzz, loopy_fuzz, packing_fuzz):
+    from sklearn_struct.oracles.lp import lp_map, make_lp_graph
+    from sklearn_struct.oracles.matching import bp_matching_marginals, fw_bethe_marginals, log_permanent
+
+    @cfg
+    @given(st.lists(st.tuples(st.integers(-1, 4), st.integers(-1, 4)), max_size=5),
+           st.lists(st.integers(0, 3), min_size=0, max_size=4),
+           arrays(np.float64, st.tuples(st.integers(0, 2), st.integers(0, 4), st.integers(0, 3)), elements=values),
+           arrays(np.float64, st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(0, 3)), elements=values))
+    def lp_fuzz(edges, n_states, unary, pairwise):
+        def call():
+            graph = make_lp_graph(np.array(edges, dtype=np.int64).reshape(-1, 2), n_states)
+            return lp_map(graph, unary, pairwise, max_iter=50)
+
+        record(f"lp_map{edges, n_states, unary.shape, pairwise.shape}", call,
+               ("graph", "edge", "n_states", "unary", "pairwise"), lambda out: np.all(out.dual >= out.primal - 1e-6))
+
+    @cfg
+    @given(arrays(np.float64, st.tuples(st.integers(0, 4), st.integers(0, 5)), elements=values))
+    def matching_fuzz(scores):
+        record(f"log_permanent{scores.shape}", lambda: log_permanent(scores), ("scores",))
+        record(f"fw_bethe_marginals{scores.shape}", lambda: fw_bethe_marginals(scores, max_iter=30), ("scores",),
+               lambda out: _rows_sum_to_one(out[0]))
+        record(f"bp_matching_marginals{scores.shape}", lambda: bp_matching_marginals(scores, max_iter=30),
+               ("scores",))
+
+    for fuzz in (chain_fuzz, loopy_fuzz, packing_fuzz, lp_fuzz, matching_fuzz):
         print(f"hypothesis :: {fuzz.__name__}", file=sys.stderr, flush=True)
         fuzz()
 
 
-SECTIONS = ["chain", "linear", "loopy", "utils", "metrics", "datasets", "preprocessing", "energies", "estimators",
-            "generic", "hypothesis"]
+SECTIONS = ["chain", "linear", "loopy", "lp", "lp_learning", "matching", "utils", "metrics", "datasets",
+            "preprocessing", "energies", "estimators", "generic", "hypothesis"]
 
 
 def main(max_examples=60, only=None):

@@ -4,7 +4,11 @@ A batch of ``n_samples`` pairwise models shares one graph (``edges`` ``(n_edges,
 per node, padded to ``S = max(n_states)``) and one pairwise table per edge ``pairwise``
 ``(n_edges, S, S)`` (``pairwise[e, a, b]`` scores ``y[edges[e, 0]] = a, y[edges[e, 1]] = b``); each
 sample has its own ``unary`` ``(n_nodes, S)``, so the batch is ``unary`` ``(n_samples, n_nodes, S)``.
-Entries for padded states are never read.
+Entries for padded states are never read. Public functions validate their arguments (errors name
+the argument and index): potentials must be finite (max-sum has no log-space rescaling, so
+``|value| * (n_nodes + n_edges + 1) * (max_degree + 2)`` must stay below ``1e300``; give a forbidden
+state a large negative finite score); ``check_input=False`` skips the checks for callers that
+built the arrays themselves.
 
 Dual (Werner 2007; Meshi et al. 2010, eq. 8)
 --------------------------------------------
@@ -48,6 +52,7 @@ import scipy.sparse as sp
 from numba import njit, prange
 from scipy.optimize import linprog
 
+from ..utils.validation import check_float_array, check_int_array, check_scalar_param
 from ._threads import threads_for
 from ..utils.validation import check_edge_list
 from .loopy import build_adjacency
@@ -116,11 +121,10 @@ def make_lp_graph(edges, n_states, name="graph"):
     >>> g.indptr.tolist(), g.slots.tolist()
     ([0, 1, 3, 4], [0, 1, 2, 3])
     """
-    n_states = np.asarray(n_states)
-    if n_states.ndim != 1 or n_states.size == 0 or n_states.dtype.kind not in "iu" or np.any(n_states < 1):
-        raise ValueError(f"{name}: n_states must be a non-empty 1D array of integers >= 1, got {n_states!r}.")
-    n_states = np.ascontiguousarray(n_states, dtype=np.int64)
-    edges = check_edge_list(np.asarray(edges, dtype=np.int64).reshape(-1, 2), n_states.size, name)
+    n_states = check_int_array(n_states, f"{name}: n_states", ndim=1, low=1)
+    if n_states.size == 0:
+        raise ValueError(f"{name}: n_states must be a non-empty 1D array of integers >= 1 (one per node).")
+    edges = check_edge_list(edges, n_states.size, name)
     adj = build_adjacency(edges, n_states.size)
     # loopy's slots list messages out of each node; the message into node j over edge e is 2e + side
     side = np.where(adj.forward == 1, 0, 1)
@@ -408,18 +412,107 @@ def _conditional_batch(unary, pairwise, edges, n_states, indptr, slots, Y, out):
 # --------------------------------------------------------------------------------------
 
 
-def _prep(graph, unary, pairwise, delta=None):
-    unary = np.ascontiguousarray(unary, dtype=np.float64)
+# Largest |potential| accepted: the dual sums about (n_nodes + n_edges) * (max_degree + 2) terms of
+# that size, which must stay finite in float64 (max-sum has no log-space rescaling to fall back on).
+_MAX_ABS = 1e300
+
+
+def check_lp_graph(graph):
+    """Check that ``graph`` is a consistent :class:`LPGraph` (as built by :func:`make_lp_graph`)."""
+    if not isinstance(graph, LPGraph):
+        raise TypeError(f"graph must be an LPGraph (see make_lp_graph), got {type(graph).__name__}.")
+    n_states = check_int_array(graph.n_states, "graph.n_states", ndim=1, low=1)
+    if n_states.size == 0:
+        raise ValueError("graph.n_states is empty: the graph needs at least one node.")
+    edges = check_edge_list(graph.edges, n_states.size, "graph")
+    E = edges.shape[0]
+    indptr = check_int_array(graph.indptr, "graph.indptr", ndim=1, low=0, high=2 * E + 1)
+    slots = check_int_array(graph.slots, "graph.slots", ndim=1, low=0, high=max(2 * E, 1))
+    if indptr.shape[0] != n_states.size + 1 or indptr[0] != 0 or indptr[-1] != 2 * E or np.any(np.diff(indptr) < 0) \
+            or slots.shape[0] != 2 * E:
+        raise ValueError("graph: indptr / slots do not match edges and n_states; build the graph with make_lp_graph.")
+    node = np.repeat(np.arange(n_states.size), np.diff(indptr))
+    if E and not np.array_equal(edges[slots >> 1, slots & 1], node):
+        raise ValueError("graph: slots do not list the messages into each node; build it with make_lp_graph.")
+    return graph
+
+
+def _too_large(arr, name, terms):
+    """Raise if ``terms`` entries of the size of ``arr``'s largest could overflow when summed."""
+    if arr.size and np.abs(arr).max() * terms > _MAX_ABS:
+        at = np.unravel_index(int(np.abs(arr).argmax()), arr.shape)
+        raise ValueError(f"{name} holds {arr[at]:.3g} at index {tuple(int(i) for i in at)}: the dual sums "
+                         f"{terms} such terms and would overflow; rescale the potentials.")
+
+
+def _n_terms(graph):
+    return (graph.n_nodes + graph.n_edges + 1) * (graph.max_degree + 2)
+
+
+def _check_potentials(graph, unary, pairwise, need_pairwise=True):
+    S = graph.max_states
+    unary = check_float_array(unary, "unary", ndim=(2, 3), allow_empty=False)
     if unary.ndim == 2:
         unary = unary[None]
-    S = graph.max_states
-    if unary.ndim != 3 or unary.shape[1:] != (graph.n_nodes, S):
+    if unary.shape[1:] != (graph.n_nodes, S):
         raise ValueError(f"unary must have shape (n_samples, {graph.n_nodes}, {S}), got {unary.shape}.")
-    pairwise = np.ascontiguousarray(pairwise, dtype=np.float64).reshape(graph.n_edges, S, S)
+    if not need_pairwise:
+        _too_large(unary, "unary", _n_terms(graph))
+        return unary, None
+    pairwise = check_float_array(pairwise, "pairwise", ndim=(2, 3))
+    if pairwise.size != graph.n_edges * S * S or (pairwise.ndim == 3 and pairwise.shape[0] != graph.n_edges):
+        raise ValueError(f"pairwise must have shape ({graph.n_edges}, {S}, {S}), got {pairwise.shape}.")
+    pairwise = pairwise.reshape(graph.n_edges, S, S)
+    _too_large(unary, "unary", _n_terms(graph))
+    _too_large(pairwise, "pairwise", _n_terms(graph))
+    return unary, pairwise
+
+
+def _check_delta(graph, delta, n_samples):
+    want = (n_samples, 2 * graph.n_edges, graph.max_states)
+    if not isinstance(delta, np.ndarray) or delta.dtype not in (np.float64, np.float32):
+        raise TypeError(f"delta must be a float64 or float32 ndarray (updated in place), got {type(delta).__name__}"
+                        f"{'' if not isinstance(delta, np.ndarray) else ' of dtype ' + str(delta.dtype)}.")
+    if delta.shape != want or not delta.flags.c_contiguous or not delta.flags.writeable:
+        raise ValueError(f"delta must be a writeable C-contiguous array of shape {want} (n_samples of unary, "
+                         f"2 * n_edges, max n_states), got {delta.shape}.")
+    _too_large(check_float_array(delta, "delta"), "delta", _n_terms(graph))  # NaN / inf named with their index
+    return delta
+
+
+def _check_labels(graph, Y, n_samples, name="Y"):
+    Y = check_int_array(Y, name, ndim=None, low=0)
+    if Y.ndim not in (1, 2) or Y.size != n_samples * graph.n_nodes:
+        raise ValueError(f"{name} must have shape (n_samples of unary, n_nodes) = ({n_samples}, {graph.n_nodes}), "
+                         f"got {Y.shape}.")
+    Y = Y.reshape(n_samples, graph.n_nodes)
+    bad = Y >= graph.n_states[None, :]
+    if bad.any():
+        m, i = np.argwhere(bad)[0]
+        raise ValueError(f"{name}[{m}, {i}] = {Y[m, i]} is out of range: node {i} has {graph.n_states[i]} states.")
+    return Y
+
+
+_NO_PAIRWISE = object()  # decode / pseudo_marginals read no pairwise table
+
+
+def _prep(graph, unary, pairwise, delta=None, check_input=True):
+    if check_input:
+        check_lp_graph(graph)
+        unary, pairwise = _check_potentials(graph, unary, pairwise, pairwise is not _NO_PAIRWISE)
+        if delta is not None:
+            delta = _check_delta(graph, delta, unary.shape[0])
+    else:
+        unary = np.ascontiguousarray(unary, dtype=np.float64)
+        unary = unary[None] if unary.ndim == 2 else unary
+        if pairwise is not _NO_PAIRWISE:
+            pairwise = np.ascontiguousarray(pairwise, dtype=np.float64).reshape(graph.n_edges, graph.max_states,
+                                                                                 graph.max_states)
+    S = graph.max_states
+    if pairwise is _NO_PAIRWISE or pairwise is None:
+        pairwise = np.zeros((graph.n_edges, S, S))
     if delta is None:
         delta = np.zeros((unary.shape[0], 2 * graph.n_edges, S))
-    elif delta.shape != (unary.shape[0], 2 * graph.n_edges, S) or not delta.flags.c_contiguous:
-        raise ValueError(f"delta must be C-contiguous of shape {(unary.shape[0], 2 * graph.n_edges, S)}.")
     return unary, pairwise, delta
 
 
@@ -427,18 +520,25 @@ def _work(graph, n_samples, passes=1):
     return n_samples * passes * (2 * graph.n_edges * graph.max_states**2 + graph.n_nodes)
 
 
-def star_passes(graph, unary, pairwise, delta, n_passes=1):
-    """Run ``n_passes`` star-update passes over all nodes of every sample, updating ``delta`` in place."""
-    unary, pairwise, delta = _prep(graph, unary, pairwise, delta)
+def star_passes(graph, unary, pairwise, delta, n_passes=1, *, check_input=True):
+    """Run ``n_passes`` star-update passes over all nodes of every sample, updating ``delta`` in place.
+
+    ``check_input=False`` skips the validation of every argument (callers that pass arrays they built).
+    """
+    if check_input:
+        n_passes = check_scalar_param(n_passes, "n_passes", kind="int", low=0)
+        if delta is None:
+            raise TypeError("delta must be an ndarray of messages (updated in place), got None.")
+    unary, pairwise, delta = _prep(graph, unary, pairwise, delta, check_input)
     with threads_for(_work(graph, unary.shape[0], n_passes)):
         _star_passes_batch(int(n_passes), unary, pairwise, graph.edges, graph.n_states, graph.indptr,
                            graph.slots, delta, graph.max_degree, graph.max_states)
     return delta
 
 
-def dual_values(graph, unary, pairwise, delta=None):
+def dual_values(graph, unary, pairwise, delta=None, *, check_input=True):
     """The dual function g(delta) of each sample (an upper bound on its LP and MAP values)."""
-    unary, pairwise, delta = _prep(graph, unary, pairwise, delta)
+    unary, pairwise, delta = _prep(graph, unary, pairwise, delta, check_input)
     out = np.empty(unary.shape[0])
     with threads_for(_work(graph, unary.shape[0])):
         _dual_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, delta,
@@ -446,18 +546,20 @@ def dual_values(graph, unary, pairwise, delta=None):
     return out
 
 
-def decode(graph, unary, delta=None):
+def decode(graph, unary, delta=None, *, check_input=True):
     """Labelling ``argmax_a b_i(a)`` of the node beliefs, ``(n_samples, n_nodes)`` int64."""
-    unary, _, delta = _prep(graph, unary, np.zeros((graph.n_edges, graph.max_states, graph.max_states)), delta)
+    unary, _, delta = _prep(graph, unary, _NO_PAIRWISE, delta, check_input)
     Y = np.empty(unary.shape[:2], dtype=np.int64)
     with threads_for(_work(graph, unary.shape[0])):
         _decode_batch(unary, graph.n_states, graph.indptr, graph.slots, delta, graph.max_states, Y)
     return Y
 
 
-def primal_values(graph, unary, pairwise, Y):
+def primal_values(graph, unary, pairwise, Y, *, check_input=True):
     """Score ``sum_i unary_i(y_i) + sum_e pairwise_e(y_u, y_v)`` of each labelling."""
-    unary, pairwise, _ = _prep(graph, unary, pairwise)
+    unary, pairwise, _ = _prep(graph, unary, pairwise, None, check_input)
+    if check_input:
+        Y = _check_labels(graph, Y, unary.shape[0])
     Y = np.ascontiguousarray(Y, dtype=np.int64).reshape(unary.shape[0], graph.n_nodes)
     out = np.empty(unary.shape[0])
     with threads_for(_work(graph, unary.shape[0])):
@@ -477,7 +579,7 @@ class LPMapResult:
     delta: np.ndarray
 
 
-def lp_map(graph, unary, pairwise, delta=None, *, max_iter=1000, tol=1e-7, local_search=True):
+def lp_map(graph, unary, pairwise, delta=None, *, max_iter=1000, tol=1e-7, local_search=True, check_input=True):
     """LP-MAP of every sample: star passes until certified or converged, then decoding (and ICM).
 
     Parameters
@@ -494,6 +596,8 @@ def lp_map(graph, unary, pairwise, delta=None, *, max_iter=1000, tol=1e-7, local
         passes stop earlier when one pass lowers the dual by less than ``tol / 100`` of that scale.
     local_search : bool
         Run ICM from the decoded labelling where it is not certified.
+    check_input : bool, default=True
+        False skips the validation of every argument (for callers passing arrays they built).
 
     Returns
     -------
@@ -508,7 +612,12 @@ def lp_map(graph, unary, pairwise, delta=None, *, max_iter=1000, tol=1e-7, local
     >>> res.labels.tolist(), res.certified.tolist(), round(float(res.dual[0]), 6)
     ([[1, 0]], [True], 1.0)
     """
-    unary, pairwise, delta = _prep(graph, unary, pairwise, delta)
+    if check_input:
+        max_iter = check_scalar_param(max_iter, "max_iter", kind="int", low=0)
+        tol = check_scalar_param(tol, "tol", low=0.0)
+        if not isinstance(local_search, (bool, np.bool_)):
+            raise TypeError(f"local_search must be a bool, got {local_search!r}.")
+    unary, pairwise, delta = _prep(graph, unary, pairwise, delta, check_input)
     n = unary.shape[0]
     Y = np.empty((n, graph.n_nodes), dtype=np.int64)
     dual, primal, n_iter = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
@@ -518,16 +627,19 @@ def lp_map(graph, unary, pairwise, delta=None, *, max_iter=1000, tol=1e-7, local
     certified = dual - primal <= tol * np.maximum(1.0, np.abs(dual))
     if local_search and not certified.all():
         rest = np.flatnonzero(~certified)
-        Yr, pr = icm(graph, unary[rest], pairwise, Y[rest])
+        Yr, pr = icm(graph, unary[rest], pairwise, Y[rest], check_input=False)
         better = pr > primal[rest]
         Y[rest[better]], primal[rest[better]] = Yr[better], pr[better]
         certified = dual - primal <= tol * np.maximum(1.0, np.abs(dual))
     return LPMapResult(Y, dual, primal, certified, n_iter, delta)
 
 
-def icm(graph, unary, pairwise, Y, max_sweeps=100):
+def icm(graph, unary, pairwise, Y, max_sweeps=100, *, check_input=True):
     """Iterated conditional modes from the labellings ``Y``; returns ``(labels, primal scores)``."""
-    unary, pairwise, _ = _prep(graph, unary, pairwise)
+    unary, pairwise, _ = _prep(graph, unary, pairwise, None, check_input)
+    if check_input:
+        max_sweeps = check_scalar_param(max_sweeps, "max_sweeps", kind="int", low=0)
+        Y = _check_labels(graph, Y, unary.shape[0])
     Y = np.array(Y, dtype=np.int64).reshape(unary.shape[0], graph.n_nodes)
     primal = np.empty(unary.shape[0])
     with threads_for(_work(graph, unary.shape[0], 3)):
@@ -536,7 +648,7 @@ def icm(graph, unary, pairwise, Y, max_sweeps=100):
     return Y, primal
 
 
-def pseudo_marginals(graph, unary, delta, rtol=1e-6):
+def pseudo_marginals(graph, unary, delta, rtol=1e-6, *, check_input=True):
     """LP pseudo-marginals read from (converged) dual messages, ``(n_samples, n_nodes, S)``.
 
     By complementary slackness an optimal LP solution puts its node mass on the maximisers of the
@@ -544,21 +656,23 @@ def pseudo_marginals(graph, unary, delta, rtol=1e-6):
     (within ``rtol``): one-hot where the belief has a unique maximum, 1/2 on binary ties (binary
     local-polytope vertices are half-integral).
     """
-    unary, _, delta = _prep(graph, unary, np.zeros((graph.n_edges, graph.max_states, graph.max_states)), delta)
+    if check_input:
+        rtol = check_scalar_param(rtol, "rtol", low=0.0)
+    unary, _, delta = _prep(graph, unary, _NO_PAIRWISE, delta, check_input)
     out = np.empty(unary.shape)
     with threads_for(_work(graph, unary.shape[0])):
         _pseudo_marginals_batch(unary, graph.n_states, graph.indptr, graph.slots, delta, float(rtol), out)
     return out
 
 
-def max_marginals(graph, unary, pairwise, delta):
+def max_marginals(graph, unary, pairwise, delta, *, check_input=True):
     """Dual upper bounds on the max-marginals, ``(n_samples, n_nodes, S)`` (``-inf`` on padded states).
 
     ``out[m, i, a]`` is the dual value of sample ``m`` with node ``i`` clamped to ``a`` after an exact
     star update at ``i``: an upper bound on ``max {score(y) : y_i = a}`` for any messages, equal to the
     MAP score at the MAP state of ``i`` when the messages certify the MAP labelling.
     """
-    unary, pairwise, delta = _prep(graph, unary, pairwise, delta)
+    unary, pairwise, delta = _prep(graph, unary, pairwise, delta, check_input)
     out = np.empty(unary.shape)
     with threads_for(_work(graph, unary.shape[0], 2)):
         _max_marginals_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, delta,
@@ -566,12 +680,14 @@ def max_marginals(graph, unary, pairwise, delta):
     return out
 
 
-def conditional_scores(graph, unary, pairwise, Y):
+def conditional_scores(graph, unary, pairwise, Y, *, check_input=True):
     """Score terms touching each node given the others' labels, ``(n_samples, n_nodes, S)``.
 
     ``score(Y with y_i = a) - score(Y) = out[m, i, a] - out[m, i, Y[m, i]]`` (``-inf`` on padded states).
     """
-    unary, pairwise, _ = _prep(graph, unary, pairwise)
+    unary, pairwise, _ = _prep(graph, unary, pairwise, None, check_input)
+    if check_input:
+        Y = _check_labels(graph, Y, unary.shape[0])
     Y = np.ascontiguousarray(Y, dtype=np.int64).reshape(unary.shape[0], graph.n_nodes)
     out = np.empty(unary.shape)
     with threads_for(_work(graph, unary.shape[0])):
@@ -599,6 +715,9 @@ class LocalPolytopeLP:
     """
 
     def __init__(self, graph, solver="auto"):
+        check_lp_graph(graph)
+        if not isinstance(solver, str):
+            raise TypeError(f"solver must be 'auto', 'linprog' or 'highspy', got {solver!r}.")
         if solver == "auto":
             solver = "highspy" if _highspy() is not None else "linprog"
         if solver not in ("linprog", "highspy"):
@@ -664,7 +783,11 @@ class LocalPolytopeLP:
 
     def solve(self, unary, pairwise):
         """Maximise over the local polytope; returns ``(value, node marginals (n, S), edge marginals (E, S, S))``."""
-        c = self.objective(np.asarray(unary, dtype=np.float64), np.asarray(pairwise, dtype=np.float64))
+        unary, pairwise = _check_potentials(self.graph, unary, pairwise)
+        if unary.shape[0] != 1:
+            raise ValueError(f"unary must hold one sample, shape ({self.graph.n_nodes}, {self.graph.max_states}); "
+                             f"got {unary.shape[0]} samples.")
+        c = self.objective(unary[0], pairwise)
         if self._highs is not None:
             h = self._highs
             h.changeColsCost(self.n_vars, self._cols, c)

@@ -23,7 +23,20 @@ import math
 import numpy as np
 from numba import njit
 
-from .lp import _edge_max, _passes_one
+from ..utils.validation import (
+    check_float_array,
+    check_int_array,
+    check_offsets,
+    check_scalar_param,
+)
+from .lp import (
+    LPGraph,
+    _check_delta,
+    _check_labels,
+    _edge_max,
+    _passes_one,
+    check_lp_graph,
+)
 
 __all__ = ["pegasos_step", "dlpw_epoch"]
 
@@ -77,12 +90,74 @@ def _step(t, C, xi, xv, node_g, edge_g, V, P, state):
     state[0], state[1] = a, sq
 
 
-def pegasos_step(t, C, xi, xv, node_g, edge_g, V, P, state):
+def _check_inplace(arr, name, ndim):
+    """A writeable C-contiguous float64 array of ``ndim`` dimensions with finite entries (updated in place)."""
+    if not isinstance(arr, np.ndarray) or arr.dtype != np.float64:
+        what = type(arr).__name__ if not isinstance(arr, np.ndarray) else f"dtype {arr.dtype}"
+        raise TypeError(f"{name} must be a float64 ndarray (updated in place), got {what}.")
+    if arr.ndim != ndim or not arr.flags.c_contiguous or not arr.flags.writeable:
+        raise ValueError(f"{name} must be a writeable C-contiguous {ndim}D array, got shape {arr.shape}.")
+    _bounded(check_float_array(arr, name, allow_empty=False), name)
+    return arr
+
+
+def _check_weights(V, P, state):
+    V, P, state = _check_inplace(V, "V", 2), _check_inplace(P, "P", 3), _check_inplace(state, "state", 1)
+    if P.shape[1] != P.shape[2]:
+        raise ValueError(f"P must have shape (n_edges, S, S), got {P.shape}.")
+    if state.shape != (2,) or not state[0] > 0 or state[1] < 0:
+        raise ValueError(f"state must be [scale > 0, squared norm >= 0], got {state!r}.")
+    return V, P, state
+
+
+def _check_features(xi, xv, n_features, names=("xi", "xv")):
+    xi = check_int_array(xi, names[0], ndim=1, low=0, high=n_features)
+    xv = _bounded(check_float_array(xv, names[1], ndim=1), names[1])
+    if xv.shape != xi.shape:
+        raise ValueError(f"{names[0]} and {names[1]} must have the same length, got {xi.shape[0]} and {xv.shape[0]}.")
+    return xi, xv
+
+
+# Largest |entry| of features, weights and subgradients: the step updates squared norms in place.
+_MAX_ABS = 1e100
+
+
+def _bounded(arr, name):
+    if arr.size and np.abs(arr).max() > _MAX_ABS:
+        at = np.unravel_index(int(np.abs(arr).argmax()), arr.shape)
+        at = int(at[0]) if len(at) == 1 else tuple(int(i) for i in at)
+        raise ValueError(f"{name} holds {arr[at]:.3g} at index {at}: |entries| above {_MAX_ABS:g} overflow the "
+                         "squared norm; rescale.")
+    return arr
+
+
+def pegasos_step(t, C, xi, xv, node_g, edge_g, V, P, state, *, check_input=True):
     """One projected Pegasos step at iteration ``t`` (>= 1) in place on ``V``, ``P`` and ``state``.
 
     ``xi, xv``: indices and values of the sample's features; ``node_g`` ``(n_nodes * S,)`` and
     ``edge_g`` ``(n_edges, S, S)`` the subgradient coefficients of its loss (see module docstring).
+    ``V`` ``(n_features, n_nodes * S)``, ``P`` ``(n_edges, S, S)`` and ``state`` ``(2,)`` are
+    float64 arrays updated in place. ``check_input=False`` skips the validation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> V, P, state = np.zeros((3, 4)), np.zeros((1, 2, 2)), np.array([1.0, 0.0])
+    >>> pegasos_step(2, 1.0, np.array([0]), np.array([1.0]), np.array([1.0, -1.0, 0.0, 0.0]),
+    ...              np.zeros((1, 2, 2)), V, P, state)
+    >>> (state[0] * V[0]).tolist(), state.tolist()  # w = scale * V; state = [scale, ||V||^2]
+    ([-0.5, 0.5, 0.0, 0.0], [0.5, 2.0])
     """
+    if check_input:
+        t = check_scalar_param(t, "t", low=1.0)
+        C = check_scalar_param(C, "C", low=0.0, closed="neither")
+        V, P, state = _check_weights(V, P, state)
+        xi, xv = _check_features(xi, xv, V.shape[0])
+        node_g = _bounded(check_float_array(node_g, "node_g", ndim=1), "node_g")
+        edge_g = _bounded(check_float_array(edge_g, "edge_g", ndim=3), "edge_g")
+        if node_g.shape[0] != V.shape[1] or edge_g.shape != P.shape:
+            raise ValueError(f"node_g {node_g.shape} and edge_g {edge_g.shape} must match the columns of V "
+                             f"{V.shape} and the shape of P {P.shape}.")
     _step(float(t), float(C), xi, xv, np.ascontiguousarray(node_g, dtype=np.float64),
           np.ascontiguousarray(edge_g, dtype=np.float64), V, P, state)
 
@@ -103,16 +178,61 @@ def _loss_augmented_unary(m, Xp, Xi, Xd, V, a, Y, loss_weight, n_states, out):
             out[i, s] = a * out[i, s] + (loss_weight if s != Y[m, i] else 0.0)
 
 
-@njit(cache=True, nogil=True)
 def dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr, slots,
-               delta):
+               delta, *, check_input=True):
     """One pass of Algorithm 1 (DLPW) over the samples in ``order``; returns the new step count.
 
     For each sample ``m``: build the loss-augmented potentials from the current weights, run
     ``n_inner`` star passes on its stored messages ``delta[m]`` (warm start, updated in place),
     read the subgradient of ``g(delta_m; theta_m(w))`` from the maximisers of its node and edge
     terms, and take a projected Pegasos step.
+
+    Parameters
+    ----------
+    order : ndarray of int, sample indices in ``[0, n_samples)``
+    t0 : int, steps taken so far (>= 0)
+    C, loss_weight : float, regularisation (> 0) and Hamming loss weight (>= 0)
+    n_inner : int, star passes per sample (>= 0)
+    Xp, Xi, Xd : CSR features (``indptr``, ``indices``, ``data``) of the ``n_samples`` rows
+    Y : ndarray of shape (n_samples, n_nodes), int, the true labellings
+    V, P, state : float64 weights updated in place (see :func:`pegasos_step`)
+    edges, n_states, indptr, slots : the fields of an :class:`~sklearn_struct.oracles.lp.LPGraph`
+    delta : ndarray of shape (n_samples, 2 * n_edges, S), messages updated in place
+    check_input : bool, default=True
+        False skips the validation (the estimator passes arrays it built).
     """
+    if check_input:
+        order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, delta = _check_epoch(
+            order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, LPGraph(edges, n_states, indptr, slots),
+            delta)
+    return _dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr,
+                       slots, delta)
+
+
+def _check_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, graph, delta):
+    check_lp_graph(graph)
+    t0 = check_scalar_param(t0, "t0", kind="int", low=0)
+    C = check_scalar_param(C, "C", low=0.0, closed="neither")
+    n_inner = check_scalar_param(n_inner, "n_inner", kind="int", low=0)
+    loss_weight = check_scalar_param(loss_weight, "loss_weight", low=0.0)
+    V, P, state = _check_weights(V, P, state)
+    S = graph.max_states
+    if P.shape != (graph.n_edges, S, S):
+        raise ValueError(f"P must have shape ({graph.n_edges}, {S}, {S}) for this graph, got {P.shape}.")
+    if V.shape[1] != graph.n_nodes * S:
+        raise ValueError(f"V must have n_nodes * S = {graph.n_nodes * S} columns, got {V.shape[1]}.")
+    Xi, Xd = _check_features(Xi, Xd, V.shape[0], ("Xi", "Xd"))
+    Xp = check_offsets(Xp, "Xp", n_rows=Xi.shape[0])
+    n_samples = Xp.shape[0] - 1
+    Y = np.ascontiguousarray(_check_labels(graph, Y, n_samples))
+    order = check_int_array(order, "order", ndim=1, low=0, high=n_samples)
+    delta = _check_delta(graph, delta, n_samples)
+    return order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, delta
+
+
+@njit(cache=True, nogil=True)
+def _dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr, slots,
+                delta):
     n_nodes, S, E = n_states.shape[0], P.shape[1], P.shape[0]
     unary = np.empty((n_nodes, S))
     pair = np.empty_like(P)

@@ -54,6 +54,8 @@ from joblib import Parallel, delayed, effective_n_jobs
 from numba import njit
 from scipy.optimize import linear_sum_assignment
 
+from ..utils.validation import check_float_array, check_scalar_param
+
 __all__ = [
     "MAX_RYSER_SIZE",
     "assignment",
@@ -154,15 +156,21 @@ def _ryser_kernel(logA, want_grad):
     return math.log(total) + shift, marg
 
 
+# Largest |score| accepted: differences of scores (and sums of n_right of them) must stay finite.
+_MAX_ABS_SCORE = 1e300
+
+
 def _check_scores(scores, name="scores", max_size=None):
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.ndim != 2:
-        raise ValueError(f"{name} must be a 2D (n_left, n_right) array, got shape {scores.shape}.")
+    """A finite float64 ``(n_left, n_right)`` array with ``1 <= n_left <= n_right``; errors name ``name`` and the index."""
+    scores = check_float_array(scores, name, ndim=2)
     n_left, n_right = scores.shape
     if n_left == 0 or n_left > n_right:
         raise ValueError(f"{name} must have 1 <= n_left <= n_right, got shape {scores.shape}.")
-    if not np.all(np.isfinite(scores)):
-        raise ValueError(f"{name} contains NaN or infinite values.")
+    big = np.abs(scores) > _MAX_ABS_SCORE / n_right
+    if big.any():
+        at = tuple(int(i) for i in np.argwhere(big)[0])
+        raise ValueError(f"{name} holds {scores[at]:.3g} at index {at}: |scores| must stay below "
+                         f"{_MAX_ABS_SCORE / n_right:.3g} so that their sums do not overflow.")
     if max_size is not None and n_right > max_size:
         raise ValueError(f"{name}: Ryser's algorithm is limited to n_right <= {max_size}, got {n_right}.")
     return scores
@@ -212,7 +220,10 @@ def exact_marginals(scores):
     marginals : ndarray of shape (n_left, n_right)
     log_z : float
     """
-    scores = _check_scores(scores, max_size=MAX_RYSER_SIZE)
+    return _exact_marginals(_check_scores(scores, max_size=MAX_RYSER_SIZE))
+
+
+def _exact_marginals(scores):
     n_left, n_right = scores.shape
     log_z, marg = _ryser_kernel(_padded(scores), True)
     return marg[:n_left], float(log_z - math.lgamma(n_right - n_left + 1))
@@ -229,14 +240,20 @@ def sample_matchings(scores, n_samples, random_state=None):
     samples : ndarray of shape (n_samples, n_left), int
     """
     scores = _check_scores(scores, max_size=MAX_RYSER_SIZE)
-    rng = np.random.default_rng(random_state)
+    n_samples = check_scalar_param(n_samples, "n_samples", kind="int", low=0)
+    if isinstance(random_state, (float, str, bytes)):
+        raise TypeError(f"random_state must be None, an int seed or a numpy Generator, got {random_state!r}.")
+    try:
+        rng = np.random.default_rng(random_state)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"random_state: {exc}") from None
     n_left, n_right = scores.shape
     out = np.empty((n_samples, n_left), dtype=np.int64)
     for s in range(n_samples):
         free = np.ones(n_right, dtype=bool)
         for i in range(n_left):
             cols = np.flatnonzero(free)
-            marg, _ = exact_marginals(scores[i:, cols])
+            marg, _ = _exact_marginals(np.ascontiguousarray(scores[i:, cols]))
             p = np.clip(marg[0], 0.0, None)
             j = cols[rng.choice(len(cols), p=p / p.sum())]
             out[s, i] = j
@@ -247,8 +264,30 @@ def sample_matchings(scores, n_samples, random_state=None):
 # ============================================================================ assignment LMO
 
 
-def assignment(costs):
-    """Minimum-cost assignment of every row: ``y[i] = j`` (``linear_sum_assignment``)."""
+def assignment(costs, *, check_input=True):
+    """Minimum-cost assignment of every row: ``y[i] = j`` (``linear_sum_assignment``).
+
+    Parameters
+    ----------
+    costs : array-like of shape (n_rows, n_cols), finite, ``1 <= n_rows <= n_cols``
+    check_input : bool, default=True
+        False skips the validation (callers in inner loops that built ``costs`` themselves).
+
+    Returns
+    -------
+    y : ndarray of shape (n_rows,), int64
+
+    Examples
+    --------
+    >>> assignment([[0.0, 1.0], [1.0, 0.0]]).tolist()
+    [0, 1]
+    """
+    if check_input:
+        costs = _check_scores(costs, "costs")
+    return _assign(costs)
+
+
+def _assign(costs):
     rows, cols = linear_sum_assignment(costs)
     y = np.empty(costs.shape[0], dtype=np.int64)
     y[rows] = cols
@@ -256,15 +295,31 @@ def assignment(costs):
 
 
 def _assign_chunk(costs_chunk):
-    return [assignment(c) for c in costs_chunk]
+    return [_assign(c) for c in costs_chunk]
 
 
-def batched_assignment(costs_list, n_jobs=None):
+def batched_assignment(costs_list, n_jobs=None, *, check_input=True):
     """:func:`assignment` for a list of cost matrices; contiguous chunks run in parallel with joblib.
 
     With one effective job (``n_jobs=None`` outside a ``parallel_config``) this is a plain loop; otherwise
     the active joblib backend (threads by default, or e.g. dask) runs one chunk per job.
+    ``check_input=False`` skips the validation of each matrix.
+
+    Examples
+    --------
+    >>> [y.tolist() for y in batched_assignment([[[0.0, 1.0], [1.0, 0.0]], [[1.0, 0.0, 2.0]]])]
+    [[0, 1], [1]]
     """
+    if check_input:
+        if isinstance(costs_list, (str, bytes, dict)) or not hasattr(costs_list, "__iter__"):
+            raise TypeError(f"costs_list must be a list of 2D cost matrices, got {type(costs_list).__name__}.")
+        if isinstance(costs_list, np.ndarray) and costs_list.ndim != 3:
+            raise ValueError(f"costs_list must be a list of 2D cost matrices, got an array of shape "
+                             f"{costs_list.shape}.")
+        costs_list = [_check_scores(c, f"costs_list[{m}]") for m, c in enumerate(costs_list)]
+        if n_jobs is not None and (not isinstance(n_jobs, (int, np.integer)) or isinstance(n_jobs, bool)
+                                   or n_jobs == 0):
+            raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
     costs_list = list(costs_list)
     n_chunks = min(effective_n_jobs(n_jobs), len(costs_list) // 4)
     if n_chunks <= 1:
@@ -368,12 +423,34 @@ def bethe_free_energy(tau, scores, rho=1.0):
     f : float
     grad : ndarray of shape (n_left, n_right)
     """
-    tau = np.asarray(tau, dtype=np.float64)
     scores = _check_scores(scores)
+    tau = check_float_array(tau, "tau", ndim=2)
     if tau.shape != scores.shape:
-        raise ValueError(f"tau has shape {tau.shape}, scores {scores.shape}.")
+        raise ValueError(f"tau has shape {tau.shape} but scores has shape {scores.shape}.")
+    tau = _check_tau(tau, "tau", scores.shape)
+    rho = check_scalar_param(rho, "rho", low=0.0, high=1.0)
     grad = np.empty_like(tau)
     return float(_bethe_energy_grad(tau, scores, float(rho), grad)), grad
+
+
+def _check_tau(tau, name, shape, interior=False):
+    """Marginals of ``shape`` in ``[0, 1]`` (``(0, 1)`` if ``interior``), rows summing to 1, columns to <= 1."""
+    tau = check_float_array(tau, name, shape=shape)
+    bad = (tau <= 0.0) | (tau >= 1.0) if interior else (tau < 0.0) | (tau > 1.0)
+    if interior and shape[1] == 1:
+        bad = tau != 1.0
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        rng = "(0, 1)" if interior else "[0, 1]"
+        raise ValueError(f"{name}[{at[0]}, {at[1]}] = {tau[at]:.6g} is outside {rng}.")
+    if interior:
+        rows = np.flatnonzero(np.abs(tau.sum(axis=1) - 1.0) > 1e-6)
+        cols = np.flatnonzero(tau.sum(axis=0) > 1.0 + 1e-6)
+        if rows.size or cols.size:
+            what = f"row {rows[0]} sums to {tau[rows[0]].sum():.6g}" if rows.size else \
+                f"column {cols[0]} sums to {tau[:, cols[0]].sum():.6g}"
+            raise ValueError(f"{name}: {what}; rows must sum to 1 and columns to at most 1.")
+    return tau
 
 
 def bisect_step(tau, d, rho, lin, quad, n_max):
@@ -424,14 +501,20 @@ def fw_bethe_marginals(scores, rho=1.0, *, max_iter=1000, tol=1e-8, step="line",
     True
     """
     scores = _check_scores(scores)
-    rho = float(rho)
-    tau = uniform_start(*scores.shape) if tau0 is None else np.array(tau0, dtype=np.float64)
+    rho = check_scalar_param(rho, "rho", low=0.0, high=1.0)
+    max_iter = check_scalar_param(max_iter, "max_iter", kind="int", low=0)
+    tol = check_scalar_param(tol, "tol", low=0.0)
+    if not isinstance(step, str) or step not in ("line", "2/(t+2)"):
+        raise ValueError(f"step must be 'line' or '2/(t+2)', got {step!r}.")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}.")
+    tau = uniform_start(*scores.shape) if tau0 is None else _check_tau(tau0, "tau0", scores.shape, True).copy()
     grad = np.empty_like(tau)
     gaps = []
     rows = np.arange(scores.shape[0])
     for t in range(1, max_iter + 1):
         f = _bethe_energy_grad(tau, scores, rho, grad)
-        y = assignment(grad)
+        y = _assign(grad)
         s = np.zeros_like(tau)
         s[rows, y] = 1.0
         d = s - tau
@@ -548,10 +631,19 @@ def bp_matching_marginals(scores, *, damping=0.5, max_iter=1000, tol=1e-8, messa
     True
     """
     scores = _check_scores(scores)
-    if not 0.0 <= damping < 1.0:
-        raise ValueError(f"damping must be in [0, 1), got {damping}.")
+    damping = check_scalar_param(damping, "damping", low=0.0, high=1.0, closed="left")
+    max_iter = check_scalar_param(max_iter, "max_iter", kind="int", low=1)
+    tol = check_scalar_param(tol, "tol", low=0.0)
     if messages is None:
         messages = (np.zeros_like(scores), np.zeros_like(scores))
+    if not isinstance(messages, (tuple, list)) or len(messages) != 2:
+        raise TypeError(f"messages must be a pair (l, r) of log-message arrays, got {type(messages).__name__}.")
+    for name, msg in zip(("messages[0]", "messages[1]"), messages):
+        if not isinstance(msg, np.ndarray) or msg.dtype != np.float64 or msg.shape != scores.shape \
+                or not msg.flags.c_contiguous or not msg.flags.writeable:
+            raise ValueError(f"{name} must be a writeable C-contiguous float64 array of shape {scores.shape} "
+                             "(updated in place).")
+        check_float_array(msg, name)
     logl, logr = messages
     tau, n_iter, ok = _bp_kernel(scores, float(damping), int(max_iter), float(tol), logl, logr)
     return tau, int(n_iter), bool(ok)
