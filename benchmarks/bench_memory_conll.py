@@ -80,7 +80,8 @@ def main():
         ("load + featurise + fit (one process)", f"{full['peak_mib']:.0f} MiB", f"{full['seconds']:.0f} s"),
         ("fit on featurised input (fresh process)", f"{fit['peak_mib']:.0f} MiB", f"{fit['seconds']:.0f} s"),
     ]
-    table = "| process | peak RSS | wall time |\n|---|---|---|\n" + "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
+    lines = [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    table = "| process | peak RSS | wall time |\n|---|---|---|\n" + "\n".join(lines)
     header = (
         "# Peak memory of a CoNLL-2000 fit\n\n"
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}. "

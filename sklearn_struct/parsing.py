@@ -51,6 +51,7 @@ from .oracles.factor_bp import check_pairs, grandparent_pairs, link_bp, pair_gai
 from .oracles.tree import check_link_scores, decode_tree
 from .pruned_bp import select_factors
 from .utils.parallel import even_chunks, run_chunks
+from .utils.validation import check_float_array, check_int_array
 
 __all__ = ["DependencyParserBP", "pruned_link_marginals", "LinkPruningReport", "divergence_bound",
            "attachment_score", "is_projective"]
@@ -144,10 +145,8 @@ def pruned_link_marginals(unary, pairs, pair_scores, *, projective=False, single
         if objective not in _OBJECTIVES:
             raise ValueError(f"objective must be one of {_OBJECTIVES}, got {objective!r}.")
         unary = check_link_scores(unary, "unary")
-        pair_scores = np.ascontiguousarray(pair_scores, dtype=np.float64).reshape(-1)
+        pair_scores = check_float_array(pair_scores, "pair_scores").reshape(-1)
         pairs = check_pairs(pairs, unary.shape[0], pair_scores.shape[0])
-        if not np.isfinite(pair_scores).all():
-            raise ValueError(f"pair_scores must be finite (first bad at pair {int(np.argmin(np.isfinite(pair_scores)))}).")
     start = time.perf_counter()
     U = np.ascontiguousarray(unary, dtype=np.float64)
     tree_msgs, _, seed = seed_tree_messages(U, projective, single_root)
@@ -201,8 +200,8 @@ def divergence_bound(mu_dropped, theta_dropped):
     >>> round(divergence_bound([0.5], [2.0]), 6)  # one factor: the bound is its exact KL
     0.433781
     """
-    mu = np.asarray(mu_dropped, dtype=np.float64).reshape(-1)
-    theta = np.asarray(theta_dropped, dtype=np.float64).reshape(-1)
+    mu = check_float_array(mu_dropped, "mu_dropped").reshape(-1)
+    theta = check_float_array(theta_dropped, "theta_dropped").reshape(-1)
     if mu.shape != theta.shape:
         raise ValueError(f"mu_dropped and theta_dropped must have the same length, got {mu.size} and {theta.size}.")
     if not (np.isfinite(theta).all() and np.all((mu >= 0) & (mu <= 1))):
@@ -227,7 +226,7 @@ def divergence_bound(mu_dropped, theta_dropped):
 
 def is_projective(heads):
     """Whether a tree (heads of words 1..n, 0 = root) has no crossing links (root arcs included)."""
-    heads = np.asarray(heads)
+    heads = _check_heads(heads, "heads")
     n = heads.shape[0]
     lo = np.minimum(heads, np.arange(1, n + 1))
     hi = np.maximum(heads, np.arange(1, n + 1))
@@ -238,9 +237,29 @@ def is_projective(heads):
 
 def attachment_score(heads_true, heads_pred):
     """Unlabelled attachment score (fraction of words with the right head), over all words."""
-    correct = sum(int(np.sum(np.asarray(t) == np.asarray(p))) for t, p in zip(heads_true, heads_pred))
-    total = sum(len(t) for t in heads_true)
+    for name, value in (("heads_true", heads_true), ("heads_pred", heads_pred)):
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+            raise TypeError(f"{name} must be a list of head arrays, got {type(value).__name__}.")
+    if len(heads_true) != len(heads_pred):
+        raise ValueError(f"heads_true and heads_pred have different lengths ({len(heads_true)} and {len(heads_pred)}).")
+    true = [_check_heads(t, f"heads_true[{s}]") for s, t in enumerate(heads_true)]
+    pred = [_check_heads(p, f"heads_pred[{s}]") for s, p in enumerate(heads_pred)]
+    for s, (t, p) in enumerate(zip(true, pred)):
+        if t.shape != p.shape:
+            raise ValueError(f"Sentence {s}: {t.shape[0]} true heads but {p.shape[0]} predicted.")
+    correct = sum(int(np.sum(t == p)) for t, p in zip(true, pred))
+    total = sum(t.shape[0] for t in true)
     return correct / max(total, 1)
+
+
+def _check_heads(heads, name):
+    """A 1-D array of head indices 0..n for the n words of one sentence."""
+    if isinstance(heads, (str, bytes)) or heads is None:
+        raise TypeError(f"{name} must be an array of head indices, got {type(heads).__name__}.")
+    heads = np.asarray(heads)
+    if heads.ndim != 1 or heads.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array of head indices, got shape {heads.shape}.")
+    return check_int_array(heads, name, low=0, high=heads.shape[0] + 1)
 
 
 @functools.lru_cache(maxsize=64)

@@ -987,12 +987,20 @@ def probe_generic(p, names):
         except (TypeError, ValueError):
             continue
         required = [q for q in params if q.default is q.empty]
+        offline = {}  # never let a probe download anything: an empty data home, downloads off
+        all_params = inspect.signature(obj).parameters
+        if "data_home" in all_params:
+            offline["data_home"] = p.tmp / "empty-data-home"
+            offline["data_home"].mkdir(exist_ok=True)
+        if "download_if_missing" in all_params:
+            offline["download_if_missing"] = False
+        required = [q for q in required if q.name not in offline]
         for bad_label, bad in [("none", None), ("nan", math.nan), ("string", "abc"), ("empty-list", []),
                                ("nan-array", np.full((2, 2), np.nan))]:
             args = [bad] * len(required)
-            p.run(f"{name} (generic)", bad_label, lambda obj=obj, args=args: obj(*args),
+            p.run(f"{name} (generic)", bad_label, lambda obj=obj, args=args: obj(*args, **offline),
                   tuple(q.name for q in params) + (name,) if params else (name,),
-                  path=bad if isinstance(bad, str) else None)
+                  path=offline.get("data_home", bad if isinstance(bad, str) else None))
 
 
 # --------------------------------------------------------------------------------------

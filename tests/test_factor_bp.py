@@ -168,7 +168,7 @@ def test_gains_and_pair_helpers():
     ([[0, 1, 0, 1]], [1.0], "distinct links"),
     ([[0, 1, 1, 9]], [1.0], "distinct links"),
     ([[0, 1, 1, 2]], [1.0, 2.0], "pair_scores"),
-    ([[0, 1, 1, 2]], [np.nan], "finite"),
+    ([[0, 1, 1, 2]], [np.nan], "pair_scores contains NaN"),
 ])
 def test_bad_input(pairs, scores, match):
     with pytest.raises(ValueError, match=match):

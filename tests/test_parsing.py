@@ -144,7 +144,7 @@ def test_pruned_link_marginals_bad_input():
         pruned_link_marginals(U, pairs, np.zeros(len(pairs)), objective="bogus")
     with pytest.raises(ValueError, match="pair_scores"):
         pruned_link_marginals(U, pairs, np.zeros(3))
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(ValueError, match="pair_scores contains NaN"):
         pruned_link_marginals(U, pairs, np.full(len(pairs), np.nan))
     with pytest.raises(ValueError, match="pairs"):
         pruned_link_marginals(U, pairs + 5, np.zeros(len(pairs)))

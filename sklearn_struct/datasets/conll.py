@@ -283,5 +283,5 @@ def _column_names(n_columns, label_idx, columns):
 
 
 def _check_option(name, value, options):
-    if value not in options:
+    if not isinstance(value, str) or value not in options:
         raise ValueError(f"{name} must be one of {list(options)}, got {value!r}.")

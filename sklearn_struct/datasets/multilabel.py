@@ -181,7 +181,7 @@ def fetch_scene(subset="train", data_home=None, download_if_missing=True):
 
 
 def _mulan_file(name, subset):
-    if subset not in ("train", "test"):
+    if not isinstance(subset, str) or subset not in ("train", "test"):
         raise ValueError(f"subset must be one of ['train', 'test'], got {subset!r}.")
     return f"multilabel/{name}/{name}-{subset}.arff"
 

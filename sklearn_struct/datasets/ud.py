@@ -109,9 +109,9 @@ def load_ud(language, subset="dev", data_home=None):
     -----
     Licences: English EWT and Dutch Alpino CC BY-SA 4.0; Italian ISDT CC BY-NC-SA 3.0.
     """
-    if language not in UD_TREEBANKS:
+    if not isinstance(language, str) or language not in UD_TREEBANKS:
         raise ValueError(f"language must be one of {sorted(UD_TREEBANKS)}, got {language!r}.")
-    if subset not in ("dev", "test"):
+    if not isinstance(subset, str) or subset not in ("dev", "test"):
         raise ValueError(f"subset must be 'dev' or 'test', got {subset!r}.")
     folder, prefix = UD_TREEBANKS[language]
     path = find_data_file([f"ud/{folder}/{prefix}-ud-{subset}.conllu.gz", f"ud/{folder}/{prefix}-ud-{subset}.conllu"],

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ..utils.validation import check_float_array, check_scalar_param
 from .tree import _tree_messages, check_link_scores
 
 __all__ = ["LinkBPResult", "link_bp", "grandparent_pairs", "sibling_pairs", "pair_gains", "check_pairs"]
@@ -187,6 +188,8 @@ def seed_tree_messages(unary, projective=False, single_root=True):
 
 def check_pairs(pairs, n_nodes, n_scores=None):
     """Validate ``(n_pairs, 4)`` link pairs ``(h_a, m_a, h_b, m_b)``; return them as int64."""
+    if isinstance(pairs, (str, bytes)):
+        raise TypeError(f"pairs must be an (n_pairs, 4) integer array, got {type(pairs).__name__}.")
     pairs = np.asarray(pairs)
     if pairs.size == 0:
         pairs = pairs.reshape(0, 4)
@@ -245,12 +248,10 @@ def link_bp(unary, pairs, pair_scores, *, projective=False, single_root=True, ma
     if check_input:
         U = check_link_scores(unary, "unary")
         N = U.shape[0]
-        theta = np.asarray(pair_scores, dtype=np.float64).reshape(-1)
+        theta = check_float_array(pair_scores, "pair_scores").reshape(-1)
         pairs = check_pairs(pairs, N, theta.shape[0])
-        if not np.isfinite(theta).all():
-            raise ValueError("pair_scores must be finite.")
-        if max_iter < 0:
-            raise ValueError(f"max_iter must be >= 0, got {max_iter}.")
+        max_iter = check_scalar_param(max_iter, "max_iter", kind="int", low=0)
+        tol = check_scalar_param(tol, "tol", low=0.0)
     else:
         U, N, theta = unary, unary.shape[0], pair_scores
     pa = pairs[:, 0] * N + pairs[:, 1]
@@ -280,7 +281,7 @@ def grandparent_pairs(n_words):
     >>> grandparent_pairs(2).tolist()
     [[0, 1, 1, 2], [0, 2, 2, 1]]
     """
-    N = n_words + 1
+    N = check_scalar_param(n_words, "n_words", kind="int", low=1) + 1
     g, h, m = np.meshgrid(np.arange(N), np.arange(1, N), np.arange(1, N), indexing="ij")
     keep = (g != h) & (h != m) & (g != m)
     return np.ascontiguousarray(np.stack([g[keep], h[keep], h[keep], m[keep]], axis=1).astype(np.int64))
@@ -296,7 +297,7 @@ def sibling_pairs(n_words):
     >>> sibling_pairs(3).tolist()
     [[1, 2, 1, 3], [3, 1, 3, 2]]
     """
-    N = n_words + 1
+    N = check_scalar_param(n_words, "n_words", kind="int", low=1) + 1
     h, m, s = np.meshgrid(np.arange(1, N), np.arange(1, N), np.arange(1, N), indexing="ij")
     keep = (m < s) & (h != m) & (h != s) & ((m > h) == (s > h))
     return np.ascontiguousarray(np.stack([h[keep], m[keep], h[keep], s[keep]], axis=1).astype(np.int64))
@@ -316,8 +317,13 @@ def pair_gains(link_marginals, pairs, pair_scores):
     >>> float(pair_gains(mu, np.array([[0, 1, 1, 2]]), np.array([0.0]))[0])
     0.0
     """
-    return _pair_gains(np.ascontiguousarray(link_marginals, dtype=np.float64), pairs,
-                       np.ascontiguousarray(pair_scores, dtype=np.float64))
+    marg = check_float_array(link_marginals, "link_marginals", ndim=2)
+    if marg.shape[0] != marg.shape[1] or marg.shape[0] < 1 or marg.min() < 0 or marg.max() > 1:
+        raise ValueError(f"link_marginals must be a square matrix of probabilities, got shape {marg.shape} "
+                         f"with values in [{marg.min() if marg.size else 0}, {marg.max() if marg.size else 0}].")
+    theta = check_float_array(pair_scores, "pair_scores", ndim=1)
+    pairs = check_pairs(pairs, marg.shape[0], theta.shape[0])
+    return _pair_gains(marg, pairs, theta)
 
 
 @njit(cache=True, nogil=True)

@@ -52,10 +52,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 from numba import njit, prange
 
-from ..utils.validation import check_float_array, check_scalar_param
+from ..utils.validation import check_edge_list, check_float_array, check_scalar_param
 from ._threads import threads_for
 
 __all__ = [
@@ -548,47 +547,6 @@ def check_pairwise_graph(unary, edges, pairwise, name="graph"):
     return np.ascontiguousarray(unary), edges, np.ascontiguousarray(pairwise)
 
 
-def check_edge_list(edges, n_nodes, name="graph"):
-    """Validate an ``(n_edges, 2)`` integer edge list for a graph of ``n_nodes`` nodes."""
-    n_nodes = check_scalar_param(n_nodes, "n_nodes", kind="int", low=1)
-    if isinstance(edges, (str, bytes)) or sp.issparse(edges):
-        raise TypeError(f"{name}: edges must be an (n_edges, 2) array of node indices, got {type(edges).__name__}.")
-    try:
-        edges = np.asarray(edges)
-    except ValueError as exc:  # ragged
-        raise ValueError(f"{name}: edges must be an (n_edges, 2) array of node indices ({exc}).") from None
-    if edges.size == 0:
-        return np.zeros((0, 2), dtype=np.int64)
-    if edges.ndim != 2 or edges.shape[1] != 2:
-        raise ValueError(f"{name}: edges must have shape (n_edges, 2), got {edges.shape}.")
-    if edges.dtype.kind not in "iu" or edges.dtype.kind == "b":
-        if edges.dtype.kind == "f" and np.all(np.isfinite(edges)) and np.all(edges == np.round(edges)):
-            edges = edges.astype(np.int64)
-        else:
-            raise ValueError(f"{name}: edges must be integer node indices, got dtype {edges.dtype}.")
-    edges = np.ascontiguousarray(edges, dtype=np.int64)
-    bad = np.flatnonzero((edges < 0).any(axis=1) | (edges >= n_nodes).any(axis=1))
-    if bad.size:
-        raise ValueError(
-            f"{name}: edge {bad[0]} = {tuple(edges[bad[0]].tolist())} refers to a node outside "
-            f"[0, {n_nodes - 1}] ({n_nodes} nodes)."
-        )
-    loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
-    if loops.size:
-        raise ValueError(f"{name}: edge {loops[0]} is a self-loop on node {edges[loops[0], 0]}.")
-    lo, hi = np.minimum(edges[:, 0], edges[:, 1]), np.maximum(edges[:, 0], edges[:, 1])
-    key = lo * n_nodes + hi
-    order = np.argsort(key, kind="stable")
-    dup = np.flatnonzero(key[order][1:] == key[order][:-1])
-    if dup.size:
-        first, second = order[dup[0]], order[dup[0] + 1]
-        raise ValueError(
-            f"{name}: edges {first} and {second} both join nodes {lo[first]} and {hi[first]} "
-            "(edges are undirected; merge duplicate factors by adding their potentials)."
-        )
-    return edges
-
-
 def build_adjacency(edges, n_nodes):
     """CSR message slots of an undirected graph (validated edges, int64 ``(n_edges, 2)``).
 
@@ -946,9 +904,9 @@ def trw_edge_probabilities(edges, n_nodes, method="uniform"):
         edge in a uniformly random spanning tree of its connected component, which is the edge's
         effective resistance (Kirchhoff); a valid point of the spanning-tree polytope, so TRW
         gives an upper bound on log Z. Dangling trees are peeled (rho 1), the rest is a dense
-        Cholesky solve per component (fine up to a few thousand nodes). ``"forests"``: the average
+        inverse per component (fine up to a few thousand nodes). ``"forests"``: the average
         of spanning forests covering every edge (valid, cheap for any size). ``"auto"``: exact
-        resistances for components of the 2-core up to 1500 nodes, covering forests beyond (valid
+        resistances for components of the 2-core up to 64 nodes, covering forests beyond (valid
         for any graph; the default of :func:`sklearn_struct.pruned_bp.pruned_marginals`). See
         :mod:`sklearn_struct.oracles.spanning`. ``"uniform"``: one constant per component,
         ``(n_c - 1) / n_edges_c``, the average of the exact values (Foster's theorem); exact for

@@ -54,7 +54,8 @@ from scipy.optimize import linprog
 
 from ..utils.validation import check_float_array, check_int_array, check_scalar_param
 from ._threads import threads_for
-from .loopy import build_adjacency, check_edge_list
+from ..utils.validation import check_edge_list
+from .loopy import build_adjacency
 
 __all__ = [
     "LPGraph",

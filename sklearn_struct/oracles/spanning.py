@@ -23,10 +23,14 @@ them, and the bound fails. Two valid constructions are here:
 import numpy as np
 from numba import njit
 
+from ..utils.validation import check_edge_list
+
 __all__ = ["peel_dangling_trees", "effective_resistances", "covering_forests", "spanning_tree_rho"]
 
-# 2-core components up to this many nodes get exact effective resistances in "auto" mode.
-MAX_DENSE_NODES = 1500
+# 2-core components up to this many nodes get exact effective resistances in "auto" mode (batched
+# dense solves; one solve per component of a hundred nodes or more already costs more than TRW on a
+# pruned 64x64 grid); larger ones get covering forests.
+MAX_DENSE_NODES = 64
 
 
 @njit(cache=True, nogil=True)
@@ -110,7 +114,7 @@ def _covering_forests(edges, n_nodes, min_forests, max_forests, seed):
 
 def peel_dangling_trees(edges, n_nodes):
     """Boolean mask of the edges outside the 2-core (in every spanning tree of their component)."""
-    edges = np.ascontiguousarray(edges, dtype=np.int64).reshape(-1, 2)
+    edges = check_edge_list(edges, n_nodes, name="peel_dangling_trees")
     return _peel(edges, int(n_nodes))
 
 
@@ -119,7 +123,7 @@ def _core_components(edges, n_nodes):
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    peeled = peel_dangling_trees(edges, n_nodes)
+    peeled = _peel(edges, n_nodes)  # edges were checked by the caller
     core = edges[~peeled]
     adj = coo_matrix((np.ones(core.shape[0]), (core[:, 0], core[:, 1])), shape=(n_nodes, n_nodes))
     _, labels = connected_components(adj, directed=False)
@@ -184,7 +188,8 @@ def spanning_tree_rho(edges, n_nodes, method="auto", *, min_forests=8, max_fores
     nodes, covering forests for larger ones (each component gets a valid point, so the whole
     vector is valid). Edges outside the 2-core get 1.
     """
-    edges = np.ascontiguousarray(edges, dtype=np.int64).reshape(-1, 2)
+    edges = check_edge_list(edges, n_nodes, name="spanning_tree_rho")
+    n_nodes = int(n_nodes)
     n_edges = edges.shape[0]
     rho = np.ones(n_edges)
     if n_edges == 0:

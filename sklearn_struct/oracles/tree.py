@@ -36,6 +36,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..utils.validation import check_float_array
+
 __all__ = [
     "tree_marginals",
     "tree_messages",
@@ -533,7 +535,7 @@ def decode_tree(scores, projective=False, single_root=True):
 
 def check_link_scores(scores, name="scores"):
     """Validate a square ``(n + 1, n + 1)`` float matrix of link log-potentials (no NaN, no +inf)."""
-    S = np.array(scores, dtype=np.float64, order="C")
+    S = check_float_array(scores, name, check_values=False).copy()
     if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] < 1:
         raise ValueError(f"{name} must be a square (n_words + 1, n_words + 1) matrix, got shape {S.shape}.")
     if np.isnan(S).any() or (S == np.inf).any():

@@ -8,7 +8,7 @@ sample, as :mod:`sklearn_struct.utils.validation` does for sequences.
 
 import numpy as np
 
-from ..oracles.loopy import check_edge_list
+from .validation import check_edge_list
 
 __all__ = ["grid_edges", "images_to_graphs", "check_graphs", "check_graph_labels"]
 

@@ -10,6 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = [
+    "check_edge_list",
     "check_sequences",
     "check_sequence_labels",
     "check_random_state_seed",
@@ -246,7 +247,8 @@ def check_float_array(arr, name, *, ndim=None, shape=None, allow_neg_inf=False, 
             raise ValueError(f"{name} must be {want}, got {out.ndim}D with shape {out.shape}.")
     if shape is not None:
         if out.ndim != len(shape) or any(w is not None and w != s for w, s in zip(shape, out.shape)):
-            want = "(" + ", ".join("any" if w is None else str(w) for w in shape) + ("," if len(shape) == 1 else "") + ")"
+            parts = ", ".join("any" if w is None else str(w) for w in shape)
+            want = f"({parts},)" if len(shape) == 1 else f"({parts})"
             raise ValueError(f"{name} must have shape {want}, got {out.shape}.")
     if not allow_empty and out.size == 0:
         raise ValueError(f"{name} is empty (shape {out.shape}).")
@@ -457,3 +459,44 @@ def check_matchings(X, y=None, *, n_features=None):
             raise ValueError(f"y[{m}] is not injective: two left nodes share a right node.")
         ys.append(a)
     return out, ys
+
+
+def check_edge_list(edges, n_nodes, name="graph"):
+    """Validate an ``(n_edges, 2)`` integer edge list for a graph of ``n_nodes`` nodes."""
+    n_nodes = check_scalar_param(n_nodes, "n_nodes", kind="int", low=1)
+    if isinstance(edges, (str, bytes)) or sp.issparse(edges):
+        raise TypeError(f"{name}: edges must be an (n_edges, 2) array of node indices, got {type(edges).__name__}.")
+    try:
+        edges = np.asarray(edges)
+    except ValueError as exc:  # ragged
+        raise ValueError(f"{name}: edges must be an (n_edges, 2) array of node indices ({exc}).") from None
+    if edges.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if edges.ndim != 2 or edges.shape[1] != 2:
+        raise ValueError(f"{name}: edges must have shape (n_edges, 2), got {edges.shape}.")
+    if edges.dtype.kind not in "iu" or edges.dtype.kind == "b":
+        if edges.dtype.kind == "f" and np.all(np.isfinite(edges)) and np.all(edges == np.round(edges)):
+            edges = edges.astype(np.int64)
+        else:
+            raise ValueError(f"{name}: edges must be integer node indices, got dtype {edges.dtype}.")
+    edges = np.ascontiguousarray(edges, dtype=np.int64)
+    bad = np.flatnonzero((edges < 0).any(axis=1) | (edges >= n_nodes).any(axis=1))
+    if bad.size:
+        raise ValueError(
+            f"{name}: edge {bad[0]} = {tuple(edges[bad[0]].tolist())} refers to a node outside "
+            f"[0, {n_nodes - 1}] ({n_nodes} nodes)."
+        )
+    loops = np.flatnonzero(edges[:, 0] == edges[:, 1])
+    if loops.size:
+        raise ValueError(f"{name}: edge {loops[0]} is a self-loop on node {edges[loops[0], 0]}.")
+    lo, hi = np.minimum(edges[:, 0], edges[:, 1]), np.maximum(edges[:, 0], edges[:, 1])
+    key = lo * n_nodes + hi
+    order = np.argsort(key, kind="stable")
+    dup = np.flatnonzero(key[order][1:] == key[order][:-1])
+    if dup.size:
+        first, second = order[dup[0]], order[dup[0] + 1]
+        raise ValueError(
+            f"{name}: edges {first} and {second} both join nodes {lo[first]} and {hi[first]} "
+            "(edges are undirected; merge duplicate factors by adding their potentials)."
+        )
+    return edges
