@@ -41,7 +41,8 @@ import scipy.sparse as sp  # noqa: E402
 MODULES = [
     "sklearn_struct", "sklearn_struct.energies", "sklearn_struct.datasets", "sklearn_struct.preprocessing",
     "sklearn_struct.metrics", "sklearn_struct.oracles.chain", "sklearn_struct.oracles.linear",
-    "sklearn_struct.oracles.loopy", "sklearn_struct.utils", "sklearn_struct.utils.graph",
+    "sklearn_struct.oracles.loopy", "sklearn_struct.oracles.lp", "sklearn_struct.oracles.lp_learning",
+    "sklearn_struct.oracles.matching", "sklearn_struct.utils", "sklearn_struct.utils.graph",
     "sklearn_struct.utils.optimize", "sklearn_struct.utils.validation",
 ]
 ALLOWED = (ValueError, TypeError)

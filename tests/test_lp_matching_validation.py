@@ -65,10 +65,10 @@ def test_lp_fast_path_matches_validated_path(problem):
 
 def test_dlpw_epoch_is_checked_before_numba(problem):
     graph, _, _, Y = problem
-    kw = dict(order=np.array([1, 0]), t0=0, C=1.0, n_inner=2, loss_weight=1 / 3, Xp=np.array([0, 2, 3]),
-              Xi=np.array([0, 2, 1]), Xd=np.array([1.0, 2.0, 1.0]), Y=Y, V=np.zeros((3, 9)), P=np.zeros((3, 3, 3)),
-              state=np.array([1.0, 0.0]), edges=graph.edges, n_states=graph.n_states, indptr=graph.indptr,
-              slots=graph.slots, delta=np.zeros((2, 6, 3)))
+    kw = {"order": np.array([1, 0]), "t0": 0, "C": 1.0, "n_inner": 2, "loss_weight": 1 / 3,
+          "Xp": np.array([0, 2, 3]), "Xi": np.array([0, 2, 1]), "Xd": np.array([1.0, 2.0, 1.0]), "Y": Y,
+          "V": np.zeros((3, 9)), "P": np.zeros((3, 3, 3)), "state": np.array([1.0, 0.0]), "edges": graph.edges,
+          "n_states": graph.n_states, "indptr": graph.indptr, "slots": graph.slots, "delta": np.zeros((2, 6, 3))}
     assert lp_learning.dlpw_epoch(**kw) == 2
     assert np.all(np.isfinite(kw["V"])) and kw["state"][0] > 0
     for arg, value, msg in [("order", np.array([0, 5]), r"order\[1\] = 5"), ("Xi", np.array([0, 9, 1]), r"Xi\[1\]"),

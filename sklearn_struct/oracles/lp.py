@@ -52,9 +52,13 @@ import scipy.sparse as sp
 from numba import njit, prange
 from scipy.optimize import linprog
 
-from ..utils.validation import check_float_array, check_int_array, check_scalar_param
+from ..utils.validation import (
+    check_edge_list,
+    check_float_array,
+    check_int_array,
+    check_scalar_param,
+)
 from ._threads import threads_for
-from ..utils.validation import check_edge_list
 from .loopy import build_adjacency
 
 __all__ = [

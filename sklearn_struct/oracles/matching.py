@@ -235,6 +235,12 @@ def sample_matchings(scores, n_samples, random_state=None):
     Row ``i``'s partner is drawn from its exact marginal given rows ``< i`` (Ryser on the remaining
     rows and free columns).
 
+    Parameters
+    ----------
+    scores : array-like of shape (n_left, n_right), ``n_left <= n_right <= 20``
+    n_samples : int >= 0
+    random_state : None, int, numpy Generator or RandomState
+
     Returns
     -------
     samples : ndarray of shape (n_samples, n_left), int
@@ -243,6 +249,8 @@ def sample_matchings(scores, n_samples, random_state=None):
     n_samples = check_scalar_param(n_samples, "n_samples", kind="int", low=0)
     if isinstance(random_state, (float, str, bytes)):
         raise TypeError(f"random_state must be None, an int seed or a numpy Generator, got {random_state!r}.")
+    if isinstance(random_state, np.random.RandomState):  # scikit-learn style state: draw a seed from it
+        random_state = int(random_state.randint(np.iinfo(np.int32).max))
     try:
         rng = np.random.default_rng(random_state)
     except (TypeError, ValueError) as exc:
