@@ -92,7 +92,7 @@ class ChainCRF(ClassifierMixin, BaseEstimator):
     >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}, {"w": "runs"}]]
     >>> y = [["DET", "NOUN"], ["DET", "NOUN", "VERB"]]
     >>> model = make_pipeline(SequenceVectorizer(), ChainCRF(c2=0.01)).fit(X, y)
-    >>> [list(p) for p in model.predict(X)]
+    >>> [p.tolist() for p in model.predict(X)]
     [['DET', 'NOUN'], ['DET', 'NOUN', 'VERB']]
     """
 
