@@ -61,6 +61,12 @@ from sklearn_struct.datasets import make_matchings
 X, y = make_matchings(20, n_nodes=6, random_state=0)
 est = MLEStructMatcher(max_iter=20, random_state=0)
 """,
+    "DependencyParserBP": """
+from sklearn_struct import DependencyParserBP
+from sklearn_struct.datasets import make_dependency_treebank
+X, y = make_dependency_treebank(50, random_state=0)
+est = DependencyParserBP(max_iter=2, random_state=0)
+""",
 }
 
 RUNNER = """
