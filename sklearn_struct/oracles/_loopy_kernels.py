@@ -1,0 +1,349 @@
+"""Numba kernels of loopy BP / TRW and of the pruning seed (private; see :mod:`sklearn_struct.oracles.loopy`).
+
+The public functions in ``loopy.py`` validate their input and call these on plain arrays.
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+# Below this a message entry computed in probability space (each term <= 1 after shifting)
+# may have lost terms to underflow: that message is recomputed in log space.
+_UNDERFLOW_GUARD = 1e-200
+
+
+@njit(cache=True, nogil=True)
+def _csr_from_edges(edges, n_nodes):
+    """Counting-sort the undirected edge list into CSR message slots (O(n_nodes + n_edges))."""
+    n_edges = edges.shape[0]
+    indptr = np.zeros(n_nodes + 1, dtype=np.int64)
+    for e in range(n_edges):
+        indptr[edges[e, 0] + 1] += 1
+        indptr[edges[e, 1] + 1] += 1
+    for i in range(n_nodes):
+        indptr[i + 1] += indptr[i]
+    fill = indptr[:-1].copy()
+    neighbors = np.empty(2 * n_edges, dtype=np.int64)
+    edge_ids = np.empty(2 * n_edges, dtype=np.int64)
+    reverse = np.empty(2 * n_edges, dtype=np.int64)
+    forward = np.empty(2 * n_edges, dtype=np.int64)
+    for e in range(n_edges):
+        u, v = edges[e, 0], edges[e, 1]
+        ku, kv = fill[u], fill[v]
+        fill[u] += 1
+        fill[v] += 1
+        neighbors[ku], edge_ids[ku], forward[ku], reverse[ku] = v, e, 1, kv
+        neighbors[kv], edge_ids[kv], forward[kv], reverse[kv] = u, e, 0, ku
+    return indptr, neighbors, edge_ids, reverse, forward
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _node_log_belief(i, indptr, edge_ids, reverse, unary, rho, msgs, belief):
+    """belief[i] = unary[i] + sum of rho-weighted incoming log messages."""
+    S = unary.shape[1]
+    for a in range(S):
+        belief[i, a] = unary[i, a]
+    for k in range(indptr[i], indptr[i + 1]):
+        r = reverse[k]
+        w = rho[edge_ids[k]]
+        for a in range(S):
+            belief[i, a] += w * msgs[r, a]
+
+
+@njit(cache=True, nogil=True)
+def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, reverse, forward, unary, rho,
+                 log_tables, exp_tables, max_product, damping, tol, log_tol, msgs_in, target, belief,
+                 active, active_next):
+    """Send every message out of the active nodes ``lo <= i < hi``; return (largest change, updates).
+
+    Node ``i`` reads its incoming messages from ``msgs_in`` and writes its outgoing ones into
+    ``target``. ``in_place`` (sequential schedule): ``target`` is ``msgs_in`` and ``active_next``
+    is ``active``, so a node is cleared when processed and re-flagged if a later neighbour changes
+    a message into it (the outgoing slots of i are never read while i is processed). Otherwise
+    (flooding), inactive nodes copy their messages into ``target``. Receivers of a message that
+    changed by more than ``tol`` are flagged in ``active_next``: a node none of whose incoming
+    messages changed would resend the same messages, so converged regions (and nodes without
+    edges) cost nothing. With damping the sender is flagged too: its damped message moved only
+    part of the way to the update (without this, damped BP stopped at non-fixed points).
+
+    The change is measured on max-normalised log messages over every entry (``log_tol`` is
+    -inf: an entry ignored for being small can be multiplied back up by large potentials);
+    since |dp| <= |d log p| for p <= 1, a change <= tol implies a probability change <= tol.
+
+    The whole update is written out in this one function on purpose: numba reference-counts array
+    arguments at every call of a compiled function, which cost more than the update itself when
+    made per node or per message.
+    """
+    S = unary.shape[1]
+    single_table = exp_tables.shape[0] == 1
+    cavity = np.empty(S)
+    out = np.empty(S)
+    delta = 0.0
+    n_updates = 0
+    for step in range(hi - lo):
+        i = hi - 1 - step if backward else lo + step
+        if not active[i]:
+            if not in_place:
+                for k in range(indptr[i], indptr[i + 1]):
+                    for b in range(S):
+                        target[k, b] = msgs_in[k, b]
+            continue
+        if in_place:
+            active[i] = 0
+        _node_log_belief(i, indptr, edge_ids, reverse, unary, rho, msgs_in, belief)
+        for k in range(indptr[i], indptr[i + 1]):
+            r = reverse[k]
+            fwd = forward[k] == 1
+            t = 0 if single_table else edge_ids[k]
+            cmax = -np.inf
+            for a in range(S):  # cavity: the belief of i without the message from the receiver
+                cavity[a] = belief[i, a] - msgs_in[r, a]
+                if cavity[a] > cmax:
+                    cmax = cavity[a]
+            exact = max_product
+            if not max_product:  # probability space, shifted so that every term is <= 1
+                for b in range(S):
+                    out[b] = 0.0
+                for a in range(S):
+                    w = math.exp(cavity[a] - cmax)
+                    for b in range(S):
+                        out[b] += w * (exp_tables[t, a, b] if fwd else exp_tables[t, b, a])
+                low = np.inf
+                for b in range(S):
+                    low = min(low, out[b])
+                exact = low < _UNDERFLOW_GUARD  # flushed terms could matter: redo in log space
+                if not exact:
+                    for b in range(S):
+                        out[b] = math.log(out[b])
+            if exact:  # log-sum-exp (or max) over the sender's states
+                for b in range(S):
+                    top = -np.inf
+                    for a in range(S):
+                        top = max(top, cavity[a] + (log_tables[t, a, b] if fwd else log_tables[t, b, a]))
+                    if max_product:
+                        out[b] = top
+                    else:
+                        acc = 0.0
+                        for a in range(S):
+                            acc += math.exp(cavity[a] + (log_tables[t, a, b] if fwd else log_tables[t, b, a]) - top)
+                        out[b] = top + math.log(acc)
+            top = -np.inf
+            for b in range(S):
+                top = max(top, out[b])
+            change = 0.0
+            for b in range(S):
+                old = msgs_in[k, b]
+                new = out[b] - top
+                if damping > 0.0:
+                    if max_product:
+                        new = (1.0 - damping) * new + damping * old
+                    else:
+                        new = math.log((1.0 - damping) * math.exp(new) + damping * math.exp(old))
+                if new > log_tol or old > log_tol:
+                    change = max(change, abs(new - old))
+                target[k, b] = new
+            if change > tol:
+                active_next[neighbors[k]] = 1
+                if damping > 0.0:  # a damped message has only moved part of the way: resend it
+                    active_next[i] = 1
+            delta = max(delta, change)
+        n_updates += indptr[i + 1] - indptr[i]
+    return delta, n_updates
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _sweep_parallel(n_chunks, indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables,
+                    exp_tables, max_product, damping, tol, log_tol, msgs, new, belief, active, active_next):
+    """One flooding iteration: messages of active nodes into ``new`` from ``msgs`` (threads over chunks of nodes)."""
+    n_nodes = unary.shape[0]
+    deltas = np.zeros(n_chunks)
+    counts = np.zeros(n_chunks, dtype=np.int64)
+    for c in prange(n_chunks):
+        deltas[c], counts[c] = _sweep_range(
+            c * n_nodes // n_chunks, (c + 1) * n_nodes // n_chunks, False, False, indptr, neighbors, edge_ids,
+            reverse, forward, unary, rho, log_tables, exp_tables, max_product, damping, tol, log_tol, msgs, new,
+            belief, active, active_next)
+    return deltas.max(), counts.sum()
+
+
+@njit(cache=True, nogil=True)
+def _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables, exp_tables,
+            max_product, parallel_schedule, damping, max_iter, tol, msgs, n_chunks):
+    """Iterate BP; msgs is updated in place. Returns (n_iter, max_delta, n_updates, log beliefs).
+
+    Nodes without edges start inactive: they send nothing and their belief is their unary.
+    """
+    n_nodes, S = unary.shape
+    belief = np.empty((n_nodes, S))
+    other = msgs.copy()
+    active = np.zeros(n_nodes, dtype=np.uint8)
+    for i in range(n_nodes):
+        if indptr[i + 1] > indptr[i]:
+            active[i] = 1
+    active_next = np.zeros(n_nodes, dtype=np.uint8)
+    # Every entry counts, however small: a message entry at e^-100 of its maximum still
+    # decides a belief when a unary or table of magnitude 100 multiplies it back up, so
+    # ignoring such changes stopped BP on trees with wrong marginals at potentials >= 1e2.
+    log_tol = -np.inf
+    delta = np.inf
+    n_iter = 0
+    n_updates = 0
+    current = msgs
+    for it in range(max_iter):
+        n_iter = it + 1
+        if parallel_schedule:
+            delta, done = _sweep_parallel(n_chunks, indptr, neighbors, edge_ids, reverse, forward, unary, rho,
+                                          log_tables, exp_tables, max_product, damping, tol, log_tol, current,
+                                          other, belief, active, active_next)
+            current, other = other, current
+            active, active_next = active_next, active
+            active_next[:] = 0
+        else:
+            delta, done = _sweep_range(0, n_nodes, it % 2 == 1, True, indptr, neighbors, edge_ids, reverse,
+                                       forward, unary, rho, log_tables, exp_tables, max_product, damping, tol,
+                                       log_tol, current, current, belief, active, active)
+        n_updates += done
+        if delta <= tol:
+            break
+    if parallel_schedule and n_iter % 2 == 1:
+        msgs[:, :] = current  # an odd number of swaps left the result in the scratch buffer
+    for i in range(n_nodes):
+        _node_log_belief(i, indptr, edge_ids, reverse, unary, rho, msgs, belief)
+    return n_iter, delta, n_updates, belief
+
+
+@njit(cache=True, nogil=True)
+def _normalise_rows(log_belief):
+    """Softmax of each row (numerically safe for any magnitude)."""
+    return np.exp(_log_softmax_rows(log_belief))
+
+
+@njit(cache=True, nogil=True)
+def _edge_beliefs(edges, adjacency_slot, reverse, log_belief, msgs, log_tables):
+    """Pairwise beliefs b_e(a, b) ∝ exp(cav_u(a) + cav_v(b) + pairwise_e(a, b) / rho_e).
+
+    ``adjacency_slot[e]`` is the slot of the message u -> v; its reverse is v -> u.
+    """
+    n_edges = edges.shape[0]
+    S = log_belief.shape[1]
+    single_table = log_tables.shape[0] == 1
+    out = np.empty((n_edges, S, S))
+    for e in range(n_edges):
+        u, v = edges[e, 0], edges[e, 1]
+        k_uv = adjacency_slot[e]
+        k_vu = reverse[k_uv]
+        t = 0 if single_table else e
+        top = -np.inf
+        for a in range(S):
+            for b in range(S):
+                val = (log_belief[u, a] - msgs[k_vu, a]) + (log_belief[v, b] - msgs[k_uv, b]) \
+                    + log_tables[t, a, b]
+                out[e, a, b] = val
+                if val > top:
+                    top = val
+        acc = 0.0
+        for a in range(S):
+            for b in range(S):
+                out[e, a, b] = math.exp(out[e, a, b] - top)
+                acc += out[e, a, b]
+        for a in range(S):
+            for b in range(S):
+                out[e, a, b] /= acc
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _log_softmax_rows(unary):
+    """Row-wise log-softmax (numerically safe for any magnitude)."""
+    n, S = unary.shape
+    out = np.empty_like(unary)
+    for i in range(n):
+        top = -np.inf
+        for a in range(S):
+            top = max(top, unary[i, a])
+        acc = 0.0
+        for a in range(S):
+            acc += math.exp(unary[i, a] - top)
+        norm = top + math.log(acc)
+        for a in range(S):
+            out[i, a] = unary[i, a] - norm
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _absorb(out, q, log_q, edges, log_tables, exp_tables):
+    """Add to ``out`` the factor-to-node message of every edge, from the other endpoint's ``q``.
+
+    Each message is max-normalised. Probability-space product against the shifted table, with
+    an exact log-sum-exp fallback when an entry underflows (as in the BP kernel).
+    """
+    S = q.shape[1]
+    single_table = exp_tables.shape[0] == 1
+    msg = np.empty(S)
+    for e in range(edges.shape[0]):
+        t = 0 if single_table else e
+        for side in range(2):  # side 0: message to edges[e, 0] (table rows), side 1: to edges[e, 1]
+            recv, send = (edges[e, 0], edges[e, 1]) if side == 0 else (edges[e, 1], edges[e, 0])
+            low = np.inf
+            high = 0.0
+            for a in range(S):  # a: state of the receiver
+                acc = 0.0
+                for b in range(S):
+                    acc += q[send, b] * (exp_tables[t, a, b] if side == 0 else exp_tables[t, b, a])
+                msg[a] = acc
+                low = min(low, acc)
+                high = max(high, acc)
+            if low >= _UNDERFLOW_GUARD:
+                for a in range(S):
+                    out[recv, a] += 0.0 if msg[a] == high else math.log(msg[a] / high)
+                continue
+            top_all = -np.inf
+            for a in range(S):
+                top = -np.inf
+                for b in range(S):
+                    top = max(top, log_q[send, b] + (log_tables[t, a, b] if side == 0 else log_tables[t, b, a]))
+                acc = 0.0
+                for b in range(S):
+                    acc += math.exp(log_q[send, b] + (log_tables[t, a, b] if side == 0 else log_tables[t, b, a]) - top)
+                msg[a] = top + math.log(acc)
+                top_all = max(top_all, msg[a])
+            for a in range(S):
+                out[recv, a] += msg[a] - top_all
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _seed_gains(q, log_q, edges, log_tables, exp_tables, shifts):
+    """g_e = log E_q[Psi_e] - E_q[log Psi_e] under the product of node marginals q (see seed_gains)."""
+    n_edges = edges.shape[0]
+    S = q.shape[1]
+    single_table = log_tables.shape[0] == 1
+    out = np.empty(n_edges)
+    for e in range(n_edges):
+        u, v = edges[e, 0], edges[e, 1]
+        t = 0 if single_table else e
+        mean_psi = 0.0  # E[exp(theta - shift)]
+        mean_log = 0.0  # E[theta]
+        for a in range(S):
+            for b in range(S):
+                w = q[u, a] * q[v, b]
+                mean_psi += w * exp_tables[t, a, b]
+                mean_log += w * log_tables[t, a, b]
+        if mean_psi >= _UNDERFLOW_GUARD:
+            log_mean = shifts[t] + math.log(mean_psi)
+        else:  # the weight sits where the table is ~1e3 below its maximum: exact log-sum-exp
+            top = -np.inf
+            for a in range(S):
+                for b in range(S):
+                    val = log_q[u, a] + log_q[v, b] + log_tables[t, a, b]
+                    if val > top:
+                        top = val
+            acc = 0.0
+            for a in range(S):
+                for b in range(S):
+                    acc += math.exp(log_q[u, a] + log_q[v, b] + log_tables[t, a, b] - top)
+            log_mean = top + math.log(acc)
+        gain = log_mean - mean_log
+        out[e] = gain if gain > 0.0 else 0.0  # >= 0 by Jensen; clip rounding noise
+    return out
