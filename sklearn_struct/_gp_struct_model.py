@@ -299,14 +299,8 @@ def mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, contr
     K, Q, S = p.K, p.Q, n_samples
     offsets = prior.offsets
     seqs = np.asarray(seqs, dtype=np.int64)
-    seeds = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=len(seqs))
-    L = p.L
+    draws = _draw(prior, p, seqs, Q, S, seed, n_jobs)
     chunks = even_chunks(len(seqs), 4 * max(1, _n_jobs(n_jobs)))
-
-    def sample(sl):
-        return [_seq_sampler(prior, p, L, int(seqs[i]), Q, S, seeds[i]) for i in range(sl.start, sl.stop)]
-
-    draws = [d for part in run_chunks(sample, chunks, n_jobs=n_jobs) for d in part]
     sb = np.exp(p.log_sb)
     loglik = np.empty((len(seqs), K, S))
     counts = []
@@ -466,20 +460,24 @@ def _oracle_copies(draws, fbin, start, stop, K, S, need_node):
     return log_z, (node if need_node else None), lengths
 
 
+def _draw(prior, p, seqs, Q, S, seed, n_jobs):
+    """Per-sequence posterior draws (``S`` per mixture component), one seed per sequence, joblib-parallel."""
+    seeds = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=len(seqs))
+    chunks = even_chunks(len(seqs), 4 * max(1, _n_jobs(n_jobs)))
+
+    def sample(sl):
+        return [_seq_sampler(prior, p, p.L, int(seqs[i]), Q, S, seeds[i]) for i in range(sl.start, sl.stop)]
+
+    return [d for part in run_chunks(sample, chunks, n_jobs=n_jobs) for d in part]
+
+
 def sample_marginals(prior, p, seqs, n_samples, seed, n_jobs=None):
     """Posterior-predictive node marginals: forward-backward marginals averaged over q(f) samples."""
     K, Q = p.K, p.Q
     S = max(1, -(-n_samples // K))  # samples per component
     offsets = prior.offsets
     seqs = np.asarray(seqs, dtype=np.int64)
-    seeds = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=len(seqs))
-    L = p.L
-    chunks = even_chunks(len(seqs), 4 * max(1, _n_jobs(n_jobs)))
-
-    def sample(sl):
-        return [_seq_sampler(prior, p, L, int(seqs[i]), Q, S, seeds[i]) for i in range(sl.start, sl.stop)]
-
-    draws = [d for part in run_chunks(sample, chunks, n_jobs=n_jobs) for d in part]
+    draws = _draw(prior, p, seqs, Q, S, seed, n_jobs)
     sb = np.exp(p.log_sb)
     fbin = [p.mb[None, None] + sb[None, None] * d[4] for d in draws]
     lengths = np.diff(offsets)[seqs]
