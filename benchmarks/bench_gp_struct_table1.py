@@ -5,15 +5,22 @@ chunking, segmentation, Japanese NE; data: CRF++ examples, Taku Kudo, LGPL/BSD),
 test pooled, random splits with the paper's training sizes (150 / 50 / 20 / 50 sequences),
 every other sequence held out; per-token error rate (%) mean (std) over the splits. Each
 task uses its own CRF++ template (``CRFppTemplateFeaturizer``, vocabulary from the training
-split only). The GP models see the template features L2-normalised per token (linear
-kernel ``k(x, x') = 1 + x.x'``); the CRFs see the raw binary features.
+split only). The GP models and the CRFs see the same binary template features; the GP's
+kernel is linear, ``k(x, x') = 1 + x.x'`` (GPstruct's choice on these tasks), so a weight
+of the equivalent Bayesian CRF has prior ``N(0, 1)``.
 
 Methods, all in this process on the same splits: gp-var-b (block L-BFGS, chain
 likelihood), gp-var-s (SAGA, chain likelihood), gp-var-p (SAGA, piecewise
 pseudo-likelihood), the base CRF of NonLocalCRF and sklearn-crfsuite (L-BFGS), both with
 ``c2`` chosen by 3-fold cross-validation on the training split from {0.1, 1, 10}.
 
-Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_table1.py [n_splits]``.
+Run (the tasks can go to separate processes; ``report`` merges what has been written)::
+
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_table1.py table 5 basenp,seg
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_table1.py table 5 chunking,JapaneseNE
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_table1.py scaling
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_table1.py figure
+    python benchmarks/bench_gp_struct_table1.py report
 """
 
 import json
@@ -23,7 +30,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.preprocessing import normalize
 
 from sklearn_struct import GPStructClassifier, NonLocalCRF
 from sklearn_struct.datasets import load_crfpp
@@ -38,15 +44,24 @@ PAPER = {  # Table 1: mean (std) error %
     "gp-var-s": [(5.27, 0.24), (10.02, 0.41), (14.97, 1.38), (4.99, 0.41)],
     "gp-var-p": [(5.37, 0.33), (9.58, 0.87), (15.16, 1.57), (4.80, 0.65)],
 }
-# Reduced settings (the paper: M = 500, S = 10,000 (batch) / 4,000 (stochastic), 5.5 h per run).
-GP_COMMON = dict(n_inducing=100, n_samples=50, n_predict_samples=50)
+# Reduced settings (the paper: M = 500, S = 10,000 (batch) / 4,000 (stochastic), up to 5.5 h per run).
+GP_COMMON = dict(n_inducing=300, n_samples=200, n_predict_samples=100)
 GP = {
-    "gp-var-b": dict(optimizer="lbfgs", block_iters=(8, 3, 2), max_iter=2),
-    "gp-var-s": dict(optimizer="saga", batch_size=5, learning_rate=1e-3, learning_rate_cov=1e-4, max_iter=2),
-    "gp-var-p": dict(optimizer="saga", likelihood="piecewise", batch_size=5, learning_rate=1e-3,
-                     learning_rate_cov=1e-4, max_iter=2),
+    "gp-var-b": dict(optimizer="lbfgs", block_iters=(20, 5, 2), max_iter=3),
+    "gp-var-s": dict(optimizer="saga", batch_size=5, learning_rate=1e-2, learning_rate_cov=1e-2, max_iter=8),
+    "gp-var-p": dict(optimizer="saga", likelihood="piecewise", batch_size=5, learning_rate=1e-2,
+                     learning_rate_cov=1e-2, max_iter=8),
 }
 SAGA_EPOCHS = (3, 1)  # unary, pairwise epochs per global iteration (the paper: 3000 and 1000 steps)
+SETTINGS = (
+    f"M = {GP_COMMON['n_inducing']} inducing inputs (paper 500), S = {GP_COMMON['n_samples']} samples per "
+    "sequence (paper 10,000 batch / 4,000 stochastic); gp-var-b: at most "
+    f"{GP['gp-var-b']['max_iter']} global iterations of L-BFGS blocks (unary, pairwise, hyperparameters) of "
+    f"{GP['gp-var-b']['block_iters']} iterations; gp-var-s / gp-var-p: {GP['gp-var-s']['max_iter']} global "
+    f"iterations of SAGA ({SAGA_EPOCHS[0]} + {SAGA_EPOCHS[1]} epochs, 5 sequences a step, step size "
+    f"{GP['gp-var-s']['learning_rate']:g}); predictions average the marginals over "
+    f"{GP_COMMON['n_predict_samples']} posterior samples"
+)
 C2_GRID = (0.1, 1.0, 10.0)
 
 
@@ -122,74 +137,73 @@ def split_data(seqs, labels, template, n_train, seed):
     return feat, Xtr, [labels[i] for i in tr], Xte, [labels[i] for i in te]
 
 
-def table1(n_splits):
+def table1(task, name, n_train, n_splits):
+    """Every method on ``n_splits`` splits of one task; rows[method] = [(error %, fit s, note), ...]."""
+    seqs, labels, template = load_pool(task)
     rows = {}
-    for task, name, n_train in TASKS:
-        seqs, labels, template = load_pool(task)
-        for split in range(n_splits):
-            feat, Xtr, ytr, Xte, yte = split_data(seqs, labels, template, n_train, split)
-            Gtr, Gte = [normalize(x) for x in Xtr], [normalize(x) for x in Xte]
-            res = {}
-            for method in GP:
-                t = time.perf_counter()
-                gp = GPStructClassifier(random_state=split, **gp_params(method, n_train)).fit(Gtr, ytr)
-                fit_s = time.perf_counter() - t
-                res[method] = (error_rate(gp.predict(Gte), yte), fit_s, f"ELBO {gp.elbo_curve_[0]:.0f} -> "
-                               f"{gp.elbo_curve_[-1]:.0f}")
-                gp.set_params(decode="viterbi_mean")
-                res[method + " (viterbi_mean)"] = (error_rate(gp.predict(Gte), yte), fit_s, "same fit")
-            res.update(run_crfs(Xtr, ytr, Xte, yte, feat, np.random.RandomState(split)))
-            for method, (err, secs, note) in res.items():
-                rows.setdefault(method, {}).setdefault(name, []).append((err, secs, note))
-            print(task, split, {m: round(v[0], 2) for m, v in res.items()}, flush=True)
+    for split in range(n_splits):
+        feat, Xtr, ytr, Xte, yte = split_data(seqs, labels, template, n_train, split)
+        res = {}
+        for method in GP:
+            t = time.perf_counter()
+            gp = GPStructClassifier(random_state=split, **gp_params(method, n_train)).fit(Xtr, ytr)
+            fit_s = time.perf_counter() - t
+            res[method] = (error_rate(gp.predict(Xte), yte), fit_s,
+                           f"ELBO {gp.elbo_curve_[0]:.0f} -> {gp.elbo_curve_[-1]:.0f} in {gp.n_iter_} iterations")
+            gp.set_params(decode="viterbi_mean")
+            res[method + " (viterbi_mean)"] = (error_rate(gp.predict(Xte), yte), fit_s, "same fit")
+        res.update(run_crfs(Xtr, ytr, Xte, yte, feat, np.random.RandomState(split)))
+        for method, val in res.items():
+            rows.setdefault(method, []).append(val)
+        print(task, split, {m: round(v[0], 2) for m, v in res.items()}, flush=True)
     return rows
 
 
 def scaling(sizes=(50, 100, 200, 400)):
     """Seconds per epoch of gp-var-s (SAGA, n/5 steps of 5 sequences) and of gp-var-b (one full ELBO + gradient)."""
+    from sklearn.gaussian_process.kernels import DotProduct
+
     from sklearn_struct._gp_struct_model import SparsePrior, VarParams, elbo, init_inducing
     from sklearn_struct.utils.packing import pack_sequences
 
     seqs, labels, template = load_pool("basenp")
+    M, S = GP_COMMON["n_inducing"], GP_COMMON["n_samples"]
     out = []
     for n in sizes:
         feat, Xtr, ytr, _, _ = split_data(seqs, labels, template, n, 0)
-        Gtr = [normalize(x) for x in Xtr]
-        Xp, offsets = pack_sequences(Gtr)
-        from sklearn.gaussian_process.kernels import DotProduct
-
-        prior = SparsePrior(DotProduct(sigma_0=1.0), init_inducing(Xp, 100, np.random.RandomState(0)), Xp, offsets)
+        Xp, offsets = pack_sequences(Xtr)
+        prior = SparsePrior(DotProduct(sigma_0=1.0), init_inducing(Xp, M, np.random.RandomState(0)), Xp, offsets)
         classes = np.unique(np.concatenate(ytr))
         y = np.searchsorted(classes, np.concatenate(ytr))
         p = VarParams(1, len(classes), prior.B.shape[1], False, 0.1)
-        elbo(prior, p, np.arange(min(n, 5)), y, 50, 0, "chain")  # warm-up (numba cache load, allocations)
+        elbo(prior, p, np.arange(min(n, 5)), y, S, 0, "chain")  # warm-up (numba cache load, allocations)
         t3 = time.perf_counter()
-        elbo(prior, p, np.arange(n), y, 50, 0, "chain")
+        elbo(prior, p, np.arange(n), y, S, 0, "chain")
         batch_epoch = time.perf_counter() - t3
         # SAGA: 2 epochs of n/5 steps; elbo_times_ brackets them and one closing full pass (one batch epoch)
-        gp = GPStructClassifier(block_iters=(2 * (n // 5), 0, 0), n_inducing=100, n_samples=50, batch_size=5,
-                                max_iter=1, random_state=0).fit(Gtr, ytr)
+        gp = GPStructClassifier(block_iters=(2 * (n // 5), 0, 0), n_inducing=M, n_samples=S, batch_size=5,
+                                max_iter=1, random_state=0).fit(Xtr, ytr)
         saga_epoch = max((gp.elbo_times_[1] - gp.elbo_times_[0] - batch_epoch) / 2, 0.0)
         out.append(dict(n_train=n, n_tokens=int(offsets[-1]), saga_epoch_s=saga_epoch, batch_epoch_s=batch_epoch))
         print("scaling", out[-1], flush=True)
     return out
 
 
-def figure1(n_rounds=8):
+def figure1(n_rounds=10):
     """gp-var-s on base NP (split 0): held-out mean log-likelihood and error after each global iteration."""
     seqs, labels, template = load_pool("basenp")
     _, Xtr, ytr, Xte, yte = split_data(seqs, labels, template, 150, 0)
-    Gtr, Gte = [normalize(x) for x in Xtr], [normalize(x) for x in Xte[:200]]
-    yte = yte[:200]
+    Xte, yte = Xte[:300], yte[:300]
     gp = GPStructClassifier(warm_start=True, random_state=0, **{**gp_params("gp-var-s", 150), "max_iter": 1})
     elapsed, curve = 0.0, []
     for r in range(n_rounds):
         t = time.perf_counter()
-        gp.fit(Gtr, ytr)
+        gp.fit(Xtr, ytr)
         elapsed += time.perf_counter() - t
-        marg = gp.predict_marginals(Gte)
+        marg = gp.predict_marginals(Xte)
         idx = [np.searchsorted(gp.classes_, y) for y in yte]
-        ll = float(np.mean(np.concatenate([np.log(np.maximum(m[np.arange(len(i)), i], 1e-300)) for m, i in zip(marg, idx)])))
+        ll = float(np.mean(np.concatenate([np.log(np.maximum(m[np.arange(len(i)), i], 1e-300))
+                                           for m, i in zip(marg, idx)])))
         err = error_rate([gp.classes_[np.argmax(m, 1)] for m in marg], yte)
         curve.append(dict(seconds=elapsed, test_loglik=ll, error=err, elbo=float(gp.elbo_curve_[-1])))
         print("fig1", curve[-1], flush=True)
@@ -201,32 +215,9 @@ def fmt(vals):
     return f"{errs.mean():.2f} ({errs.std():.2f})"
 
 
-def write(rows, n_splits, scale, curve, stem="gp_struct_table1"):
-    RESULTS.mkdir(exist_ok=True)
-    names = [t[1] for t in TASKS]
-    lines = [
-        "# GP-struct Table 1: CRF++ tasks, error rate % mean (std)" if rows else "# GP-struct: scaling and Fig. 1",
-        "",
-        f"**{n_splits} random split(s)**, not the paper's 5 (time budget of this run); training sizes as in the paper "
-        "(150 / 50 / 20 / 50 sequences), all other pooled sequences held out. Reduced GP settings: "
-        f"M = {GP_COMMON['n_inducing']} inducing inputs (paper 500), S = {GP_COMMON['n_samples']} samples per "
-        "sequence (paper 10,000 batch / 4,000 stochastic), gp-var-b 2 global iterations of L-BFGS blocks (8, 3, 2), "
-        f"gp-var-s / gp-var-p 2 global iterations of SAGA ({SAGA_EPOCHS[0]} + {SAGA_EPOCHS[1]} epochs, 5 sequences "
-        "a step, step sizes 1e-3 / 1e-4); the paper ran up to 5.5 h per model. Rows without a suffix predict by "
-        "the argmax of the marginals averaged over 50 posterior samples; '(viterbi_mean)' rows decode the same fit by "
-        "Viterbi on the posterior mean functions.",
-        "",
-        "| method | " + " | ".join(names) + " | fit seconds (mean over tasks) |",
-        "|---|" + "---|" * (len(names) + 1),
-    ]
-    for method, per_task in rows.items():
-        cells = [fmt(per_task[n]) if n in per_task else "-" for n in names]
-        secs = np.mean([v[1] for n in names for v in per_task.get(n, [])])
-        lines.append(f"| {method} (ours) | " + " | ".join(cells) + f" | {secs:.1f} |")
-    for method, vals in PAPER.items():
-        lines.append(f"| {method} (paper) | " + " | ".join(f"{m:.2f} ({s:.2f})" for m, s in vals) + " | - |")
-    lines += ["", "Goal check (each GP variant at or below the paper's error for that variant on every task, and below "
-              "both CRFs):", ""]
+def _goal_lines(rows, names):
+    lines = ["", "Goal check (each GP variant at or below the paper's error for that variant on every task, and below "
+             "both CRFs):", ""]
     for method in GP:
         for i, n in enumerate(names):
             if n not in rows.get(method, {}):
@@ -237,8 +228,33 @@ def write(rows, n_splits, scale, curve, stem="gp_struct_table1"):
             lines.append(f"- {method} / {n}: {ours:.2f} vs paper {paper:.2f} -> "
                          f"{'met' if ours <= paper else 'NOT met'}; vs CRFs {crfs[0]:.2f} / {crfs[1]:.2f} -> "
                          f"{'below both' if ours < min(crfs) else 'NOT below both'}")
+    return lines
+
+
+def table_lines(rows, n_splits):
+    names = [t[1] for t in TASKS]
+    lines = [
+        "# GP-struct Table 1: CRF++ tasks, error rate % mean (std)", "",
+        f"**{n_splits} random splits**; training sizes as in the paper (150 / 50 / 20 / 50 sequences), all other "
+        f"pooled sequences held out. Reduced GP settings: {SETTINGS}. Rows without a suffix predict by the argmax of "
+        "the averaged marginals; '(viterbi_mean)' rows decode the same fit by Viterbi on the posterior mean "
+        "functions. Fit seconds are wall time on the shared 2-core machine (compare within a row).", "",
+        "| method | " + " | ".join(names) + " | fit seconds (mean over tasks) |",
+        "|---|" + "---|" * (len(names) + 1),
+    ]
+    for method, per_task in rows.items():
+        cells = [fmt(per_task[n]) if n in per_task else "-" for n in names]
+        secs = np.mean([v[1] for n in names for v in per_task.get(n, [])])
+        lines.append(f"| {method} (ours) | " + " | ".join(cells) + f" | {secs:.1f} |")
+    for method, vals in PAPER.items():
+        lines.append(f"| {method} (paper) | " + " | ".join(f"{m:.2f} ({s:.2f})" for m, s in vals) + " | - |")
+    return lines + _goal_lines(rows, names)
+
+
+def scaling_lines(scale, curve):
+    lines = ["# GP-struct: scaling and Fig. 1", "", f"Settings: {SETTINGS}.", ""]
     if scale:
-        lines += ["", "## Scaling (base NP): seconds per epoch", "",
+        lines += ["## Scaling (base NP): seconds per epoch", "",
                   "| training sequences | tokens | gp-var-s epoch (s) | ratio to 50 | gp-var-b epoch (s) | ratio to 50 |",
                   "|---|---|---|---|---|---|"]
         for r in scale:
@@ -246,40 +262,74 @@ def write(rows, n_splits, scale, curve, stem="gp_struct_table1"):
                          f"{r['saga_epoch_s'] / scale[0]['saga_epoch_s']:.2f} | {r['batch_epoch_s']:.2f} | "
                          f"{r['batch_epoch_s'] / scale[0]['batch_epoch_s']:.2f} |")
     if curve:
-        lines += ["", "## Fig. 1: gp-var-s on base NP, split 0 (200 held-out sequences)", "",
+        lines += ["", "## Fig. 1: gp-var-s on base NP, split 0 (300 held-out sequences)", "",
                   "| seconds | held-out mean log p(y_t) | error % | ELBO |", "|---|---|---|---|"]
         for c in curve:
             lines.append(f"| {c['seconds']:.1f} | {c['test_loglik']:.4f} | {c['error']:.2f} | {c['elbo']:.1f} |")
-        import matplotlib
+        plot_figure1(curve)
+    return lines
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(1, 2, figsize=(9, 3.5))
-        t = [c["seconds"] / 60 for c in curve]
-        ax[0].plot(t, [c["test_loglik"] for c in curve], "o-")
-        ax[0].set_xlabel("minutes")
-        ax[0].set_ylabel("held-out mean log p(y_t)")
-        ax[1].plot(t, [c["error"] for c in curve], "o-")
-        ax[1].set_xlabel("minutes")
-        ax[1].set_ylabel("error %")
-        fig.suptitle("gp-var-s, base NP (cf. paper Fig. 1)")
-        fig.tight_layout()
-        fig.savefig(RESULTS / "gp_struct_figure1.png", dpi=100)
-    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / f"{stem}.json").write_text(json.dumps(
-        dict(n_splits=n_splits, rows=rows, paper=PAPER, scaling=scale, figure1=curve), indent=1))
-    print("\n".join(lines))
+def plot_figure1(curve):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(9, 3.5))
+    t = [c["seconds"] / 60 for c in curve]
+    ax[0].plot(t, [c["test_loglik"] for c in curve], "o-")
+    ax[0].set_xlabel("minutes")
+    ax[0].set_ylabel("held-out mean log p(y_t)")
+    ax[1].plot(t, [c["error"] for c in curve], "o-")
+    ax[1].set_xlabel("minutes")
+    ax[1].set_ylabel("error %")
+    fig.suptitle("gp-var-s, base NP (cf. paper Fig. 1)")
+    fig.tight_layout()
+    fig.savefig(RESULTS / "gp_struct_figure1.png", dpi=100)
+
+
+def report():
+    """Merge the per-task parts and the scaling / figure runs into the tables (md + json) and the plot."""
+    rows, n_splits = {}, None
+    for task, name, _ in TASKS:
+        part = RESULTS / f"gp_struct_table1_{task}.json"
+        if part.exists():
+            data = json.loads(part.read_text())
+            n_splits = data["n_splits"] if n_splits is None else min(n_splits, data["n_splits"])
+            for method, vals in data["rows"].items():
+                rows.setdefault(method, {})[name] = vals
+    if rows:
+        lines = table_lines(rows, n_splits)
+        (RESULTS / "gp_struct_table1.md").write_text("\n".join(lines) + "\n")
+        (RESULTS / "gp_struct_table1.json").write_text(json.dumps(dict(n_splits=n_splits, rows=rows, paper=PAPER,
+                                                                       settings=SETTINGS), indent=1))
+        print("\n".join(lines))
+    extra = {k: json.loads((RESULTS / f"gp_struct_{k}.part.json").read_text())
+             for k in ("scaling", "figure1") if (RESULTS / f"gp_struct_{k}.part.json").exists()}
+    if extra:
+        lines = scaling_lines(extra.get("scaling", []), extra.get("figure1", []))
+        (RESULTS / "gp_struct_scaling.md").write_text("\n".join(lines) + "\n")
+        (RESULTS / "gp_struct_scaling.json").write_text(json.dumps(dict(settings=SETTINGS, **extra), indent=1))
+        print("\n".join(lines))
 
 
 def main():
-    n_splits = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    parts = sys.argv[2].split(",") if len(sys.argv) > 2 else ["table", "scaling", "figure"]
     os.environ.setdefault("SKLEARN_STRUCT_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
-    rows = table1(n_splits) if "table" in parts else {}
-    scale = scaling() if "scaling" in parts else []
-    curve = figure1() if "figure" in parts else []
-    write(rows, n_splits, scale, curve, "gp_struct_table1" if "table" in parts else "gp_struct_scaling")
+    RESULTS.mkdir(exist_ok=True)
+    what = sys.argv[1] if len(sys.argv) > 1 else "report"
+    if what == "table":
+        n_splits = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+        wanted = sys.argv[3].split(",") if len(sys.argv) > 3 else [t[0] for t in TASKS]
+        for task, name, n_train in TASKS:
+            if task in wanted:
+                rows = table1(task, name, n_train, n_splits)
+                (RESULTS / f"gp_struct_table1_{task}.json").write_text(json.dumps(
+                    dict(n_splits=n_splits, rows=rows, settings=SETTINGS), indent=1))
+    elif what in ("scaling", "figure1"):
+        data = scaling() if what == "scaling" else figure1()
+        (RESULTS / f"gp_struct_{what}.part.json").write_text(json.dumps(data, indent=1))
+    report()
 
 
 if __name__ == "__main__":

@@ -21,13 +21,12 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.special import logsumexp
 from sklearn.gaussian_process import kernels as gpk
+from threadpoolctl import threadpool_limits
 
-from .oracles.chain import forward_backward
-from .utils.packing import lengths_to_offsets
+from .oracles.chain_samples import _loglik_kernel, _marginals_kernel
 from .utils.parallel import even_chunks, run_chunks
 
 _LOG2PI = np.log(2.0 * np.pi)
-_MAX_ORACLE_FLOATS = 1 << 23  # per-position transition entries per oracle call (64 MB)
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -270,23 +269,107 @@ def pair_kl(p):
 
 
 # ----------------------------------------------------------------------------- MC estimator
-def _seq_sampler(prior, p, L, s, Q, S, rng_seed):
-    """Samples of the unaries of sequence ``s`` under each component: f (K, Q, T, S), w, C^{-1}, P."""
-    lo, hi = prior.offsets[s], prior.offsets[s + 1]
-    Bn = prior.B[lo:hi]
-    Kt = prior.Ktil[s]
-    T = hi - lo
-    rng = np.random.default_rng(rng_seed)
-    eps = rng.standard_normal((p.K, Q, T, S))
-    zeta = rng.standard_normal((p.K, S, Q, Q))
-    P = np.matmul(Bn[None, None], L)  # (K, Q, T, M)
-    Sig = Kt[None, None] + P @ np.swapaxes(P, -1, -2)
-    C = _cholesky(Sig, f"the latent covariance of sequence {s}")
-    b = np.einsum("tm,kqm->kqt", Bn, p.m)
-    f = b[..., None] + C @ eps
-    Cinv = np.linalg.inv(C)
-    w = np.swapaxes(Cinv, -1, -2) @ eps  # Sigma^{-1} (f - b)
-    return f, w, Cinv, P, zeta
+class _SeqDraw:
+    """Posterior samples for one sequence: unaries ``f`` (K, Q, T, S) = ``b + C eps``, the
+    scores ``w = Sigma^{-1} (f - b)``, ``C^{-1}``, ``P = B_n L`` (K, Q, T, M) and the pairwise
+    noise ``zeta`` (K, Q, Q, S) with ``f_bin = m_bin + s_bin zeta``."""
+
+    __slots__ = ("f", "w", "Cinv", "P", "zeta")
+
+    def __init__(self, prior, p, P, s, S, rng_seed):
+        lo, hi = prior.offsets[s], prior.offsets[s + 1]
+        Bn, Kt = prior.B[lo:hi], prior.Ktil[s]
+        K, Q, T = p.K, p.Q, hi - lo
+        rng = np.random.default_rng(rng_seed)
+        eps = rng.standard_normal((K, Q, T, S))
+        self.zeta = rng.standard_normal((K, Q, Q, S))
+        self.P = P
+        C = _cholesky(Kt[None, None] + P @ np.swapaxes(P, -1, -2), f"the latent covariance of sequence {s}")
+        b = np.einsum("tm,kqm->kqt", Bn, p.m)
+        self.f = b[..., None] + C @ eps
+        self.Cinv = np.linalg.inv(C)
+        self.w = np.swapaxes(self.Cinv, -1, -2) @ eps
+
+    def fbin(self, p):
+        return p.mb[None, :, :, None] + np.exp(p.log_sb)[None, :, :, None] * self.zeta
+
+
+def _seq_loglik(draw, p, ys, likelihood):
+    """log p(y_n | f) of every sample (K, S): the chain oracle, or the piecewise pseudo-likelihood."""
+    f, fbin = draw.f, draw.fbin(p)
+    K, Q, T, S = f.shape
+    out = np.empty((K, S))
+    if likelihood == "chain":
+        for k in range(K):
+            _loglik_kernel(f[k], fbin[k], ys, out[k])
+        return out
+    # piecewise: each unary factor normalised over its label, each edge factor by its two conditionals
+    cnt = np.zeros((Q, Q))
+    np.add.at(cnt, (ys[:-1], ys[1:]), 1.0)
+    unary = f[:, ys, np.arange(T), :].sum(axis=1) - _lse(f, 1).sum(axis=1)  # (K, S)
+    pair = np.einsum("kabs,ab->ks", fbin, cnt)
+    row = _lse(fbin, 2)  # log sum_b exp f(a, b): (K, Q, S)
+    col = _lse(fbin, 1)  # log sum_a exp f(a, b)
+    edge = 2.0 * pair - np.einsum("kas,a->ks", row, cnt.sum(1)) - np.einsum("kbs,b->ks", col, cnt.sum(0))
+    return unary + edge
+
+
+def _seq_estimate(draw, p, ys, likelihood, grad, control_variate):
+    """ELL of one sequence (mean over components and samples) and its score-function gradient parts."""
+    loglik = _seq_loglik(draw, p, ys, likelihood)
+    ell = float(loglik.mean())  # pi_k = 1 / K
+    if not grad:
+        return ell, None
+    K, S = loglik.shape
+    sb = np.exp(p.log_sb)[None, :, :, None]
+    w, zs = draw.w, draw.zeta / sb  # scores of the unary and pairwise latent means
+    c = _cv_weights(loglik, w, zs, control_variate) / K  # (K, S), includes 1/S and pi_k
+    gb = np.einsum("kqts,ks->tkq", w, c)
+    Sinv = np.swapaxes(draw.Cinv, -1, -2) @ draw.Cinv
+    G = 0.5 * ((w * c[:, None, None, :]) @ np.swapaxes(w, -1, -2) - c.sum(axis=1)[:, None, None, None] * Sinv)
+    U = np.ascontiguousarray(np.transpose(G @ draw.P, (2, 0, 1, 3)))  # (T, K, Q, M)
+    g_mb = np.einsum("ks,kabs->ab", c, zs)
+    g_lsb = np.einsum("ks,kabs->ab", c, draw.zeta**2 - 1.0)
+    return ell, (gb, U, g_mb, g_lsb)
+
+
+def _cv_weights(loglik, w, zeta_scaled, control_variate):
+    """Per-sample weights ``(l_i - a_{-i}) / S`` (leave-one-out control variate) or ``l_i / S``.
+
+    ``a_{-i} = sum_{k != i} l_k r_k / sum_{k != i} r_k`` with ``r_k`` the squared norm of sample
+    ``k``'s score: the optimal pooled coefficient ``Cov(l h, h) / Var(h)`` estimated without
+    sample ``i`` itself, so the estimator stays exactly unbiased.
+    """
+    K, S = loglik.shape
+    if not control_variate or S < 2:
+        return loglik / S
+    r = np.sum(w**2, axis=(1, 2)) + np.sum(zeta_scaled**2, axis=(1, 2))  # (K, S): squared score norms
+    lr = loglik * r
+    a = (lr.sum(axis=1, keepdims=True) - lr) / (r.sum(axis=1, keepdims=True) - r)
+    return (loglik - a) / S
+
+
+def _per_sequence(prior, p, seqs, S, seed, n_jobs, work):
+    """Run ``work(draw, i)`` for every sequence ``seqs[i]`` on fresh posterior draws (one seed per
+    sequence, so results do not depend on the chunking), joblib-parallel over chunks of sequences."""
+    seqs = np.asarray(seqs, dtype=np.int64)
+    seeds = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=len(seqs))
+    L = p.L
+    offsets = prior.offsets
+
+    def run(sl):
+        res = []
+        # small per-sequence BLAS calls: one BLAS thread each (joblib parallelises over sequences);
+        # a multi-threaded BLAS on 25 x 25 matrices spins and runs several times slower on a busy machine
+        with threadpool_limits(limits=1, user_api="blas"):
+            for i in range(sl.start, sl.stop):
+                s = int(seqs[i])
+                P = np.matmul(prior.B[offsets[s]:offsets[s + 1]][None, None], L)  # (K, Q, T, M)
+                res.append(work(_SeqDraw(prior, p, P, s, S, seeds[i]), i))
+        return res
+
+    chunks = even_chunks(len(seqs), 4 * max(1, _n_jobs(n_jobs)))
+    return [r for part in run_chunks(run, chunks, n_jobs=n_jobs) for r in part]
 
 
 def mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, control_variate=True, n_jobs=None):
@@ -296,45 +379,19 @@ def mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, contr
     gradient w.r.t. the latent means, ``U`` (tokens, K, Q, M) with
     ``dELL/dL_kj = 2 B^T U_kj``, and pairwise ``g_mb``, ``g_lsb`` (len(seqs), Q, Q).
     """
-    K, Q, S = p.K, p.Q, n_samples
     offsets = prior.offsets
     seqs = np.asarray(seqs, dtype=np.int64)
-    draws = _draw(prior, p, seqs, Q, S, seed, n_jobs)
-    chunks = even_chunks(len(seqs), 4 * max(1, _n_jobs(n_jobs)))
-    sb = np.exp(p.log_sb)
-    loglik = np.empty((len(seqs), K, S))
-    counts = []
-    for i, s in enumerate(seqs):
-        ys = y[offsets[s]:offsets[s + 1]]
-        cnt = np.zeros((Q, Q))
-        np.add.at(cnt, (ys[:-1], ys[1:]), 1.0)
-        counts.append(cnt)
-    _loglik(draws, counts, seqs, y, offsets, p.mb, sb, likelihood, loglik)
-    out = {"ell": loglik.mean(axis=2).mean(axis=1)}  # pi_k = 1/K
-    if not grad:
-        return out
-    weights = _cv_weights(draws, loglik, sb, control_variate) / K  # (n, K, S), includes 1/S and pi_k
 
-    def gradients(sl):
-        res = []
-        for i in range(sl.start, sl.stop):
-            f, w, Cinv, P, zeta = draws[i]
-            c = weights[i]  # (K, S)
-            gb = np.einsum("kqts,ks->tkq", w, c)
-            wc = w * c[:, None, None, :]
-            Sinv = np.swapaxes(Cinv, -1, -2) @ Cinv
-            G = 0.5 * (wc @ np.swapaxes(w, -1, -2) - c.sum(axis=1)[:, None, None, None] * Sinv)
-            U = np.transpose(G @ P, (2, 0, 1, 3))  # (T, K, Q, M)
-            g_mb = np.einsum("ks,ksab->ab", c, zeta) / sb
-            g_lsb = np.einsum("ks,ksab->ab", c, zeta**2 - 1.0)
-            res.append((gb, np.ascontiguousarray(U), g_mb, g_lsb))
-        return res
+    def work(draw, i):
+        s = seqs[i]
+        return _seq_estimate(draw, p, y[offsets[s]:offsets[s + 1]], likelihood, grad, control_variate)
 
-    res = [r for part in run_chunks(gradients, chunks, n_jobs=n_jobs) for r in part]
-    out["gb"] = np.concatenate([r[0] for r in res])
-    out["U"] = np.concatenate([r[1] for r in res])
-    out["g_mb"] = np.stack([r[2] for r in res])
-    out["g_lsb"] = np.stack([r[3] for r in res])
+    res = _per_sequence(prior, p, seqs, n_samples, seed, n_jobs, work)
+    out = {"ell": np.array([r[0] for r in res])}
+    if grad:
+        for key, idx, join in (("gb", 0, np.concatenate), ("U", 1, np.concatenate), ("g_mb", 2, np.stack),
+                               ("g_lsb", 3, np.stack)):
+            out[key] = join([r[1][idx] for r in res])
     return out
 
 
@@ -370,123 +427,24 @@ def unary_data_grad(B_rows, est, p):
     return dm, dL
 
 
-def _cv_weights(draws, loglik, sb, control_variate):
-    """Per-sample weights ``(l_i - a_{-i}) / S`` (leave-one-out control variate) or ``l_i / S``."""
-    n, K, S = loglik.shape
-    if not control_variate:
-        return loglik / S
-    r = np.empty_like(loglik)
-    for i, (f, w, Cinv, P, zeta) in enumerate(draws):
-        r[i] = np.sum(w**2, axis=(1, 2)) + np.sum((zeta / sb) ** 2, axis=(2, 3))
-    lr = loglik * r
-    if S < 2:
-        return loglik / S
-    a = (lr.sum(axis=2, keepdims=True) - lr) / (r.sum(axis=2, keepdims=True) - r)
-    return (loglik - a) / S
-
-
-def _loglik(draws, counts, seqs, y, offsets, mb, sb, likelihood, out):
-    """Fill ``out`` (n, K, S) with log p(y_n | f) for every sample: one packed oracle call per memory chunk."""
-    Q = mb.shape[0]
-    n, K, S = out.shape
-    lengths = np.array([offsets[s + 1] - offsets[s] for s in seqs])
-    fbin = [mb[None, None] + sb[None, None] * d[4] for d in draws]  # (K, S, Q, Q)
-    scores = np.empty((n, K, S))
-    for i, s in enumerate(seqs):
-        ys = y[offsets[s]:offsets[s + 1]]
-        f = draws[i][0]  # (K, Q, T, S)
-        unary_score = f[:, ys, np.arange(len(ys)), :].sum(axis=1)  # (K, S)
-        scores[i] = unary_score + np.einsum("ksab,ab->ks", fbin[i], counts[i])
-    if likelihood == "piecewise":
-        for i in range(n):
-            f = draws[i][0]
-            ys = y[offsets[seqs[i]]:offsets[seqs[i] + 1]]
-            unary_norm = _lse(f, 1).sum(axis=1)  # (K, S)
-            row = _lse(fbin[i], 3)  # log sum_b exp f(a, b): (K, S, Q)
-            col = _lse(fbin[i], 2)  # log sum_a exp f(a, b)
-            cnt = counts[i]
-            edge = (2.0 * np.einsum("ksab,ab->ks", fbin[i], cnt) - np.einsum("ksa,a->ks", row, cnt.sum(1))
-                    - np.einsum("ksb,b->ks", col, cnt.sum(0)))
-            # unary pieces: f_t(y_t) - lse_j f_t(j); edge pieces: both conditionals of the factor
-            out[i] = scores[i] - np.einsum("ksab,ab->ks", fbin[i], cnt) - unary_norm + edge
-        return out
-    # chain: log p = score - log Z, log Z from one packed forward-backward per memory chunk
-    log_z = np.empty(n * K * S)
-    for start, stop in _copy_chunks(lengths, K * S, Q):
-        log_z[start:stop] = _oracle_copies(draws, fbin, start, stop, K, S, False)[0]
-    out[:] = scores - log_z.reshape(n, K, S)
-    return out
-
-
 def _lse(a, axis):
     """log-sum-exp along ``axis`` (plain NumPy: scipy's is slow on many small reductions)."""
     m = np.max(a, axis=axis, keepdims=True)
     return np.squeeze(m, axis) + np.log(np.sum(np.exp(a - m), axis=axis))
 
 
-def _copy_chunks(lengths, per_seq, Q):
-    """Ranges of copies (sequence, component, sample) whose transitions fit the memory budget."""
-    per_copy = np.repeat(np.maximum(np.asarray(lengths) - 1, 1), per_seq)
-    cum = np.cumsum(per_copy)
-    budget = max(1, _MAX_ORACLE_FLOATS // (Q * Q))
-    start, total = 0, per_copy.shape[0]
-    while start < total:
-        base = cum[start - 1] if start else 0
-        stop = max(int(np.searchsorted(cum, base + budget, side="right")), start + 1)
-        yield start, stop
-        start = stop
-
-
-def _oracle_copies(draws, fbin, start, stop, K, S, need_node):
-    """log Z (and node marginals) of copies start:stop (copy = (sequence, component, sample)): one oracle call."""
-    unary_parts, trans_parts, lengths = [], [], []
-    copies = np.arange(start, stop)
-    seq_idx, rest = np.divmod(copies, K * S)
-    comp, smp = np.divmod(rest, S)
-    for i in np.unique(seq_idx):
-        sel = seq_idx == i
-        ks, ss = comp[sel], smp[sel]
-        f = draws[i][0]  # (K, Q, T, S)
-        T = f.shape[2]
-        u = np.transpose(f[ks, :, :, ss], (0, 2, 1))  # (c, T, Q)
-        unary_parts.append(u.reshape(-1, u.shape[-1]))
-        if T > 1:
-            trans_parts.append(np.repeat(fbin[i][ks, ss], T - 1, axis=0))
-        lengths.extend([T] * len(ks))
-    unary = np.concatenate(unary_parts)
-    Q = unary.shape[1]
-    trans = np.concatenate(trans_parts) if trans_parts else np.zeros((0, Q, Q))
-    log_z, node, _ = forward_backward(unary, trans, lengths_to_offsets(lengths), edge_marginals="none")
-    return log_z, (node if need_node else None), lengths
-
-
-def _draw(prior, p, seqs, Q, S, seed, n_jobs):
-    """Per-sequence posterior draws (``S`` per mixture component), one seed per sequence, joblib-parallel."""
-    seeds = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=len(seqs))
-    chunks = even_chunks(len(seqs), 4 * max(1, _n_jobs(n_jobs)))
-
-    def sample(sl):
-        return [_seq_sampler(prior, p, p.L, int(seqs[i]), Q, S, seeds[i]) for i in range(sl.start, sl.stop)]
-
-    return [d for part in run_chunks(sample, chunks, n_jobs=n_jobs) for d in part]
-
-
 def sample_marginals(prior, p, seqs, n_samples, seed, n_jobs=None):
     """Posterior-predictive node marginals: forward-backward marginals averaged over q(f) samples."""
-    K, Q = p.K, p.Q
+    K = p.K
     S = max(1, -(-n_samples // K))  # samples per component
-    offsets = prior.offsets
-    seqs = np.asarray(seqs, dtype=np.int64)
-    draws = _draw(prior, p, seqs, Q, S, seed, n_jobs)
-    sb = np.exp(p.log_sb)
-    fbin = [p.mb[None, None] + sb[None, None] * d[4] for d in draws]
-    lengths = np.diff(offsets)[seqs]
-    out = [np.zeros((T, Q)) for T in lengths]
-    for start, stop in _copy_chunks(lengths, K * S, Q):
-        _, node, lens = _oracle_copies(draws, fbin, start, stop, K, S, True)
-        owners = np.arange(start, stop) // (K * S)
-        row = 0
-        for owner, T in zip(owners, lens):
-            out[owner] += node[row:row + T]
-            row += T
-    return [o / (K * S) for o in out]
+
+    def work(draw, i):
+        fbin = draw.fbin(p)
+        T = draw.f.shape[2]
+        out, part = np.zeros((T, p.Q)), np.empty((T, p.Q))
+        for k in range(K):
+            _marginals_kernel(draw.f[k], fbin[k], part)
+            out += part
+        return out / K
+
+    return _per_sequence(prior, p, seqs, S, seed, n_jobs, work)

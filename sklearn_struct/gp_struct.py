@@ -71,7 +71,9 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
     batch_size : int, default=1
         Sequences per SAGA step.
     learning_rate : float, default=1e-4
-        SAGA step size of the means (unary and pairwise).
+        SAGA step size of the means (unary and pairwise). Each coordinate's step is
+        clipped to 0.5; a global iteration that lowers the ELBO is undone and both step
+        sizes are halved.
     learning_rate_cov : float, default=1e-5
         SAGA step size of the covariance parameters.
     control_variate : bool, default=True
@@ -313,29 +315,38 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ gp-var-s
     def _fit_saga(self, blocks):
+        """SAGA by blocks. Each global iteration ends with a full pass (the new SAGA table and the
+        ELBO); if the ELBO fell, the iteration is undone and the step sizes are halved."""
         st = self._fit_state
         rng, offsets = st["rng"], st["offsets"]
-        p = self.params_
         n_seq = offsets.shape[0] - 1
-        B = self._prior.B
         self.elbo_curve_, self.elbo_times_ = [], []
-        table = self._saga_table(p, int(rng.randint(2**31 - 1)))
+        table = self._saga_table(self.params_, int(rng.randint(2**31 - 1)))
         self._record(table["value"])
-        order, pos = rng.permutation(n_seq), 0
+        st["step_scale"], st["order"], st["pos"] = 1.0, rng.permutation(n_seq), 0
         n_iter = 0
         for n_iter in range(1, self.max_iter + 1):
-            for block, n_steps in ((0, blocks[0]), (1, blocks[1])):
-                for _ in range(n_steps):
-                    if pos + self.batch_size > n_seq:
-                        order, pos = rng.permutation(n_seq), 0
-                    batch = np.sort(order[pos:pos + self.batch_size])
-                    pos += self.batch_size
-                    self._saga_step(p, table, batch, block, int(rng.randint(2**31 - 1)), B, n_seq)
-            table = self._saga_table(p, int(rng.randint(2**31 - 1)))
-            if not np.isfinite(table["value"]):
-                raise FloatingPointError("SAGA diverged (non-finite ELBO); lower learning_rate / learning_rate_cov.")
+            p = self.params_.copy()
+            self._saga_epochs(p, dict(table, **{k: v.copy() for k, v in table.items() if k != "value"}), blocks)
+            new = self._saga_table(p, int(rng.randint(2**31 - 1)))
+            if not np.isfinite(new["value"]) or new["value"] < table["value"]:
+                st["step_scale"] *= 0.5  # the iteration made the ELBO worse: undo it, smaller steps
+                self._record(table["value"])
+                continue
+            self.params_, table = p, new
             self._record(table["value"])
         self._finish(n_iter)
+
+    def _saga_epochs(self, p, table, blocks):
+        st = self._fit_state
+        n_seq = st["offsets"].shape[0] - 1
+        for block, n_steps in ((0, blocks[0]), (1, blocks[1])):
+            for _ in range(n_steps):
+                if st["pos"] + self.batch_size > n_seq:
+                    st["order"], st["pos"] = st["rng"].permutation(n_seq), 0
+                batch = np.sort(st["order"][st["pos"]:st["pos"] + self.batch_size])
+                st["pos"] += self.batch_size
+                self._saga_step(p, table, batch, block, int(st["rng"].randint(2**31 - 1)), self._prior.B, n_seq)
 
     def _saga_table(self, p, seed):
         """A full pass: per-sequence gradient parts stored, and their sums."""
@@ -358,18 +369,19 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         dm, dL = unary_data_grad(B[rows], d_est, p)
         d_mb = (est["g_mb"] - table["g_mb"][batch]).sum(0)
         d_lsb = (est["g_lsb"] - table["g_lsb"][batch]).sum(0)
+        lr, lr_cov = self.learning_rate * st["step_scale"], self.learning_rate_cov * st["step_scale"]
         if block == 0:
             _, gm, gL = unary_kl(p)
             g = p.unary_grad_vector(gm + table["sum_m"] + scale * dm, gL + table["sum_L"] + scale * dL)
             n_mean = p.m.size
             x = p.get_unary()
-            x[:n_mean] += _clip(self.learning_rate * g[:n_mean])
-            x[n_mean:] += _clip(self.learning_rate_cov * g[n_mean:])
+            x[:n_mean] += _clip(lr * g[:n_mean])
+            x[n_mean:] += _clip(lr_cov * g[n_mean:])
             p.set_unary(x)
         else:
             _, g_mb, g_lsb = pair_kl(p)
-            p.mb += _clip(self.learning_rate * (g_mb + table["sum_mb"] + scale * d_mb))
-            p.log_sb += _clip(self.learning_rate_cov * (g_lsb + table["sum_lsb"] + scale * d_lsb))
+            p.mb += _clip(lr * (g_mb + table["sum_mb"] + scale * d_mb))
+            p.log_sb += _clip(lr_cov * (g_lsb + table["sum_lsb"] + scale * d_lsb))
         table["gb"][rows] = est["gb"]
         table["U"][rows] = est["U"]
         table["g_mb"][batch] = est["g_mb"]

@@ -146,20 +146,17 @@ def test_loglik_matches_enumeration():
     prior = SparsePrior(RBF(1.0), X[:2], X, np.array([0, 3]))
     p = _random_params(rng, 1, 3, 2)
     y = np.array([2, 0, 1])
-    from sklearn_struct._gp_struct_model import _loglik, _seq_sampler
+    from sklearn_struct._gp_struct_model import _SeqDraw, _seq_loglik
 
-    draws = [_seq_sampler(prior, p, p.L, 0, 3, 4, 0)]
-    cnt = np.zeros((3, 3))
-    cnt[2, 0] = cnt[0, 1] = 1
-    out = np.empty((1, 1, 4))
-    _loglik(draws, [cnt], np.array([0]), y, prior.offsets, p.mb, np.exp(p.log_sb), "chain", out)
-    f, zeta = draws[0][0][0], draws[0][4][0]  # (Q, T, S), (S, Q, Q)
+    draw = _SeqDraw(prior, p, np.matmul(prior.B[None, None], p.L), 0, 4, 0)
+    out = _seq_loglik(draw, p, y, "chain")
+    f, fbin = draw.f[0], draw.fbin(p)[0]  # (Q, T, S), (Q, Q, S)
     for s in range(4):
-        fb = p.mb + np.exp(p.log_sb) * zeta[s]
+        fb = fbin[:, :, s]
         scores = {path: sum(f[path[t], t, s] for t in range(3)) + fb[path[0], path[1]] + fb[path[1], path[2]]
                   for path in itertools.product(range(3), repeat=3)}
         expected = scores[tuple(y)] - logsumexp(list(scores.values()))
-        np.testing.assert_allclose(out[0, 0, s], expected, rtol=1e-10)
+        np.testing.assert_allclose(out[0, s], expected, rtol=1e-10)
 
 
 def test_control_variate_reduces_variance():
