@@ -48,17 +48,19 @@ PAPER = {  # Table 1: mean (std) error %
 GP_COMMON = dict(n_inducing=300, n_samples=200, n_predict_samples=100)
 GP = {
     "gp-var-b": dict(optimizer="lbfgs", block_iters=(20, 5, 2), max_iter=3),
-    "gp-var-s": dict(optimizer="saga", batch_size=5, learning_rate=1e-2, learning_rate_cov=1e-2, max_iter=8),
+    "gp-var-s": dict(optimizer="saga", batch_size=5, learning_rate=1e-2, learning_rate_cov=1e-2, max_iter=10),
     "gp-var-p": dict(optimizer="saga", likelihood="piecewise", batch_size=5, learning_rate=1e-2,
-                     learning_rate_cov=1e-2, max_iter=8),
+                     learning_rate_cov=1e-2, max_iter=10),
 }
-SAGA_EPOCHS = (3, 1)  # unary, pairwise epochs per global iteration (the paper: 3000 and 1000 steps)
+SAGA_EPOCHS = (3, 1)  # unary, pairwise epochs per global iteration (the paper: 3000 and 1000 steps) ...
+SAGA_MIN_STEPS = (30, 10)  # ... and at least this many steps (small training sets)
 SETTINGS = (
     f"M = {GP_COMMON['n_inducing']} inducing inputs (paper 500), S = {GP_COMMON['n_samples']} samples per "
     "sequence (paper 10,000 batch / 4,000 stochastic); gp-var-b: at most "
     f"{GP['gp-var-b']['max_iter']} global iterations of L-BFGS blocks (unary, pairwise, hyperparameters) of "
     f"{GP['gp-var-b']['block_iters']} iterations; gp-var-s / gp-var-p: {GP['gp-var-s']['max_iter']} global "
-    f"iterations of SAGA ({SAGA_EPOCHS[0]} + {SAGA_EPOCHS[1]} epochs, 5 sequences a step, step size "
+    f"iterations of SAGA ({SAGA_EPOCHS[0]} + {SAGA_EPOCHS[1]} epochs but at least {SAGA_MIN_STEPS[0]} + "
+    f"{SAGA_MIN_STEPS[1]} steps, 5 sequences a step, initial step size "
     f"{GP['gp-var-s']['learning_rate']:g}); predictions average the marginals over "
     f"{GP_COMMON['n_predict_samples']} posterior samples"
 )
@@ -80,7 +82,8 @@ def gp_params(name, n_train):
     params = {**GP_COMMON, **GP[name]}
     if params["optimizer"] == "saga":
         steps = max(1, n_train // params["batch_size"])
-        params["block_iters"] = (SAGA_EPOCHS[0] * steps, SAGA_EPOCHS[1] * steps, 0)
+        params["block_iters"] = (max(SAGA_EPOCHS[0] * steps, SAGA_MIN_STEPS[0]),
+                                 max(SAGA_EPOCHS[1] * steps, SAGA_MIN_STEPS[1]), 0)
     return params
 
 
