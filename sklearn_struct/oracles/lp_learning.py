@@ -29,12 +29,11 @@ from ..utils.validation import (
     check_offsets,
     check_scalar_param,
 )
+from ._lp_kernels import _edge_max, _passes_one
 from .lp import (
     LPGraph,
     _check_delta,
     _check_labels,
-    _edge_max,
-    _passes_one,
     check_lp_graph,
 )
 
