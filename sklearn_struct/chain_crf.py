@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._chain_crf import fit_chain_crf, predict_unary, warm_start_params
 from .oracles.chain import forward_backward, viterbi
 from .utils.packing import edge_offsets, unpack_sequences
+from .utils.progress import Progress
 from .utils.validation import check_sequence_labels, check_sequences, check_y_given, encode_sequence_labels
 
 __all__ = ["ChainCRF"]
@@ -132,6 +133,7 @@ class ChainCRF(ClassifierMixin, BaseEstimator):
         -------
         self : ChainCRF
         """
+        progress = Progress(type(self).__name__, self.verbose, self.callback)
         check_y_given(y, self)
         X, y = check_sequences(X, y)
         encoder = LabelEncoder().fit(np.concatenate(y))
@@ -141,8 +143,7 @@ class ChainCRF(ClassifierMixin, BaseEstimator):
         y_enc = encode_sequence_labels(encoder, y)
         fitted = fit_chain_crf(X, y_enc, len(self.classes_), c2=self.c2, max_iter=self.max_iter, tol=self.tol,
                                all_possible_states=self.all_possible_states, n_jobs=self.n_jobs,
-                               previous=previous, callback=self.callback, verbose=self.verbose,
-                               name=type(self).__name__)
+                               previous=previous, progress=progress)
         self.coef_, self.intercept_, self.transition_, self.n_iter_, self.objective_ = fitted
         return self
 

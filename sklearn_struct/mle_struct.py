@@ -42,6 +42,7 @@ from .oracles.matching import (
     packed_neg_entropy,
     packed_neg_entropy_grad,
 )
+from .utils.progress import Progress
 from .utils.validation import check_matchings
 
 __all__ = ["MLEStructMatcher"]
@@ -85,7 +86,12 @@ class MLEStructMatcher(BaseEstimator):
         Block order of bcfw.
     n_jobs : int, default=None
         Parallel assignment problems (joblib) in batch passes.
+    callback : callable or None, default=None
+        Called after every pass as ``callback(pass, dual_objective, seconds)`` (the entries of
+        ``objective_curve_`` and ``time_curve_``); returning True stops the solver there (no
+        convergence warning is raised then).
     verbose : int, default=0
+        Print one line per pass: dual objective, duality gap per left node, elapsed seconds.
 
     Attributes
     ----------
@@ -135,6 +141,7 @@ class MLEStructMatcher(BaseEstimator):
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "random_state": ["random_state"],
         "n_jobs": [numbers.Integral, None],
+        "callback": [None, callable],
         "verbose": ["verbose"],
     }
 
@@ -149,6 +156,7 @@ class MLEStructMatcher(BaseEstimator):
         tol=1e-3,
         random_state=None,
         n_jobs=None,
+        callback=None,
         verbose=0,
     ):
         self.alpha = alpha
@@ -159,6 +167,7 @@ class MLEStructMatcher(BaseEstimator):
         self.tol = tol
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.callback = callback
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -179,7 +188,8 @@ class MLEStructMatcher(BaseEstimator):
         X, y = check_matchings(X, y)
         problem = _DualProblem(X, y, float(self.alpha), float(self.rho))
         solve = _solve_bcfw if self.solver == "bcfw" else _solve_fw
-        run = solve(problem, self, check_random_state(self.random_state))
+        progress = Progress(type(self).__name__, self.verbose, self.callback, unit="pass", objective="dual objective")
+        run = solve(problem, self, check_random_state(self.random_state), progress)
         self.coef_ = problem.theta()
         self.n_features_in_ = X[0].shape[2]
         self.n_iter_ = run["n_iter"]
@@ -188,7 +198,7 @@ class MLEStructMatcher(BaseEstimator):
         self.time_curve_ = np.asarray(run["times"])
         self.coef_path_ = np.asarray(run["thetas"])
         self.converged_ = run["converged"]
-        if not self.converged_:
+        if not self.converged_ and not progress.stopped:
             warnings.warn(
                 f"MLEStructMatcher did not reach tol={self.tol} in {self.max_iter} passes "
                 f"(gap per node {self.gap_curve_[-1] / problem.n_nodes:.3g}).",
@@ -292,12 +302,7 @@ class _DualProblem:
         return d, gaps
 
 
-def _log(est, it, gap, obj, n_nodes):
-    if est.verbose:
-        print(f"[MLEStructMatcher] pass {it}: gap/node {gap / n_nodes:.3e}, dual objective {obj:.6g}")
-
-
-def _solve_fw(p, est, rng):
+def _solve_fw(p, est, rng, progress):
     """Batch Frank-Wolfe: all examples' assignments per step, exact line search or 2/(t+2)."""
     start = time.perf_counter()
     gaps, objectives, times, thetas = [], [], [], []
@@ -308,11 +313,11 @@ def _solve_fw(p, est, rng):
         gap = float(block_gaps.sum())
         gaps.append(gap), objectives.append(p.objective()), times.append(time.perf_counter() - start)
         thetas.append(p.theta())
-        _log(est, t - 1, gap, objectives[-1], p.n_nodes)
+        stop = progress(t - 1, objectives[-1], times[-1], gap_per_node=gap / p.n_nodes)
         if gap <= threshold:
             converged = True
             break
-        if t > est.max_iter:
+        if t > est.max_iter or stop:
             break
         b = -(p.G.T @ d)
         if est.step == "line":
@@ -349,7 +354,7 @@ def _bcfw_step(p, m, k, est, grad_buf):
     return gap
 
 
-def _solve_bcfw(p, est, rng):
+def _solve_bcfw(p, est, rng, progress):
     """Block-coordinate FW (Lacoste-Julien et al. 2013): one uniformly drawn example per step."""
     start = time.perf_counter()
     threshold = est.tol * p.n_nodes
@@ -371,6 +376,7 @@ def _solve_bcfw(p, est, rng):
             converged = gap <= threshold
         gaps.append(gap), objectives.append(p.objective()), times.append(time.perf_counter() - start)
         thetas.append(p.theta())
-        _log(est, n_pass, gap, objectives[-1], p.n_nodes)
+        if progress(n_pass, objectives[-1], times[-1], gap_per_node=gap / p.n_nodes):
+            break
     return {"n_iter": n_pass, "gaps": gaps, "objectives": objectives, "times": times, "thetas": thetas,
             "converged": converged}

@@ -51,6 +51,7 @@ from .oracles.factor_bp import check_pairs, grandparent_pairs, link_bp, pair_gai
 from .oracles.tree import check_link_scores, decode_tree
 from .pruned_bp import select_factors
 from .utils.parallel import even_chunks, run_chunks
+from .utils.progress import Progress
 from .utils.validation import check_float_array, check_int_array
 
 __all__ = ["DependencyParserBP", "pruned_link_marginals", "LinkPruningReport", "divergence_bound",
@@ -358,7 +359,12 @@ class DependencyParserBP(BaseEstimator):
         Shuffling of the training sentences.
     n_jobs : int, default=None
         Prediction runs over chunks of sentences with joblib.
+    callback : callable or None, default=None
+        Called after every training epoch as ``callback(epoch, loss, seconds)``, ``loss`` being
+        the epoch's summed approximate negative log-likelihood (BP link marginals of the gold
+        heads, before each step); returning True stops training there.
     verbose : int, default=0
+        Print one line per epoch: approximate NLL and elapsed seconds.
 
     Attributes
     ----------
@@ -369,6 +375,7 @@ class DependencyParserBP(BaseEstimator):
     tags_ : dict
         POS tags seen in training (with ids).
     n_iter_ : int
+        Training epochs run.
     n_train_skipped_ : int
         Non-projective training trees skipped by a projective model.
     last_reports_ : list of LinkPruningReport
@@ -407,12 +414,13 @@ class DependencyParserBP(BaseEstimator):
         "bp_tol": [Interval(numbers.Real, 0, None, closed="left")],
         "random_state": ["random_state"],
         "n_jobs": [numbers.Integral, None],
+        "callback": [None, callable],
         "verbose": ["verbose"],
     }
 
     def __init__(self, *, projective=False, single_root=True, grandparents=True, siblings=False, objective="none",
                  gamma=1e-2, epsilon=1.0, m=0.1, max_iter=5, learning_rate=0.05, n_hash_bits=20, bp_max_iter=10,
-                 bp_tol=1e-3, random_state=None, n_jobs=None, verbose=0):
+                 bp_tol=1e-3, random_state=None, n_jobs=None, callback=None, verbose=0):
         self.projective = projective
         self.single_root = single_root
         self.grandparents = grandparents
@@ -428,6 +436,7 @@ class DependencyParserBP(BaseEstimator):
         self.bp_tol = bp_tol
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.callback = callback
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -446,6 +455,7 @@ class DependencyParserBP(BaseEstimator):
         -------
         self : DependencyParserBP
         """
+        progress = Progress(type(self).__name__, self.verbose, self.callback, unit="epoch", objective="approximate NLL")
         sents, heads = _check_sentences(X, y)
         forms = sorted({f.lower() for sent in sents for f, _ in sent})
         tags = sorted({t for sent in sents for _, t in sent})
@@ -461,16 +471,16 @@ class DependencyParserBP(BaseEstimator):
         w = np.zeros(1 << self.n_hash_bits)
         u = np.zeros_like(w)  # averaging: w_avg = w - u / c
         c = 1.0
-        for epoch in range(self.max_iter):
+        for epoch in range(1, self.max_iter + 1):
             loss = 0.0
             for s in rng.permutation(keep):
                 words, pos = data[s]
                 loss += self._sgd_step(words, pos, heads[s], w, u, c, mask)
                 c += 1.0
-            if self.verbose:
-                print(f"[DependencyParserBP] epoch {epoch + 1}: approximate NLL {loss:.1f}")
+            if progress(epoch, loss):
+                break
         self.coef_ = w - u / c
-        self.n_iter_ = self.max_iter
+        self.n_iter_ = epoch
         return self
 
     def _gold(self, heads, pairs):
