@@ -378,8 +378,6 @@ class DependencyParserBP(BaseEstimator):
         Training epochs run.
     n_train_skipped_ : int
         Non-projective training trees skipped by a projective model.
-    last_reports_ : list of LinkPruningReport
-        Reports of the last :meth:`predict_marginals` call.
 
     References
     ----------
@@ -526,11 +524,21 @@ class DependencyParserBP(BaseEstimator):
                         feats.pair_scores(words, pos, pairs, self.coef_, mask)))
         return out
 
-    def predict_marginals(self, X):
-        """Link marginals ``P(head of m is h)`` of each sentence (arrays of shape (n + 1, n + 1)).
+    def predict_marginals(self, X, *, return_reports=False):
+        """Link marginals ``P(head of m is h)`` of each sentence, by full or pruned BP (``objective``).
 
-        Inference as set by ``objective`` (full or pruned BP); per-sentence reports are kept in
-        ``last_reports_``.
+        Parameters
+        ----------
+        X : list of sentences
+            As in :meth:`fit`.
+        return_reports : bool, default=False
+            Also return the inference report of each sentence (factors kept, timings, BP
+            iterations); the model itself is left unchanged.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_words_i + 1, n_words_i + 1)
+        reports : list of LinkPruningReport, only if ``return_reports``
         """
         pots = self.potentials(X)
         options = dict(projective=self.projective, single_root=self.single_root, objective=self.objective,
@@ -543,8 +551,8 @@ class DependencyParserBP(BaseEstimator):
         chunks = even_chunks(len(pots), max(1, effective_n_jobs(self.n_jobs)))
         parts = run_chunks(infer, chunks, n_jobs=self.n_jobs, verbose=self.verbose)
         results = [r for part in parts for r in part]
-        self.last_reports_ = [rep for _, rep in results]
-        return [marg for marg, _ in results]
+        marginals = [marg for marg, _ in results]
+        return (marginals, [report for _, report in results]) if return_reports else marginals
 
     def decode(self, marginals):
         """MBR trees: the tree maximising the sum of link marginals (Eisner / Chu-Liu-Edmonds)."""
