@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from joblib import effective_n_jobs
 from numba import njit
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import LabelEncoder
 
 from .oracles.chain import expected_counts
 from .oracles.linear import LinearFeatures, observed_pairs
@@ -28,6 +29,7 @@ from .utils.packing import pack_sequences, transition_pairs
 from .utils.optimize import _dot, lbfgs
 from .utils.parallel import even_chunks, run_chunks
 from .utils.progress import Progress
+from .utils.validation import check_sequence_labels, check_sequences, check_y_given, encode_sequence_labels
 
 
 class ChainData:
@@ -202,6 +204,42 @@ def fit_chain_crf(X, y_enc, n_labels, *, c2, max_iter, tol, all_possible_states=
                       "increase max_iter or tol.", ConvergenceWarning)
     coef, intercept, transition = objective.split_params(result.x)
     return coef, intercept, transition, int(result.nit), float(result.fun)
+
+
+class ChainTagsMixin:
+    """The scikit-learn tags of the chain estimators: lists of sequences (or one 3D array of
+    equal-length ones), dense or sparse, and ``y`` (one label array per sequence) to fit."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        return tags
+
+
+def token_score(y_pred, y):
+    """Token accuracy of the predicted sequences ``y_pred`` against ``y`` (checked against their lengths)."""
+    y = check_sequence_labels(y, lengths=[len(p) for p in y_pred])
+    return float(np.mean(np.concatenate(y_pred) == np.concatenate(y)))
+
+
+def start_chain_fit(estimator, X, y):
+    """The common start of a chain estimator's ``fit``: validate ``X`` and ``y``, encode the labels.
+
+    Sets ``classes_`` and ``n_features_in_``; returns ``(progress, X, y_enc, previous)``: the
+    fit's :class:`~sklearn_struct.utils.progress.Progress`, the validated sequences, their
+    encoded labels and the warm-start parameters (see :func:`warm_start_params`).
+    """
+    progress = Progress(type(estimator).__name__, estimator.verbose, estimator.callback)
+    check_y_given(y, estimator)
+    X, y = check_sequences(X, y)
+    encoder = LabelEncoder().fit(np.concatenate(y))
+    previous = warm_start_params(estimator, X[0].shape[1], encoder.classes_)
+    estimator.classes_ = encoder.classes_
+    estimator.n_features_in_ = X[0].shape[1]
+    return progress, X, encode_sequence_labels(encoder, y), previous
 
 
 def warm_start_params(estimator, n_features, classes):

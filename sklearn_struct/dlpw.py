@@ -33,6 +33,7 @@ from .oracles.lp import (
     pseudo_marginals,
 )
 from .oracles.lp_learning import dlpw_epoch
+from .utils._params import shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
 from .utils.progress import Progress
 
@@ -166,31 +167,13 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         "track_objective": ["boolean"],
         "predict_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "predict_tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "n_jobs": [numbers.Integral, None],
-        "callback": [None, callable],
-        "verbose": ["verbose"],
-        "random_state": ["random_state"],
+        **shared_constraints("n_jobs", "callback", "verbose", "random_state"),
     }
 
     def __init__(self, *, C=1.0, edges=None, n_states=None, n_inner=10, max_epochs=100, tol=1e-4, order="cyclic",
                  fit_intercept=True, dtype="float64", track_objective=False, predict_max_iter=1000,
                  predict_tol=1e-6, n_jobs=None, callback=None, verbose=0, random_state=None):
-        self.C = C
-        self.edges = edges
-        self.n_states = n_states
-        self.n_inner = n_inner
-        self.max_epochs = max_epochs
-        self.tol = tol
-        self.order = order
-        self.fit_intercept = fit_intercept
-        self.dtype = dtype
-        self.track_objective = track_objective
-        self.predict_max_iter = predict_max_iter
-        self.predict_tol = predict_tol
-        self.n_jobs = n_jobs
-        self.callback = callback
-        self.verbose = verbose
-        self.random_state = random_state
+        store_init_params(self, locals())
 
     # ------------------------------------------------------------------ fit
 
@@ -456,8 +439,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.target_tags.multi_output = True
-        tags.classifier_tags.multi_label = True
+        tags.target_tags.multi_output = tags.classifier_tags.multi_label = True  # y: one column per label
         return tags
 
 

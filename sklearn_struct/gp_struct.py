@@ -417,6 +417,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
+            Sequences to label; ``decode`` chooses the decoder.
 
         Returns
         -------

@@ -42,6 +42,7 @@ from .oracles.matching import (
     packed_neg_entropy,
     packed_neg_entropy_grad,
 )
+from .utils._params import shared_constraints, store_init_params
 from .utils.progress import Progress
 from .utils.validation import check_matchings
 
@@ -54,7 +55,39 @@ _N_BISECT = 60
 _MAX_STEP = 0.5
 
 
-class MLEStructMatcher(BaseEstimator):
+class _LinearMatcherMixin:
+    """Prediction of a matcher whose pair scores are linear in the features (``X[m] @ coef_``):
+    the maximum-score assignment, its node accuracy as ``score`` and the scikit-learn tags of
+    matching data. Shared with the structured-SVM baseline."""
+
+    def decision_function(self, X):
+        """Learned pair scores ``X[m] @ coef_``: a list of ``(n_left, n_right)`` arrays."""
+        check_is_fitted(self)
+        X = check_matchings(X, n_features=self.n_features_in_)
+        return [x @ self.coef_ for x in X]
+
+    def predict(self, X):
+        """Most probable assignment of every example (the maximum-score assignment).
+
+        Returns
+        -------
+        y : list of ndarray of shape (n_left,), int
+        """
+        return [assignment(-s) for s in self.decision_function(X)]
+
+    def score(self, X, y):
+        """``1 - matching_error(y, predict(X))``: the fraction of correctly matched left nodes."""
+        return 1.0 - matching_error(y, self.predict(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True
+        tags.target_tags.required = True
+        return tags
+
+
+class MLEStructMatcher(_LinearMatcherMixin, BaseEstimator):
     """Matching model learned by rho-Bethe maximum likelihood with (block-coordinate) Frank-Wolfe.
 
     Learns the weights ``coef_`` of ``p(y | X) ∝ exp(sum_i <coef_, X[i, y[i]]>)`` over assignments
@@ -139,36 +172,12 @@ class MLEStructMatcher(BaseEstimator):
         "step": [StrOptions({"line", "decreasing"})],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "random_state": ["random_state"],
-        "n_jobs": [numbers.Integral, None],
-        "callback": [None, callable],
-        "verbose": ["verbose"],
+        **shared_constraints("random_state", "n_jobs", "callback", "verbose"),
     }
 
-    def __init__(
-        self,
-        *,
-        alpha=1.0,
-        rho=1.0,
-        solver="bcfw",
-        step="line",
-        max_iter=200,
-        tol=1e-3,
-        random_state=None,
-        n_jobs=None,
-        callback=None,
-        verbose=0,
-    ):
-        self.alpha = alpha
-        self.rho = rho
-        self.solver = solver
-        self.step = step
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.callback = callback
-        self.verbose = verbose
+    def __init__(self, *, alpha=1.0, rho=1.0, solver="bcfw", step="line", max_iter=200, tol=1e-3, random_state=None,
+                 n_jobs=None, callback=None, verbose=0):
+        store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -206,21 +215,6 @@ class MLEStructMatcher(BaseEstimator):
             )
         return self
 
-    def decision_function(self, X):
-        """Learned pair scores ``X[m] @ coef_``: a list of ``(n_left, n_right)`` arrays."""
-        check_is_fitted(self)
-        X = check_matchings(X, n_features=self.n_features_in_)
-        return [x @ self.coef_ for x in X]
-
-    def predict(self, X):
-        """Most probable assignment of every example (maximum-score assignment).
-
-        Returns
-        -------
-        y : list of ndarray of shape (n_left,), int
-        """
-        return [assignment(-s) for s in self.decision_function(X)]
-
     def predict_marginals(self, X, *, max_iter=1000, tol=1e-8):
         """rho-Bethe edge marginals of the learned model, by Frank-Wolfe on ``F_rho`` (line search).
 
@@ -237,19 +231,6 @@ class MLEStructMatcher(BaseEstimator):
             Rows sum to 1, columns to at most 1 (exactly 1 for square problems).
         """
         return [fw_bethe_marginals(s, self.rho, max_iter=max_iter, tol=tol)[0] for s in self.decision_function(X)]
-
-    def score(self, X, y):
-        """``1 - matching_error(y, predict(X))``: the fraction of correctly matched left nodes."""
-        return 1.0 - matching_error(y, self.predict(X))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True
-        tags.target_tags.required = True
-        tags.non_deterministic = False
-        return tags
-
 
 # ----------------------------------------------------------------------------- the dual problem
 

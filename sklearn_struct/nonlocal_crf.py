@@ -13,26 +13,26 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context, clone
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._bethe_inference import bethe_inference
 from ._bethe_tree import bethe_inference_tree
-from ._chain_crf import ChainData, fit_chain_crf, predict_unary, warm_start_params
+from ._chain_crf import ChainData, ChainTagsMixin, fit_chain_crf, predict_unary, start_chain_fit, token_score
 from .constraints import ConstraintEnergy
 from .oracles.chain import forward_backward, viterbi
+from .utils._params import shared_constraints, store_init_params
 from .utils.packing import edge_offsets, segment_sum, subset_sequences, transition_pairs, unpack_sequences
 from .utils.progress import Progress
-from .utils.validation import check_sequence_labels, check_sequences, check_y_given, encode_sequence_labels
+from .utils.validation import check_sequences
 
 __all__ = ["NonLocalCRF"]
 
 _AUTO_HOLDOUT_FOLDS = 3  # psi_holdout="auto": K-fold cross-fitting for the psi step
 
 
-class NonLocalCRF(BaseEstimator):
+class NonLocalCRF(ChainTagsMixin, BaseEstimator):
     """Linear-chain CRF with optional learned non-local energies (Bethe projections).
 
     The base model is a linear-chain conditional random field: unary scores ``X @ W + b``
@@ -251,13 +251,9 @@ class NonLocalCRF(BaseEstimator):
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
         "learning_rate_schedule": [StrOptions({"constant", "invscaling"})],
-        "learn_theta": ["boolean"],
         "psi_gradient": [StrOptions({"algorithm3", "exact"})],
-        "warm_start": ["boolean"],
-        "callback": [None, callable],
-        "random_state": ["random_state"],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
+        "learn_theta": ["boolean"],
+        **shared_constraints("warm_start", "callback", "random_state", "n_jobs", "verbose"),
     }
 
     def __init__(
@@ -290,32 +286,7 @@ class NonLocalCRF(BaseEstimator):
         n_jobs=None,
         verbose=0,
     ):
-        self.energy = energy
-        self.c2 = c2
-        self.all_possible_states = all_possible_states
-        self.max_iter = max_iter
-        self.tol = tol
-        self.inference = inference
-        self.inference_max_iter = inference_max_iter
-        self.inference_tol = inference_tol
-        self.beta = beta
-        self.eta = eta
-        self.lipschitz = lipschitz
-        self.average = average
-        self.psi_init = psi_init
-        self.psi_holdout = psi_holdout
-        self.psi_featurizer = psi_featurizer
-        self.n_epochs = n_epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.learning_rate_schedule = learning_rate_schedule
-        self.learn_theta = learn_theta
-        self.psi_gradient = psi_gradient
-        self.warm_start = warm_start
-        self.callback = callback
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, psi_features=None):
@@ -334,15 +305,7 @@ class NonLocalCRF(BaseEstimator):
         -------
         self : NonLocalCRF
         """
-        progress = Progress(type(self).__name__, self.verbose, self.callback)
-        check_y_given(y, self)
-        X, y = check_sequences(X, y)
-        encoder = LabelEncoder().fit(np.concatenate(y))
-        previous = warm_start_params(self, X[0].shape[1], encoder.classes_)
-        self.n_features_in_ = X[0].shape[1]
-        self._label_encoder = encoder
-        self.classes_ = encoder.classes_
-        y_enc = encode_sequence_labels(self._label_encoder, y)
+        progress, X, y_enc, previous = start_chain_fit(self, X, y)
         self._fit_base_crf(X, y_enc, previous, progress)
         for attr in ("energy_", "psi_", "psi_coef_", "psi_featurizer_", "n_psi_features_in_",
                      "inference_n_iter_", "psi_history_"):
@@ -693,17 +656,7 @@ class NonLocalCRF(BaseEstimator):
 
     def score(self, X, y, psi_features=None):
         """Token accuracy of :meth:`predict` on ``X`` against ``y``."""
-        y_pred = self.predict(X, psi_features=psi_features)
-        y = check_sequence_labels(y, lengths=[len(p) for p in y_pred])
-        return float(np.mean(np.concatenate(y_pred) == np.concatenate(y)))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True  # equal-length sequences as one (n_seq, n_tokens, n_features) array
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True  # fit needs y (one label array per sequence)
-        return tags
+        return token_score(self.predict(X, psi_features=psi_features), y)
 
 
 def _theta_gradient(Xb, d_node, edge_from, edge_to, exp_edges, coef, trans, n_batch, c2):

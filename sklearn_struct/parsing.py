@@ -49,10 +49,11 @@ from joblib import effective_n_jobs
 from . import _parsing_features as feats
 from .oracles.factor_bp import check_pairs, grandparent_pairs, link_bp, pair_gains, seed_tree_messages, sibling_pairs
 from .oracles.tree import check_link_scores, decode_tree
-from .pruned_bp import select_factors
+from .pruned_bp import PruningReport, select_factors
+from .utils._params import shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
 from .utils.progress import Progress
-from .utils.validation import check_float_array, check_int_array
+from .utils.validation import check_float_array, check_int_array, check_y_length
 
 __all__ = ["DependencyParserBP", "pruned_link_marginals", "LinkPruningReport", "divergence_bound",
            "attachment_score", "is_projective"]
@@ -66,42 +67,26 @@ _OBJECTIVES = ("none", "min_joint", "min_size", "min_divergence")
 
 
 @dataclass
-class LinkPruningReport:
+class LinkPruningReport(PruningReport):
     """What :func:`pruned_link_marginals` did on one sentence.
+
+    The attributes of :class:`~sklearn_struct.pruned_bp.PruningReport` (over the candidate
+    pairwise factors of the sentence; ``bp_result`` is a ``LinkBPResult`` or None), and:
 
     Attributes
     ----------
-    kept : ndarray of bool of shape (n_pairs,)
-    gains : ndarray of shape (n_pairs,)
-    kept_fraction : float
-    dropped_gain : float
-        The divergence estimate ``D1`` (sum of the dropped gains).
-    seed_time, bp_time : float
-        Seconds for seed + gains + selection, and for BP on H.
     n_iter : int
         BP iterations on H (0 if nothing was kept).
     n_message_updates : int
-    bp_result : LinkBPResult or None
     bound : float
         Proposition 2's post-hoc bound on ``D(p_H || p_F)`` (:func:`divergence_bound`) with
         ``E_H[z_a z_b]`` of each dropped factor taken as the product of its links' H marginals
         (not timed).
     """
 
-    kept: np.ndarray
-    gains: np.ndarray
-    kept_fraction: float
-    dropped_gain: float
-    seed_time: float
-    bp_time: float
     n_iter: int
     n_message_updates: int
-    bp_result: object
     bound: float = np.nan
-
-    @property
-    def total_time(self):
-        return self.seed_time + self.bp_time
 
 
 def pruned_link_marginals(unary, pairs, pair_scores, *, projective=False, single_root=True, objective="min_joint",
@@ -299,18 +284,19 @@ def _check_sentences(X, y=None):
         sents.append([_token_parts(tok, s, i) for i, tok in enumerate(sent)])
     if y is None:
         return sents
-    if len(y) != len(X):
-        raise ValueError(f"X and y have different lengths ({len(X)} and {len(y)}).")
-    heads = []
-    for s, (sent, h) in enumerate(zip(sents, y)):
-        h = np.asarray(h)
-        if h.shape != (len(sent),) or not np.issubdtype(h.dtype, np.integer):
-            raise ValueError(f"y[{s}] must be {len(sent)} integer heads, got {h.shape} {h.dtype}.")
-        h = h.astype(np.int64)
-        if h.min() < 0 or h.max() > len(sent) or np.any(h == np.arange(1, len(sent) + 1)):
-            raise ValueError(f"y[{s}] has a head outside 0..{len(sent)} or a self-loop.")
-        heads.append(h)
-    return sents, heads
+    check_y_length(sents, y, "sentences")
+    return sents, [_check_training_heads(h, s, len(sent)) for s, (sent, h) in enumerate(zip(sents, y))]
+
+
+def _check_training_heads(h, s, n):
+    """The head array ``y[s]`` of a sentence of ``n`` words (a tree: no self-loop), as int64."""
+    h = np.asarray(h)
+    if h.shape != (n,) or not np.issubdtype(h.dtype, np.integer):
+        raise ValueError(f"y[{s}] must be {n} integer heads, got {h.shape} {h.dtype}.")
+    h = h.astype(np.int64)
+    if h.min() < 0 or h.max() > n or np.any(h == np.arange(1, n + 1)):
+        raise ValueError(f"y[{s}] has a head outside 0..{n} or a self-loop.")
+    return h
 
 
 def _encode(sents, words, tags):
@@ -410,36 +396,20 @@ class DependencyParserBP(BaseEstimator):
         "n_hash_bits": [Interval(numbers.Integral, 8, 28, closed="both")],
         "bp_max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "bp_tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "random_state": ["random_state"],
-        "n_jobs": [numbers.Integral, None],
-        "callback": [None, callable],
-        "verbose": ["verbose"],
+        **shared_constraints("random_state", "n_jobs", "callback", "verbose"),
     }
 
     def __init__(self, *, projective=False, single_root=True, grandparents=True, siblings=False, objective="none",
                  gamma=1e-2, epsilon=1.0, m=0.1, max_iter=5, learning_rate=0.05, n_hash_bits=20, bp_max_iter=10,
                  bp_tol=1e-3, random_state=None, n_jobs=None, callback=None, verbose=0):
-        self.projective = projective
-        self.single_root = single_root
-        self.grandparents = grandparents
-        self.siblings = siblings
-        self.objective = objective
-        self.gamma = gamma
-        self.epsilon = epsilon
-        self.m = m
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.n_hash_bits = n_hash_bits
-        self.bp_max_iter = bp_max_iter
-        self.bp_tol = bp_tol
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.callback = callback
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train by averaged SGD on the BP approximation of the conditional log-likelihood.
+
+        Each epoch visits the training trees in a random order (a projective model skips the
+        non-projective ones); ``coef_`` is the average of the weights over all steps.
 
         Parameters
         ----------

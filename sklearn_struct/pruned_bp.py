@@ -49,6 +49,7 @@ from .oracles.loopy import (
     seed_gains,
     trw_edge_probabilities,
 )
+from .utils._params import shared_constraints, store_init_params
 from .utils.graph import check_graph_labels, check_graphs
 from .utils.parallel import even_chunks, run_chunks
 from .utils.progress import Progress
@@ -236,8 +237,7 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
 
     References
     ----------
-    S. Riedel, D. A. Smith, A. McCallum. "Inference by Minimizing Size, Divergence, or their Sum."
-    UAI 2010.
+    Riedel, Smith & McCallum, UAI 2010 (see :class:`PrunedBPMarginals`), Algorithm 1.
 
     Examples
     --------
@@ -424,36 +424,20 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
         "bp_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "bp_tol": [Interval(numbers.Real, 0, None, closed="left")],
         "damping": [Interval(numbers.Real, 0, 1, closed="left")],
-        "n_jobs": [numbers.Integral, None],
-        "callback": [None, callable],
-        "verbose": ["verbose"],
+        **shared_constraints("n_jobs", "callback", "verbose"),
     }
 
     def __init__(self, *, objective="min_joint", gamma=1e-2, epsilon=1.0, m=0.5, dropped="drop", inference="bp",
                  fit_inference="full", edge_model="potts", fit_intercept=True, C=1.0, max_iter=100, tol=1e-5,
                  bp_max_iter=100, bp_tol=1e-5, damping=0.0, n_jobs=None, callback=None, verbose=0):
-        self.objective = objective
-        self.gamma = gamma
-        self.epsilon = epsilon
-        self.m = m
-        self.dropped = dropped
-        self.inference = inference
-        self.fit_inference = fit_inference
-        self.edge_model = edge_model
-        self.fit_intercept = fit_intercept
-        self.C = C
-        self.max_iter = max_iter
-        self.tol = tol
-        self.bp_max_iter = bp_max_iter
-        self.bp_tol = bp_tol
-        self.damping = damping
-        self.n_jobs = n_jobs
-        self.callback = callback
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit node and edge weights by approximate (Bethe) maximum likelihood.
+
+        L-BFGS on the penalised negative Bethe log-likelihood, whose gradient takes the BP
+        marginals of every training graph (full or pruned, as ``fit_inference`` says).
 
         Parameters
         ----------

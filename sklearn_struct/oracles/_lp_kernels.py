@@ -98,14 +98,20 @@ def _dual_one(unary, pairwise, edges, n_states, indptr, slots, delta, buf):
 
 
 @njit(cache=True, nogil=True)
+def _belief_argmax(i, unary, n_states, indptr, slots, delta, buf):
+    """The state of node ``i`` with the largest belief (``buf``: scratch of length >= its states)."""
+    _belief(i, unary, n_states, indptr, slots, delta, buf)
+    best, arg = _NEG, 0
+    for a in range(n_states[i]):
+        if buf[a] > best:
+            best, arg = buf[a], a
+    return arg
+
+
+@njit(cache=True, nogil=True)
 def _decode_one(unary, n_states, indptr, slots, delta, buf, y):
     for i in range(n_states.shape[0]):
-        _belief(i, unary, n_states, indptr, slots, delta, buf)
-        best, arg = _NEG, 0
-        for a in range(n_states[i]):
-            if buf[a] > best:
-                best, arg = buf[a], a
-        y[i] = arg
+        y[i] = _belief_argmax(i, unary, n_states, indptr, slots, delta, buf)
 
 
 @njit(cache=True, nogil=True)
