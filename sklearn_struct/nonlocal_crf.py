@@ -318,7 +318,8 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
                 )
             self.energy_ = _fit_energy(self.energy, y_enc, self.classes_)
             phi = self._fit_psi_features(X, psi_features)
-            self._fit_psi(X, y_enc, phi, *self._psi_thetas(X, y_enc, progress.stopped), progress)
+            thetas = self._in_sample_thetas(len(X)) if progress.stopped else self._psi_thetas(X, y_enc)
+            self._fit_psi(X, y_enc, phi, *thetas, progress)
         return self
 
     def _fit_base_crf(self, X, y_enc, previous=None, progress=None):
@@ -338,7 +339,11 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         return tuple(params), n_iter, objective
 
     # ---------------------------------------------------------------- held-out theta for psi
-    def _psi_thetas(self, X, y_enc, stopped=False):
+    def _in_sample_thetas(self, n_seq):
+        """``_psi_thetas`` without held-out fits: every sequence under the full-data base CRF."""
+        return np.arange(n_seq), [(self.coef_, self.intercept_, self.transition_)], np.zeros(n_seq, dtype=np.int64)
+
+    def _psi_thetas(self, X, y_enc):
         """Base-CRF parameters under which Algorithm 3 sees each training sequence.
 
         Returns ``(seqs, params, fold)``: the sequences used for the psi step, a list of
@@ -346,7 +351,6 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         ``psi_holdout=None``: the full-data base CRF on every sequence (in-sample). A float:
         a base CRF fitted on the other sequences, for the held-out fraction. An int K:
         K base CRFs, each fitted on K-1 folds, for the sequences of the remaining fold.
-        ``stopped`` (the callback ended the fit) needs no held-out fits, as ``n_epochs=0``.
         """
         n_seq = len(X)
         holdout = self.psi_holdout
@@ -354,9 +358,8 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
             holdout = None if self.learn_theta else min(_AUTO_HOLDOUT_FOLDS, n_seq)
             if holdout is not None and holdout < 2:
                 holdout = None
-        full = (self.coef_, self.intercept_, self.transition_)
-        if holdout is None or self.n_epochs == 0 or stopped:  # psi stays psi_init: no held-out fits needed
-            return np.arange(n_seq), [full], np.zeros(n_seq, dtype=np.int64)
+        if holdout is None or self.n_epochs == 0:  # n_epochs=0: psi stays psi_init, no held-out fits needed
+            return self._in_sample_thetas(n_seq)
         rng = check_random_state(self.random_state)
         order = rng.permutation(n_seq)
         if isinstance(holdout, numbers.Integral):
