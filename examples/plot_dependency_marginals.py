@@ -38,8 +38,7 @@ k = next(i for i, s in enumerate(X) if s[0]["form"].isalpha() and s[-1]["form"] 
 words = ["ROOT"] + [tok["form"] for tok in X[k]]
 fig, axes = plt.subplots(1, 2, figsize=(12, 5.2))
 for ax, (name, model) in zip(axes, [("full BP", parser), ("MinJoint pruning", pruned)]):
-    marg = model.predict_marginals([X[k]])[0]
-    report = model.last_reports_[0]
+    (marg,), (report,) = model.predict_marginals([X[k]], return_reports=True)
     ax.imshow(marg[:, 1:], cmap="viridis", vmin=0, vmax=1)
     for m, h in enumerate(y[k]):
         ax.add_patch(plt.Rectangle((m - 0.5, h - 0.5), 1, 1, fill=False, ec="w", lw=1.5))

@@ -14,7 +14,6 @@ Parameterisation: ``theta = (w, b, A)`` with unary scores ``X @ W + b`` per toke
 so that ``c2`` means the same as in sklearn-crfsuite (the bias ``b`` is not penalised).
 """
 
-import time
 import warnings
 
 import numpy as np
@@ -22,12 +21,15 @@ import scipy.sparse as sp
 from joblib import effective_n_jobs
 from numba import njit
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import LabelEncoder
 
 from .oracles.chain import expected_counts
 from .oracles.linear import LinearFeatures, observed_pairs
 from .utils.packing import pack_sequences, transition_pairs
 from .utils.optimize import _dot, lbfgs
 from .utils.parallel import even_chunks, run_chunks
+from .utils.progress import Progress
+from .utils.validation import check_sequence_labels, check_sequences, check_y_given, encode_sequence_labels
 
 
 class ChainData:
@@ -182,31 +184,62 @@ def _add_l2(theta, grad, c2, skip_lo, skip_hi):
 
 
 def fit_chain_crf(X, y_enc, n_labels, *, c2, max_iter, tol, all_possible_states=False, n_jobs=None,
-                  previous=None, callback=None, verbose=0, name="ChainCRF", what="the CRF"):
+                  previous=None, progress=None, what="the CRF"):
     """Fit the chain CRF's parameters by L-BFGS on validated, encoded sequences.
 
     Returns ``(coef, intercept, transition, n_iter, objective)``. ``previous`` is a fitted
-    ``(coef, intercept, transition)`` to start from (warm start), ``callback`` as in
-    :class:`~sklearn_struct.ChainCRF`; ``name`` prefixes the progress lines and ``what`` names the model in
-    the convergence warning. Shared by :class:`~sklearn_struct.ChainCRF` and :class:`~sklearn_struct.NonLocalCRF`.
+    ``(coef, intercept, transition)`` to start from (warm start); ``progress`` a
+    :class:`~sklearn_struct.utils.progress.Progress` told of every iteration (its callback may
+    stop the fit), silent if None; ``what`` names the model in the convergence warning.
+    Shared by :class:`~sklearn_struct.ChainCRF` and :class:`~sklearn_struct.NonLocalCRF`.
     """
     objective = ChainObjective(X, y_enc, n_labels, c2, n_chunks=max(1, effective_n_jobs(n_jobs)), n_jobs=n_jobs,
                                all_possible_states=all_possible_states)
     theta0 = np.zeros(objective.n_params) if previous is None else objective.params_from(*previous)
-    start = time.perf_counter()
-
-    def report(iteration, value, _):
-        elapsed = time.perf_counter() - start
-        if verbose:
-            print(f"[{name}] iter {iteration:4d}  objective {value:.6g}  ({elapsed:.1f} s)")
-        return callback(iteration, value, elapsed) is True if callback is not None else None
-
-    result = lbfgs(objective, theta0, max_iter=max_iter, tol=tol, callback=report)
+    progress = Progress("ChainCRF") if progress is None else progress
+    result = lbfgs(objective, theta0, max_iter=max_iter, tol=tol,
+                   callback=lambda iteration, value, _: progress(iteration, value))
     if not result.success and result.message != "stopped by callback":
         warnings.warn(f"L-BFGS did not converge for {what} ({result.message}) after {result.nit} iterations; "
                       "increase max_iter or tol.", ConvergenceWarning)
     coef, intercept, transition = objective.split_params(result.x)
     return coef, intercept, transition, int(result.nit), float(result.fun)
+
+
+class ChainTagsMixin:
+    """The scikit-learn tags of the chain estimators: lists of sequences (or one 3D array of
+    equal-length ones), dense or sparse, and ``y`` (one label array per sequence) to fit."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        return tags
+
+
+def token_score(y_pred, y):
+    """Token accuracy of the predicted sequences ``y_pred`` against ``y`` (checked against their lengths)."""
+    y = check_sequence_labels(y, lengths=[len(p) for p in y_pred])
+    return float(np.mean(np.concatenate(y_pred) == np.concatenate(y)))
+
+
+def start_chain_fit(estimator, X, y):
+    """The common start of a chain estimator's ``fit``: validate ``X`` and ``y``, encode the labels.
+
+    Sets ``classes_`` and ``n_features_in_``; returns ``(progress, X, y_enc, previous)``: the
+    fit's :class:`~sklearn_struct.utils.progress.Progress`, the validated sequences, their
+    encoded labels and the warm-start parameters (see :func:`warm_start_params`).
+    """
+    progress = Progress(type(estimator).__name__, estimator.verbose, estimator.callback)
+    check_y_given(y, estimator)
+    X, y = check_sequences(X, y)
+    encoder = LabelEncoder().fit(np.concatenate(y))
+    previous = warm_start_params(estimator, X[0].shape[1], encoder.classes_)
+    estimator.classes_ = encoder.classes_
+    estimator.n_features_in_ = X[0].shape[1]
+    return progress, X, encode_sequence_labels(encoder, y), previous
 
 
 def warm_start_params(estimator, n_features, classes):

@@ -16,10 +16,10 @@ from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_is_fitted
 
+from ._featurizer import SequenceFeaturizer
+from .utils._params import store_init_params
 from .utils.packing import lengths_to_offsets
 
 __all__ = ["CRFppTemplateFeaturizer", "parse_crfpp_template"]
@@ -87,7 +87,7 @@ def parse_crfpp_template(lines):
     return unigram, bigram
 
 
-class CRFppTemplateFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+class CRFppTemplateFeaturizer(SequenceFeaturizer):
     """Binary features from a CRF++ template file, as per-sequence CSR matrices.
 
     Every ``U`` template of the file yields, for each token, one feature string (the
@@ -147,81 +147,16 @@ class CRFppTemplateFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_
     }
 
     def __init__(self, template, *, encoding="utf-8", min_freq=1, dtype=np.float64):
-        self.template = template
-        self.encoding = encoding
-        self.min_freq = min_freq
-        self.dtype = dtype
+        store_init_params(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Learn the feature vocabulary of the template on ``X``.
+    def _transform(self, X):
+        return _expand(self.unigram_, _check_column_sequences(X, self.n_columns_))
 
-        Parameters
-        ----------
-        X : list of sequences
-            Each a list of tokens (tuples of str column values) or a 2D array of str.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-        """
-        self._fit(X)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit_transform(self, X, y=None):
-        """Fit, then return the per-sequence feature matrices.
-
-        Parameters
-        ----------
-        X : list of sequences
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        Xt : list of csr_matrix of shape (n_tokens_i, n_features_out)
-        """
-        strings, lengths = self._fit(X)
-        return self._encode(strings, lengths)
-
-    def transform(self, X):
-        """Template features of ``X`` in the fitted vocabulary (unseen features ignored).
-
-        Parameters
-        ----------
-        X : list of sequences
-
-        Returns
-        -------
-        Xt : list of csr_matrix of shape (n_tokens_i, n_features_out)
-        """
-        check_is_fitted(self)
-        seqs = _check_column_sequences(X, self.n_columns_)
-        strings, lengths = _expand(self.unigram_, seqs)
-        return self._encode(strings, lengths)
-
-    def get_feature_names_out(self, input_features=None):
-        """Feature strings of the output columns, e.g. ``"U05:_B-1/He"``.
-
-        Returns
-        -------
-        feature_names_out : ndarray of str objects
-        """
-        check_is_fitted(self)
-        names = np.empty(len(self.vocabulary_), dtype=object)
+    def _feature_names(self):
+        names = np.empty(len(self.vocabulary_), dtype=object)  # e.g. "U05:_B-1/He"
         for name, j in self.vocabulary_.items():
             names[j] = name
         return names
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.requires_fit = True
-        return tags
 
     def _fit(self, X):
         unigram, bigram = parse_crfpp_template(_template_lines(self.template, self.encoding))
@@ -247,7 +182,7 @@ class CRFppTemplateFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_
         self.n_columns_ = n_columns
         return strings, lengths
 
-    def _encode(self, strings, lengths):
+    def _matrices(self, strings, lengths):
         vocab = self.vocabulary_
         n_templates = len(self.unigram_)
         cols = np.fromiter((vocab.get(s, -1) for s in strings), dtype=np.int64, count=len(strings))

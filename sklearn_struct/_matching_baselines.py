@@ -21,9 +21,8 @@ from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_is_fitted
 
-from .metrics import matching_error
+from .mle_struct import _LinearMatcherMixin
 from .oracles.matching import (
     assignment,
     bethe_free_energy,
@@ -31,6 +30,7 @@ from .oracles.matching import (
     exact_marginals,
     fw_bethe_marginals,
 )
+from .utils._params import store_init_params
 from .utils.validation import check_matchings
 
 __all__ = ["MatchingSSVM", "bethe_log_likelihood", "double_loop_bethe_mle", "exact_log_likelihood", "exact_matching_mle"]
@@ -43,7 +43,7 @@ def _true_features(X, y):
 # ----------------------------------------------------------------------------- structured SVM
 
 
-class MatchingSSVM(BaseEstimator):
+class MatchingSSVM(_LinearMatcherMixin, BaseEstimator):
     """Structured SVM for matchings (margin rescaling, normalised Hamming loss) by BCFW.
 
     ``min_w alpha/2 ||w||^2 + 1/M sum_m max_y [Delta(y_m, y) - <w, phi_m(y_m) - phi_m(y)>]``.
@@ -74,10 +74,7 @@ class MatchingSSVM(BaseEstimator):
     }
 
     def __init__(self, *, alpha=1e-2, max_iter=100, tol=1e-4, random_state=None):
-        self.alpha = alpha
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
+        store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -117,21 +114,6 @@ class MatchingSSVM(BaseEstimator):
         self.n_features_in_ = K
         self.gap_curve_ = np.asarray(self.gap_curve_)
         return self
-
-    def predict(self, X):
-        check_is_fitted(self)
-        X = check_matchings(X, n_features=self.n_features_in_)
-        return [assignment(-(x @ self.coef_)) for x in X]
-
-    def score(self, X, y):
-        return 1.0 - matching_error(y, self.predict(X))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True
-        tags.target_tags.required = True
-        return tags
 
 
 # ----------------------------------------------------------------------------- likelihoods

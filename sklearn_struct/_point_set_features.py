@@ -17,6 +17,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 
+from .utils._params import store_init_params
+
 __all__ = ["PointSetPairFeatures"]
 
 
@@ -62,11 +64,7 @@ class PointSetPairFeatures(TransformerMixin, BaseEstimator, auto_wrap_output_key
     }
 
     def __init__(self, *, n_radial=5, n_angular=12, r_inner=0.125, r_outer=2.0, geometry=True):
-        self.n_radial = n_radial
-        self.n_angular = n_angular
-        self.r_inner = r_inner
-        self.r_outer = r_outer
-        self.geometry = geometry
+        store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from ._chain_crf import fit_chain_crf, predict_unary, warm_start_params
+from ._chain_crf import ChainTagsMixin, fit_chain_crf, predict_unary, start_chain_fit, token_score
 from .oracles.chain import forward_backward, viterbi
+from .utils._params import shared_constraints, store_init_params
 from .utils.packing import edge_offsets, unpack_sequences
-from .utils.validation import check_sequence_labels, check_sequences, check_y_given, encode_sequence_labels
+from .utils.validation import check_sequences
 
 __all__ = ["ChainCRF"]
 
@@ -26,7 +26,7 @@ _FORMAT = "sklearn_struct.ChainCRF"
 _FORMAT_VERSION = 1
 
 
-class ChainCRF(ClassifierMixin, BaseEstimator):
+class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
     """Linear-chain conditional random field trained by L-BFGS (the CRFsuite objective).
 
     Unary scores ``X @ W + b`` per token and a transition table ``A[from, to]``, trained by
@@ -101,26 +101,19 @@ class ChainCRF(ClassifierMixin, BaseEstimator):
         "all_possible_states": ["boolean"],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "warm_start": ["boolean"],
-        "callback": [None, callable],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
+        **shared_constraints("warm_start", "callback", "n_jobs", "verbose"),
     }
 
     def __init__(self, *, c2=1.0, all_possible_states=False, max_iter=100, tol=1e-5, warm_start=False,
                  callback=None, n_jobs=None, verbose=0):
-        self.c2 = c2
-        self.all_possible_states = all_possible_states
-        self.max_iter = max_iter
-        self.tol = tol
-        self.warm_start = warm_start
-        self.callback = callback
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the CRF by L-BFGS.
+
+        Minimises the penalised negative log-likelihood from zero, or with ``warm_start`` from
+        the parameters of the previous fit.
 
         Parameters
         ----------
@@ -132,17 +125,10 @@ class ChainCRF(ClassifierMixin, BaseEstimator):
         -------
         self : ChainCRF
         """
-        check_y_given(y, self)
-        X, y = check_sequences(X, y)
-        encoder = LabelEncoder().fit(np.concatenate(y))
-        previous = warm_start_params(self, X[0].shape[1], encoder.classes_)
-        self.classes_ = encoder.classes_
-        self.n_features_in_ = X[0].shape[1]
-        y_enc = encode_sequence_labels(encoder, y)
+        progress, X, y_enc, previous = start_chain_fit(self, X, y)
         fitted = fit_chain_crf(X, y_enc, len(self.classes_), c2=self.c2, max_iter=self.max_iter, tol=self.tol,
                                all_possible_states=self.all_possible_states, n_jobs=self.n_jobs,
-                               previous=previous, callback=self.callback, verbose=self.verbose,
-                               name=type(self).__name__)
+                               previous=previous, progress=progress)
         self.coef_, self.intercept_, self.transition_, self.n_iter_, self.objective_ = fitted
         return self
 
@@ -186,9 +172,7 @@ class ChainCRF(ClassifierMixin, BaseEstimator):
 
     def score(self, X, y):
         """Token accuracy of :meth:`predict` on ``X`` against ``y``."""
-        y_pred = self.predict(X)
-        y = check_sequence_labels(y, lengths=[len(p) for p in y_pred])
-        return float(np.mean(np.concatenate(y_pred) == np.concatenate(y)))
+        return token_score(self.predict(X), y)
 
     # ------------------------------------------------------------------ save / load
     def save(self, path):
@@ -247,14 +231,6 @@ class ChainCRF(ClassifierMixin, BaseEstimator):
         model.n_features_in_, model.n_iter_ = meta["n_features_in_"], meta["n_iter_"]
         model.objective_ = meta["objective_"]
         return model
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True  # equal-length sequences as one (n_seq, n_tokens, n_features) array
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True  # fit needs y (one label array per sequence)
-        return tags
 
 
 def _is_json_value(value):

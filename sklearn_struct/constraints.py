@@ -53,6 +53,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .energies import Energy, smoothed_hinge
+from .utils._params import store_init_params
 from .utils.packing import edge_offsets, segment_repeat, segment_sum
 
 __all__ = [
@@ -141,8 +142,31 @@ class Constraint(BaseEstimator):
     def _who(self):
         return repr(self)
 
+    def _check_sense(self):
+        """Check the ``sense`` parameter; returns the template's name for messages."""
+        if self.sense not in ("at_least", "at_most"):
+            raise ValueError(f"{self._who()}: sense must be 'at_least' or 'at_most', got {self.sense!r}.")
+        return self._who()
 
-class AtMostSegments(Constraint):
+
+class _CountBound(Constraint):
+    """``label`` (a label or a list of labels) counted in ``_unit`` ("segments" or "tokens"),
+    bounded by ``k`` in the direction ``_sense`` ("at_most" or "at_least")."""
+
+    _unit, _sense = "segments", "at_most"
+
+    def __init__(self, label, k=1):
+        self.label = label
+        self.k = k
+
+    def _terms(self, index_of, n_labels):
+        who = self._who()
+        t = _Term(n_labels, f"{self._unit}({self.label!r}) {'<=' if self._sense == 'at_most' else '>='} {self.k}")
+        getattr(t, f"add_{self._unit}")(_label_set(self.label, index_of, who), 1.0)
+        return [getattr(t, self._sense)(_check_count(self.k, who))]
+
+
+class AtMostSegments(_CountBound):
     """At most ``k`` segments (maximal runs) of ``label`` (a label or a list of labels).
 
     Examples
@@ -151,27 +175,11 @@ class AtMostSegments(Constraint):
     AtMostSegments(label='title')
     """
 
-    def __init__(self, label, k=1):
-        self.label = label
-        self.k = k
 
-    def _terms(self, index_of, n_labels):
-        t = _Term(n_labels, f"segments({self.label!r}) <= {self.k}")
-        t.add_segments(_label_set(self.label, index_of, self._who()), 1.0)
-        return [t.at_most(_check_count(self.k, self._who()))]
-
-
-class AtLeastSegments(Constraint):
+class AtLeastSegments(_CountBound):
     """At least ``k`` segments of ``label`` (a label or a list of labels)."""
 
-    def __init__(self, label, k=1):
-        self.label = label
-        self.k = k
-
-    def _terms(self, index_of, n_labels):
-        t = _Term(n_labels, f"segments({self.label!r}) >= {self.k}")
-        t.add_segments(_label_set(self.label, index_of, self._who()), 1.0)
-        return [t.at_least(_check_count(self.k, self._who()))]
+    _sense = "at_least"
 
 
 class ExactlySegments(Constraint):
@@ -186,30 +194,19 @@ class ExactlySegments(Constraint):
                 + AtMostSegments(self.label, self.k)._terms(index_of, n_labels))
 
 
-class AtMostTokens(Constraint):
+class AtMostTokens(_CountBound):
     """At most ``k`` tokens labelled ``label`` (a label or a list of labels)."""
 
-    def __init__(self, label, k):
-        self.label = label
-        self.k = k
+    _unit = "tokens"
 
-    def _terms(self, index_of, n_labels):
-        t = _Term(n_labels, f"tokens({self.label!r}) <= {self.k}")
-        t.add_tokens(_label_set(self.label, index_of, self._who()), 1.0)
-        return [t.at_most(_check_count(self.k, self._who()))]
+    def __init__(self, label, k):  # no default bound on the number of tokens
+        super().__init__(label, k)
 
 
-class AtLeastTokens(Constraint):
+class AtLeastTokens(_CountBound):
     """At least ``k`` tokens labelled ``label`` (a label or a list of labels)."""
 
-    def __init__(self, label, k=1):
-        self.label = label
-        self.k = k
-
-    def _terms(self, index_of, n_labels):
-        t = _Term(n_labels, f"tokens({self.label!r}) >= {self.k}")
-        t.add_tokens(_label_set(self.label, index_of, self._who()), 1.0)
-        return [t.at_least(_check_count(self.k, self._who()))]
+    _unit, _sense = "tokens", "at_least"
 
 
 class MutuallyExclusive(Constraint):
@@ -235,28 +232,28 @@ class MutuallyExclusive(Constraint):
         return [t.at_most(_check_count(self.max_segments, who, "max_segments"))]
 
 
-class FirstLabel(Constraint):
+class _EndLabel(Constraint):
+    """The token at the ``_end`` ("first" or "last") of the sequence is labelled ``label``."""
+
+    _end = "first"
+
+    def __init__(self, label):
+        self.label = label
+
+    def _terms(self, index_of, n_labels):
+        t = _Term(n_labels, f"{self._end} in {self.label!r}")
+        getattr(t, self._end)[_label_set(self.label, index_of, self._who())] = 1.0
+        return [t.at_least(1)]
+
+
+class FirstLabel(_EndLabel):
     """The first token is labelled ``label`` (or one of a list of labels)."""
 
-    def __init__(self, label):
-        self.label = label
 
-    def _terms(self, index_of, n_labels):
-        t = _Term(n_labels, f"first in {self.label!r}")
-        t.first[_label_set(self.label, index_of, self._who())] = 1.0
-        return [t.at_least(1)]
-
-
-class LastLabel(Constraint):
+class LastLabel(_EndLabel):
     """The last token is labelled ``label`` (or one of a list of labels)."""
 
-    def __init__(self, label):
-        self.label = label
-
-    def _terms(self, index_of, n_labels):
-        t = _Term(n_labels, f"last in {self.label!r}")
-        t.last[_label_set(self.label, index_of, self._who())] = 1.0
-        return [t.at_least(1)]
+    _end = "last"
 
 
 class Precedes(Constraint):
@@ -297,17 +294,12 @@ class InputDependent(Constraint):
     """
 
     def __init__(self, label, weights, sense="at_least", bound="all"):
-        self.label = label
-        self.weights = weights
-        self.sense = sense
-        self.bound = bound
+        store_init_params(self, locals())
 
     def _terms(self, index_of, n_labels):
-        who = self._who()
+        who = self._check_sense()
         if not callable(self.weights):
             raise ValueError(f"{who}: weights must be a callable x -> (n_tokens,) array.")
-        if self.sense not in ("at_least", "at_most"):
-            raise ValueError(f"{who}: sense must be 'at_least' or 'at_most', got {self.sense!r}.")
         bound = self.bound
         if not (callable(bound) or bound == "all" or (isinstance(bound, numbers.Real) and np.isfinite(bound))):
             raise ValueError(f"{who}: bound must be 'all', a finite number or a callable, got {bound!r}.")
@@ -335,17 +327,10 @@ class LinearConstraint(Constraint):
     """
 
     def __init__(self, node=None, edge=None, first=None, last=None, sense="at_least", bound=0):
-        self.node = node
-        self.edge = edge
-        self.first = first
-        self.last = last
-        self.sense = sense
-        self.bound = bound
+        store_init_params(self, locals())
 
     def _terms(self, index_of, n_labels):
-        who = self._who()
-        if self.sense not in ("at_least", "at_most"):
-            raise ValueError(f"{who}: sense must be 'at_least' or 'at_most', got {self.sense!r}.")
+        who = self._check_sense()
         if not (isinstance(self.bound, numbers.Real) and np.isfinite(self.bound)):
             raise ValueError(f"{who}: bound must be a finite number, got {self.bound!r}.")
         t = _Term(n_labels, f"linear {self.sense} {self.bound}")

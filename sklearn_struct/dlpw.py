@@ -33,7 +33,9 @@ from .oracles.lp import (
     pseudo_marginals,
 )
 from .oracles.lp_learning import dlpw_epoch
+from .utils._params import shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
+from .utils.progress import Progress
 
 __all__ = ["DLPWClassifier"]
 
@@ -98,7 +100,13 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         Joblib jobs for LP-MAP prediction (chunks of samples; numba threads within each chunk),
         including the certificates of the training set at the end of ``fit``. Training steps are
         sequential by nature (each Pegasos step uses the weights of the previous one).
+    callback : callable or None, default=None
+        Called after every epoch as ``callback(epoch, bound, seconds)`` with the eq. 9 bound
+        and the training seconds (evaluation excluded) of ``objective_curve_``; returning True
+        stops training there (no convergence warning is raised then).
     verbose : int, default=0
+        Print one line per epoch: the eq. 9 bound, the eq. 7 objective (with
+        ``track_objective``) and the training seconds.
     random_state : int, RandomState instance or None, default=None
         Used by ``order="shuffle"``.
 
@@ -159,29 +167,13 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         "track_objective": ["boolean"],
         "predict_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "predict_tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
-        "random_state": ["random_state"],
+        **shared_constraints("n_jobs", "callback", "verbose", "random_state"),
     }
 
     def __init__(self, *, C=1.0, edges=None, n_states=None, n_inner=10, max_epochs=100, tol=1e-4, order="cyclic",
                  fit_intercept=True, dtype="float64", track_objective=False, predict_max_iter=1000,
-                 predict_tol=1e-6, n_jobs=None, verbose=0, random_state=None):
-        self.C = C
-        self.edges = edges
-        self.n_states = n_states
-        self.n_inner = n_inner
-        self.max_epochs = max_epochs
-        self.tol = tol
-        self.order = order
-        self.fit_intercept = fit_intercept
-        self.dtype = dtype
-        self.track_objective = track_objective
-        self.predict_max_iter = predict_max_iter
-        self.predict_tol = predict_tol
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.random_state = random_state
+                 predict_tol=1e-6, n_jobs=None, callback=None, verbose=0, random_state=None):
+        store_init_params(self, locals())
 
     # ------------------------------------------------------------------ fit
 
@@ -224,6 +216,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         g = model.graph
         curve, seconds, t, prev = [], 0.0, 0, np.inf
         converged = False
+        progress = Progress(type(self).__name__, self.verbose, self.callback, unit="epoch", objective="eq9 bound")
         for epoch in range(1, self.max_epochs + 1):
             order = rng.permutation(n) if self.order == "shuffle" else np.arange(n)
             start = time.perf_counter()
@@ -235,13 +228,13 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
             bound = objective_eq9(model, Xa, Y, delta, self.C, loss_weight)
             exact = objective_eq7(model, Xa, Y, delta, self.C, loss_weight) if self.track_objective else np.nan
             curve.append((epoch, seconds, bound, exact))
-            if self.verbose:
-                print(f"[DLPW] epoch {epoch}: eq9 bound {bound:.6g}, eq7 {exact:.6g}, {seconds:.2f}s")
+            if progress(epoch, bound, seconds, **({"eq7": exact} if self.track_objective else {})):
+                break
             if 0 <= prev - bound <= self.tol * abs(bound):
                 converged = True
                 break
             prev = bound
-        if not converged and self.tol > 0:
+        if not converged and not progress.stopped and self.tol > 0:
             warnings.warn(f"DLPW did not converge in {self.max_epochs} epochs (tol={self.tol}); "
                           "increase max_epochs.", ConvergenceWarning)
         return np.array(curve, dtype=np.float64).reshape(-1, 4), epoch, t
@@ -446,8 +439,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.target_tags.multi_output = True
-        tags.classifier_tags.multi_label = True
+        tags.target_tags.multi_output = tags.classifier_tags.multi_label = True  # y: one column per label
         return tags
 
 

@@ -18,6 +18,7 @@ from ._gp_struct_model import (
 from .oracles.chain import viterbi
 from .utils.optimize import lbfgs
 from .utils.packing import pack_sequences
+from .utils.progress import Progress
 from .utils.validation import check_sequences, encode_sequence_labels
 
 __all__ = ["GPStructClassifier"]
@@ -91,7 +92,11 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
     n_jobs : int, default=None
         joblib jobs for the per-sequence sampling and gradient work.
+    callback : callable or None, default=None
+        Called after every global iteration as ``callback(iteration, elbo, seconds)`` (the
+        entries of ``elbo_curve_`` and ``elbo_times_``); returning True stops the fit there.
     verbose : int, default=0
+        Print one line per global iteration: ELBO estimate and elapsed seconds.
 
     Attributes
     ----------
@@ -147,6 +152,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
         "n_jobs": [numbers.Integral, None],
+        "callback": [None, callable],
         "verbose": ["verbose"],
     }
 
@@ -154,7 +160,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
                  covariance="full", n_samples=200, max_iter=5, block_iters=None, batch_size=1,
                  learning_rate=1e-4, learning_rate_cov=1e-5, control_variate=True, tol=1e-5,
                  n_predict_samples=200, decode="marginal", warm_start=False, random_state=None, n_jobs=None,
-                 verbose=0):
+                 callback=None, verbose=0):
         self.kernel = kernel
         self.likelihood = likelihood
         self.optimizer = optimizer
@@ -174,6 +180,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         self.warm_start = warm_start
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.callback = callback
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
@@ -212,6 +219,8 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
                 p.m += 0.1 * rng.standard_normal(p.m.shape)
             self.params_ = p
         self._fit_state = dict(Xp=Xp, offsets=offsets, y=y_all, rng=rng, start=time.perf_counter())
+        self._fit_state["progress"] = Progress(type(self).__name__, self.verbose, self.callback, objective="ELBO",
+                                               start=self._fit_state["start"])
         self._prior = SparsePrior(self.kernel_, self.inducing_inputs_, Xp, offsets, n_jobs=self.n_jobs)
         if self.optimizer == "lbfgs":
             self._fit_lbfgs(blocks)
@@ -236,10 +245,10 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
                     control_variate=self.control_variate, n_jobs=self.n_jobs)
 
     def _record(self, value):
+        """Append to the ELBO curve and report; True when the callback asks to stop."""
         self.elbo_curve_.append(value)
         self.elbo_times_.append(time.perf_counter() - self._fit_state["start"])
-        if self.verbose:
-            print(f"[GPStruct] iter {len(self.elbo_curve_) - 1:3d}  ELBO {value:.6g}  ({self.elbo_times_[-1]:.1f} s)")
+        return self._fit_state["progress"](len(self.elbo_curve_) - 1, value, self.elbo_times_[-1])
 
     def _finish(self, n_iter):
         self.n_iter_ = n_iter
@@ -265,11 +274,11 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
             if blocks[2] and self.kernel_.n_dims:
                 self._hyper_block(p, seed, blocks[2])
             new = self._elbo(p, int(rng.randint(2**31 - 1)), grad=False)[0]
-            self._record(new)
+            stop = self._record(new)
             if new > best:
                 best, best_p = new, p.copy()
             change = np.mean(np.abs(p.get_unary() - old_unary))
-            if abs(new - value) <= self.tol * max(abs(new), abs(value), 1.0) or change < 1e-3:
+            if stop or abs(new - value) <= self.tol * max(abs(new), abs(value), 1.0) or change < 1e-3:
                 break
             value = new
         self.params_ = best_p
@@ -331,10 +340,10 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
             new = self._saga_table(p, int(rng.randint(2**31 - 1)))
             if not np.isfinite(new["value"]) or new["value"] < table["value"]:
                 st["step_scale"] *= 0.5  # the iteration made the ELBO worse: undo it, smaller steps
-                self._record(table["value"])
-                continue
-            self.params_, table = p, new
-            self._record(table["value"])
+            else:
+                self.params_, table = p, new
+            if self._record(table["value"]):
+                break
         self._finish(n_iter)
 
     def _saga_epochs(self, p, table, blocks):
@@ -419,6 +428,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
+            Sequences to label; ``decode`` chooses the decoder.
 
         Returns
         -------

@@ -274,7 +274,9 @@ def hamming_loss_multilabel(Y_true, Y_pred):
     Parameters
     ----------
     Y_true : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        True label indicators: 1 where the sample has the label.
     Y_pred : {array-like, sparse matrix} of shape (n_samples, n_labels)
+        Predicted label indicators.
 
     Returns
     -------
@@ -304,11 +306,13 @@ def subset_accuracy(Y_true, Y_pred):
     Returns
     -------
     accuracy : float
+        Samples with every label right, divided by all samples.
 
     Examples
     --------
     >>> from sklearn_struct.metrics import subset_accuracy
-    >>> subset_accuracy([[1, 0], [0, 1]], [[1, 1], [0, 1]])
+    >>> Y_true = [[1, 0], [0, 1]]
+    >>> subset_accuracy(Y_true, [[1, 1], [0, 1]])  # only the second sample is all right
     0.5
     """
     Y_true, Y_pred = _check_indicator_pair(Y_true, Y_pred)

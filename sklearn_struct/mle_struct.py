@@ -42,6 +42,8 @@ from .oracles.matching import (
     packed_neg_entropy,
     packed_neg_entropy_grad,
 )
+from .utils._params import shared_constraints, store_init_params
+from .utils.progress import Progress
 from .utils.validation import check_matchings
 
 __all__ = ["MLEStructMatcher"]
@@ -53,7 +55,39 @@ _N_BISECT = 60
 _MAX_STEP = 0.5
 
 
-class MLEStructMatcher(BaseEstimator):
+class _LinearMatcherMixin:
+    """Prediction of a matcher whose pair scores are linear in the features (``X[m] @ coef_``):
+    the maximum-score assignment, its node accuracy as ``score`` and the scikit-learn tags of
+    matching data. Shared with the structured-SVM baseline."""
+
+    def decision_function(self, X):
+        """Learned pair scores ``X[m] @ coef_``: a list of ``(n_left, n_right)`` arrays."""
+        check_is_fitted(self)
+        X = check_matchings(X, n_features=self.n_features_in_)
+        return [x @ self.coef_ for x in X]
+
+    def predict(self, X):
+        """Most probable assignment of every example (the maximum-score assignment).
+
+        Returns
+        -------
+        y : list of ndarray of shape (n_left,), int
+        """
+        return [assignment(-s) for s in self.decision_function(X)]
+
+    def score(self, X, y):
+        """``1 - matching_error(y, predict(X))``: the fraction of correctly matched left nodes."""
+        return 1.0 - matching_error(y, self.predict(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True
+        tags.target_tags.required = True
+        return tags
+
+
+class MLEStructMatcher(_LinearMatcherMixin, BaseEstimator):
     """Matching model learned by rho-Bethe maximum likelihood with (block-coordinate) Frank-Wolfe.
 
     Learns the weights ``coef_`` of ``p(y | X) ∝ exp(sum_i <coef_, X[i, y[i]]>)`` over assignments
@@ -85,7 +119,12 @@ class MLEStructMatcher(BaseEstimator):
         Block order of bcfw.
     n_jobs : int, default=None
         Parallel assignment problems (joblib) in batch passes.
+    callback : callable or None, default=None
+        Called after every pass as ``callback(pass, dual_objective, seconds)`` (the entries of
+        ``objective_curve_`` and ``time_curve_``); returning True stops the solver there (no
+        convergence warning is raised then).
     verbose : int, default=0
+        Print one line per pass: dual objective, duality gap per left node, elapsed seconds.
 
     Attributes
     ----------
@@ -133,33 +172,12 @@ class MLEStructMatcher(BaseEstimator):
         "step": [StrOptions({"line", "decreasing"})],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "random_state": ["random_state"],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
+        **shared_constraints("random_state", "n_jobs", "callback", "verbose"),
     }
 
-    def __init__(
-        self,
-        *,
-        alpha=1.0,
-        rho=1.0,
-        solver="bcfw",
-        step="line",
-        max_iter=200,
-        tol=1e-3,
-        random_state=None,
-        n_jobs=None,
-        verbose=0,
-    ):
-        self.alpha = alpha
-        self.rho = rho
-        self.solver = solver
-        self.step = step
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+    def __init__(self, *, alpha=1.0, rho=1.0, solver="bcfw", step="line", max_iter=200, tol=1e-3, random_state=None,
+                 n_jobs=None, callback=None, verbose=0):
+        store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -179,7 +197,8 @@ class MLEStructMatcher(BaseEstimator):
         X, y = check_matchings(X, y)
         problem = _DualProblem(X, y, float(self.alpha), float(self.rho))
         solve = _solve_bcfw if self.solver == "bcfw" else _solve_fw
-        run = solve(problem, self, check_random_state(self.random_state))
+        progress = Progress(type(self).__name__, self.verbose, self.callback, unit="pass", objective="dual objective")
+        run = solve(problem, self, check_random_state(self.random_state), progress)
         self.coef_ = problem.theta()
         self.n_features_in_ = X[0].shape[2]
         self.n_iter_ = run["n_iter"]
@@ -188,28 +207,13 @@ class MLEStructMatcher(BaseEstimator):
         self.time_curve_ = np.asarray(run["times"])
         self.coef_path_ = np.asarray(run["thetas"])
         self.converged_ = run["converged"]
-        if not self.converged_:
+        if not self.converged_ and not progress.stopped:
             warnings.warn(
                 f"MLEStructMatcher did not reach tol={self.tol} in {self.max_iter} passes "
                 f"(gap per node {self.gap_curve_[-1] / problem.n_nodes:.3g}).",
                 ConvergenceWarning,
             )
         return self
-
-    def decision_function(self, X):
-        """Learned pair scores ``X[m] @ coef_``: a list of ``(n_left, n_right)`` arrays."""
-        check_is_fitted(self)
-        X = check_matchings(X, n_features=self.n_features_in_)
-        return [x @ self.coef_ for x in X]
-
-    def predict(self, X):
-        """Most probable assignment of every example (maximum-score assignment).
-
-        Returns
-        -------
-        y : list of ndarray of shape (n_left,), int
-        """
-        return [assignment(-s) for s in self.decision_function(X)]
 
     def predict_marginals(self, X, *, max_iter=1000, tol=1e-8):
         """rho-Bethe edge marginals of the learned model, by Frank-Wolfe on ``F_rho`` (line search).
@@ -227,19 +231,6 @@ class MLEStructMatcher(BaseEstimator):
             Rows sum to 1, columns to at most 1 (exactly 1 for square problems).
         """
         return [fw_bethe_marginals(s, self.rho, max_iter=max_iter, tol=tol)[0] for s in self.decision_function(X)]
-
-    def score(self, X, y):
-        """``1 - matching_error(y, predict(X))``: the fraction of correctly matched left nodes."""
-        return 1.0 - matching_error(y, self.predict(X))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True
-        tags.target_tags.required = True
-        tags.non_deterministic = False
-        return tags
-
 
 # ----------------------------------------------------------------------------- the dual problem
 
@@ -292,12 +283,7 @@ class _DualProblem:
         return d, gaps
 
 
-def _log(est, it, gap, obj, n_nodes):
-    if est.verbose:
-        print(f"[MLEStructMatcher] pass {it}: gap/node {gap / n_nodes:.3e}, dual objective {obj:.6g}")
-
-
-def _solve_fw(p, est, rng):
+def _solve_fw(p, est, rng, progress):
     """Batch Frank-Wolfe: all examples' assignments per step, exact line search or 2/(t+2)."""
     start = time.perf_counter()
     gaps, objectives, times, thetas = [], [], [], []
@@ -308,11 +294,11 @@ def _solve_fw(p, est, rng):
         gap = float(block_gaps.sum())
         gaps.append(gap), objectives.append(p.objective()), times.append(time.perf_counter() - start)
         thetas.append(p.theta())
-        _log(est, t - 1, gap, objectives[-1], p.n_nodes)
+        stop = progress(t - 1, objectives[-1], times[-1], gap_per_node=gap / p.n_nodes)
         if gap <= threshold:
             converged = True
             break
-        if t > est.max_iter:
+        if t > est.max_iter or stop:
             break
         b = -(p.G.T @ d)
         if est.step == "line":
@@ -349,7 +335,7 @@ def _bcfw_step(p, m, k, est, grad_buf):
     return gap
 
 
-def _solve_bcfw(p, est, rng):
+def _solve_bcfw(p, est, rng, progress):
     """Block-coordinate FW (Lacoste-Julien et al. 2013): one uniformly drawn example per step."""
     start = time.perf_counter()
     threshold = est.tol * p.n_nodes
@@ -371,6 +357,7 @@ def _solve_bcfw(p, est, rng):
             converged = gap <= threshold
         gaps.append(gap), objectives.append(p.objective()), times.append(time.perf_counter() - start)
         thetas.append(p.theta())
-        _log(est, n_pass, gap, objectives[-1], p.n_nodes)
+        if progress(n_pass, objectives[-1], times[-1], gap_per_node=gap / p.n_nodes):
+            break
     return {"n_iter": n_pass, "gaps": gaps, "objectives": objectives, "times": times, "thetas": thetas,
             "converged": converged}

@@ -9,30 +9,30 @@ energy weights ``psi`` are learned by the doubly-stochastic Algorithm 3.
 
 import inspect
 import numbers
-import time
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context, clone
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._bethe_inference import bethe_inference
 from ._bethe_tree import bethe_inference_tree
-from ._chain_crf import ChainData, fit_chain_crf, predict_unary, warm_start_params
+from ._chain_crf import ChainData, ChainTagsMixin, fit_chain_crf, predict_unary, start_chain_fit, token_score
 from .constraints import ConstraintEnergy
 from .oracles.chain import forward_backward, viterbi
+from .utils._params import shared_constraints, store_init_params
 from .utils.packing import edge_offsets, segment_sum, subset_sequences, transition_pairs, unpack_sequences
-from .utils.validation import check_sequence_labels, check_sequences, check_y_given, encode_sequence_labels
+from .utils.progress import Progress
+from .utils.validation import check_sequences
 
 __all__ = ["NonLocalCRF"]
 
 _AUTO_HOLDOUT_FOLDS = 3  # psi_holdout="auto": K-fold cross-fitting for the psi step
 
 
-class NonLocalCRF(BaseEstimator):
+class NonLocalCRF(ChainTagsMixin, BaseEstimator):
     """Linear-chain CRF with optional learned non-local energies (Bethe projections).
 
     The base model is a linear-chain conditional random field: unary scores ``X @ W + b``
@@ -151,6 +151,12 @@ class NonLocalCRF(BaseEstimator):
         at the cost of about one iteration, e.g. to try several energies on one CRF
         (``clone`` drops the fitted state, ``copy.deepcopy`` keeps it). Algorithm 3 always
         starts ``psi`` from ``psi_init``.
+    callback : callable or None, default=None
+        Called as ``callback(iteration, objective, seconds)`` after every L-BFGS iteration of
+        the full-data base CRF (its objective, as in :class:`~sklearn_struct.ChainCRF`), then
+        after every epoch of Algorithm 3 (``iteration`` counts epochs, ``objective`` is the norm
+        of the epoch's mean psi-gradient, which vanishes as ``psi`` settles). Returning True
+        ends the fit there: a stopped base CRF skips the psi step (``psi_`` stays ``psi_init``).
     psi_gradient : {"algorithm3", "exact"}, default="algorithm3"
         ``"algorithm3"``: the paper's Algorithm 3 with its sign corrected, gradients taken at
         the inference output ``mu_i`` (``S(y_i) - mu_i``). ``"exact"``: the exact gradient of
@@ -164,6 +170,8 @@ class NonLocalCRF(BaseEstimator):
     n_jobs : int, default=None
         Number of joblib jobs over chunks of sequences for the base CRF.
     verbose : int, default=0
+        Print one line per base-CRF iteration (objective) and per epoch of Algorithm 3
+        (psi-gradient norm, ``psi``, mean inference iterations), with elapsed seconds.
 
     Attributes
     ----------
@@ -243,12 +251,9 @@ class NonLocalCRF(BaseEstimator):
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
         "learning_rate_schedule": [StrOptions({"constant", "invscaling"})],
-        "learn_theta": ["boolean"],
         "psi_gradient": [StrOptions({"algorithm3", "exact"})],
-        "warm_start": ["boolean"],
-        "random_state": ["random_state"],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
+        "learn_theta": ["boolean"],
+        **shared_constraints("warm_start", "callback", "random_state", "n_jobs", "verbose"),
     }
 
     def __init__(
@@ -276,35 +281,12 @@ class NonLocalCRF(BaseEstimator):
         learn_theta=False,
         psi_gradient="algorithm3",
         warm_start=False,
+        callback=None,
         random_state=None,
         n_jobs=None,
         verbose=0,
     ):
-        self.energy = energy
-        self.c2 = c2
-        self.all_possible_states = all_possible_states
-        self.max_iter = max_iter
-        self.tol = tol
-        self.inference = inference
-        self.inference_max_iter = inference_max_iter
-        self.inference_tol = inference_tol
-        self.beta = beta
-        self.eta = eta
-        self.lipschitz = lipschitz
-        self.average = average
-        self.psi_init = psi_init
-        self.psi_holdout = psi_holdout
-        self.psi_featurizer = psi_featurizer
-        self.n_epochs = n_epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.learning_rate_schedule = learning_rate_schedule
-        self.learn_theta = learn_theta
-        self.psi_gradient = psi_gradient
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, psi_features=None):
@@ -323,15 +305,8 @@ class NonLocalCRF(BaseEstimator):
         -------
         self : NonLocalCRF
         """
-        check_y_given(y, self)
-        X, y = check_sequences(X, y)
-        encoder = LabelEncoder().fit(np.concatenate(y))
-        previous = warm_start_params(self, X[0].shape[1], encoder.classes_)
-        self.n_features_in_ = X[0].shape[1]
-        self._label_encoder = encoder
-        self.classes_ = encoder.classes_
-        y_enc = encode_sequence_labels(self._label_encoder, y)
-        self._fit_base_crf(X, y_enc, previous)
+        progress, X, y_enc, previous = start_chain_fit(self, X, y)
+        self._fit_base_crf(X, y_enc, previous, progress)
         for attr in ("energy_", "psi_", "psi_coef_", "psi_featurizer_", "n_psi_features_in_",
                      "inference_n_iter_", "psi_history_"):
             self.__dict__.pop(attr, None)  # from an earlier fit with another energy
@@ -343,23 +318,31 @@ class NonLocalCRF(BaseEstimator):
                 )
             self.energy_ = _fit_energy(self.energy, y_enc, self.classes_)
             phi = self._fit_psi_features(X, psi_features)
-            self._fit_psi(X, y_enc, phi, *self._psi_thetas(X, y_enc))
+            thetas = self._in_sample_thetas(len(X)) if progress.stopped else self._psi_thetas(X, y_enc)
+            self._fit_psi(X, y_enc, phi, *thetas, progress)
         return self
 
-    def _fit_base_crf(self, X, y_enc, previous=None):
-        params, self.n_iter_, self.objective_ = self._lbfgs_crf(X, y_enc, previous)
+    def _fit_base_crf(self, X, y_enc, previous=None, progress=None):
+        params, self.n_iter_, self.objective_ = self._lbfgs_crf(X, y_enc, previous, progress=progress)
         self.coef_, self.intercept_, self.transition_ = params
 
-    def _lbfgs_crf(self, X, y_enc, previous=None, what="the base CRF"):
+    def _lbfgs_crf(self, X, y_enc, previous=None, what="the base CRF", progress=None):
         """Fit the base CRF (a :class:`~sklearn_struct.ChainCRF`'s model) on (X, y_enc):
-        ``((coef, intercept, transition), n_iter, objective)``."""
+        ``((coef, intercept, transition), n_iter, objective)``; ``progress`` prints (and may
+        stop) its iterations, verbose lines only if None."""
+        if progress is None:
+            progress = Progress(type(self).__name__, self.verbose)
         *params, n_iter, objective = fit_chain_crf(
             X, y_enc, len(self.classes_), c2=self.c2, max_iter=self.max_iter, tol=self.tol,
             all_possible_states=self.all_possible_states, n_jobs=self.n_jobs, previous=previous,
-            verbose=self.verbose, name="NonLocalCRF", what=what)
+            progress=progress, what=what)
         return tuple(params), n_iter, objective
 
     # ---------------------------------------------------------------- held-out theta for psi
+    def _in_sample_thetas(self, n_seq):
+        """``_psi_thetas`` without held-out fits: every sequence under the full-data base CRF."""
+        return np.arange(n_seq), [(self.coef_, self.intercept_, self.transition_)], np.zeros(n_seq, dtype=np.int64)
+
     def _psi_thetas(self, X, y_enc):
         """Base-CRF parameters under which Algorithm 3 sees each training sequence.
 
@@ -375,9 +358,8 @@ class NonLocalCRF(BaseEstimator):
             holdout = None if self.learn_theta else min(_AUTO_HOLDOUT_FOLDS, n_seq)
             if holdout is not None and holdout < 2:
                 holdout = None
-        full = (self.coef_, self.intercept_, self.transition_)
         if holdout is None or self.n_epochs == 0:  # n_epochs=0: psi stays psi_init, no held-out fits needed
-            return np.arange(n_seq), [full], np.zeros(n_seq, dtype=np.int64)
+            return self._in_sample_thetas(n_seq)
         rng = check_random_state(self.random_state)
         order = rng.permutation(n_seq)
         if isinstance(holdout, numbers.Integral):
@@ -464,8 +446,11 @@ class NonLocalCRF(BaseEstimator):
         return dict(method=self.inference, max_iter=self.inference_max_iter, tol=self.inference_tol,
                     beta=self.beta, eta=self.eta, lipschitz=self.lipschitz, average=self.average)
 
-    def _fit_psi(self, X, y_enc, phi, seqs, params, fold):
-        """Algorithm 3 on the training sequences ``seqs``, each under the base CRF ``params[fold]``."""
+    def _fit_psi(self, X, y_enc, phi, seqs, params, fold, progress=None):
+        """Algorithm 3 on the training sequences ``seqs``, each under the base CRF ``params[fold]``;
+        no epoch once ``progress`` (the fit's reporter) has been stopped."""
+        if progress is None:
+            progress = Progress(type(self).__name__, self.verbose, self.callback)
         energy = _bind(self.energy_, X)
         L = len(self.classes_)
         K = energy.n_weights
@@ -493,9 +478,11 @@ class NonLocalCRF(BaseEstimator):
         history = [psi.copy()]
         step = 0
         kwargs = self._inference_kwargs()
-        start = time.perf_counter()
-        for epoch in range(self.n_epochs):
+        epochs = Progress(progress.name, self.verbose, self.callback, unit="epoch",
+                          objective="psi gradient", start=progress.start)
+        for epoch in range(0 if progress.stopped else self.n_epochs):
             order = rng.permutation(n_seq)
+            g_epoch = np.zeros(K)
             for lo in range(0, n_seq, self.batch_size):
                 idx = np.sort(order[lo : lo + self.batch_size])
                 tok, etok, sub = subset_sequences(offsets, idx)
@@ -525,6 +512,7 @@ class NonLocalCRF(BaseEstimator):
                                               y_all[tok], edge_from[etok], edge_to[etok], index=seqs[idx],
                                               edge_sum=self.learn_theta)
                 g_psi, d_node, m_edge = sur.g_psi, sur.d_node, sur.m_edge
+                g_epoch += g_psi.sum(axis=0)
                 lr = self.learning_rate
                 if self.learning_rate_schedule == "invscaling":
                     lr = lr / np.sqrt(1.0 + step)
@@ -544,9 +532,8 @@ class NonLocalCRF(BaseEstimator):
                     trans += lr * g_trans
                 step += 1
             history.append(psi.copy())
-            if self.verbose:
-                print(f"[NonLocalCRF] epoch {epoch + 1}: psi={np.round(psi, 4)} "
-                      f"mean inference iterations {n_iter.mean():.1f} ({time.perf_counter() - start:.1f} s)")
+            if epochs(epoch + 1, np.linalg.norm(g_epoch / n_seq), psi=psi, mean_inference_iterations=n_iter.mean()):
+                break
         self.psi_ = psi
         self.psi_coef_ = psi_coef
         self.psi_history_ = np.array(history)
@@ -672,17 +659,7 @@ class NonLocalCRF(BaseEstimator):
 
     def score(self, X, y, psi_features=None):
         """Token accuracy of :meth:`predict` on ``X`` against ``y``."""
-        y_pred = self.predict(X, psi_features=psi_features)
-        y = check_sequence_labels(y, lengths=[len(p) for p in y_pred])
-        return float(np.mean(np.concatenate(y_pred) == np.concatenate(y)))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True  # equal-length sequences as one (n_seq, n_tokens, n_features) array
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True  # fit needs y (one label array per sequence)
-        return tags
+        return token_score(self.predict(X, psi_features=psi_features), y)
 
 
 def _theta_gradient(Xb, d_node, edge_from, edge_to, exp_edges, coef, trans, n_batch, c2):

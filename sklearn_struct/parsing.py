@@ -49,9 +49,11 @@ from joblib import effective_n_jobs
 from . import _parsing_features as feats
 from .oracles.factor_bp import check_pairs, grandparent_pairs, link_bp, pair_gains, seed_tree_messages, sibling_pairs
 from .oracles.tree import check_link_scores, decode_tree
-from .pruned_bp import select_factors
+from .pruned_bp import PruningReport, select_factors
+from .utils._params import shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
-from .utils.validation import check_float_array, check_int_array
+from .utils.progress import Progress
+from .utils.validation import check_float_array, check_int_array, check_y_length
 
 __all__ = ["DependencyParserBP", "pruned_link_marginals", "LinkPruningReport", "divergence_bound",
            "attachment_score", "is_projective"]
@@ -65,42 +67,26 @@ _OBJECTIVES = ("none", "min_joint", "min_size", "min_divergence")
 
 
 @dataclass
-class LinkPruningReport:
+class LinkPruningReport(PruningReport):
     """What :func:`pruned_link_marginals` did on one sentence.
+
+    The attributes of :class:`~sklearn_struct.pruned_bp.PruningReport` (over the candidate
+    pairwise factors of the sentence; ``bp_result`` is a ``LinkBPResult`` or None), and:
 
     Attributes
     ----------
-    kept : ndarray of bool of shape (n_pairs,)
-    gains : ndarray of shape (n_pairs,)
-    kept_fraction : float
-    dropped_gain : float
-        The divergence estimate ``D1`` (sum of the dropped gains).
-    seed_time, bp_time : float
-        Seconds for seed + gains + selection, and for BP on H.
     n_iter : int
         BP iterations on H (0 if nothing was kept).
     n_message_updates : int
-    bp_result : LinkBPResult or None
     bound : float
         Proposition 2's post-hoc bound on ``D(p_H || p_F)`` (:func:`divergence_bound`) with
         ``E_H[z_a z_b]`` of each dropped factor taken as the product of its links' H marginals
         (not timed).
     """
 
-    kept: np.ndarray
-    gains: np.ndarray
-    kept_fraction: float
-    dropped_gain: float
-    seed_time: float
-    bp_time: float
     n_iter: int
     n_message_updates: int
-    bp_result: object
     bound: float = np.nan
-
-    @property
-    def total_time(self):
-        return self.seed_time + self.bp_time
 
 
 def pruned_link_marginals(unary, pairs, pair_scores, *, projective=False, single_root=True, objective="min_joint",
@@ -298,18 +284,19 @@ def _check_sentences(X, y=None):
         sents.append([_token_parts(tok, s, i) for i, tok in enumerate(sent)])
     if y is None:
         return sents
-    if len(y) != len(X):
-        raise ValueError(f"X and y have different lengths ({len(X)} and {len(y)}).")
-    heads = []
-    for s, (sent, h) in enumerate(zip(sents, y)):
-        h = np.asarray(h)
-        if h.shape != (len(sent),) or not np.issubdtype(h.dtype, np.integer):
-            raise ValueError(f"y[{s}] must be {len(sent)} integer heads, got {h.shape} {h.dtype}.")
-        h = h.astype(np.int64)
-        if h.min() < 0 or h.max() > len(sent) or np.any(h == np.arange(1, len(sent) + 1)):
-            raise ValueError(f"y[{s}] has a head outside 0..{len(sent)} or a self-loop.")
-        heads.append(h)
-    return sents, heads
+    check_y_length(sents, y, "sentences")
+    return sents, [_check_training_heads(h, s, len(sent)) for s, (sent, h) in enumerate(zip(sents, y))]
+
+
+def _check_training_heads(h, s, n):
+    """The head array ``y[s]`` of a sentence of ``n`` words (a tree: no self-loop), as int64."""
+    h = np.asarray(h)
+    if h.shape != (n,) or not np.issubdtype(h.dtype, np.integer):
+        raise ValueError(f"y[{s}] must be {n} integer heads, got {h.shape} {h.dtype}.")
+    h = h.astype(np.int64)
+    if h.min() < 0 or h.max() > n or np.any(h == np.arange(1, n + 1)):
+        raise ValueError(f"y[{s}] has a head outside 0..{n} or a self-loop.")
+    return h
 
 
 def _encode(sents, words, tags):
@@ -358,7 +345,12 @@ class DependencyParserBP(BaseEstimator):
         Shuffling of the training sentences.
     n_jobs : int, default=None
         Prediction runs over chunks of sentences with joblib.
+    callback : callable or None, default=None
+        Called after every training epoch as ``callback(epoch, loss, seconds)``, ``loss`` being
+        the epoch's summed approximate negative log-likelihood (BP link marginals of the gold
+        heads, before each step); returning True stops training there.
     verbose : int, default=0
+        Print one line per epoch: approximate NLL and elapsed seconds.
 
     Attributes
     ----------
@@ -369,10 +361,9 @@ class DependencyParserBP(BaseEstimator):
     tags_ : dict
         POS tags seen in training (with ids).
     n_iter_ : int
+        Training epochs run.
     n_train_skipped_ : int
         Non-projective training trees skipped by a projective model.
-    last_reports_ : list of LinkPruningReport
-        Reports of the last :meth:`predict_marginals` call.
 
     References
     ----------
@@ -405,34 +396,20 @@ class DependencyParserBP(BaseEstimator):
         "n_hash_bits": [Interval(numbers.Integral, 8, 28, closed="both")],
         "bp_max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "bp_tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "random_state": ["random_state"],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
+        **shared_constraints("random_state", "n_jobs", "callback", "verbose"),
     }
 
     def __init__(self, *, projective=False, single_root=True, grandparents=True, siblings=False, objective="none",
                  gamma=1e-2, epsilon=1.0, m=0.1, max_iter=5, learning_rate=0.05, n_hash_bits=20, bp_max_iter=10,
-                 bp_tol=1e-3, random_state=None, n_jobs=None, verbose=0):
-        self.projective = projective
-        self.single_root = single_root
-        self.grandparents = grandparents
-        self.siblings = siblings
-        self.objective = objective
-        self.gamma = gamma
-        self.epsilon = epsilon
-        self.m = m
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.n_hash_bits = n_hash_bits
-        self.bp_max_iter = bp_max_iter
-        self.bp_tol = bp_tol
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+                 bp_tol=1e-3, random_state=None, n_jobs=None, callback=None, verbose=0):
+        store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train by averaged SGD on the BP approximation of the conditional log-likelihood.
+
+        Each epoch visits the training trees in a random order (a projective model skips the
+        non-projective ones); ``coef_`` is the average of the weights over all steps.
 
         Parameters
         ----------
@@ -446,6 +423,7 @@ class DependencyParserBP(BaseEstimator):
         -------
         self : DependencyParserBP
         """
+        progress = Progress(type(self).__name__, self.verbose, self.callback, unit="epoch", objective="approximate NLL")
         sents, heads = _check_sentences(X, y)
         forms = sorted({f.lower() for sent in sents for f, _ in sent})
         tags = sorted({t for sent in sents for _, t in sent})
@@ -461,16 +439,16 @@ class DependencyParserBP(BaseEstimator):
         w = np.zeros(1 << self.n_hash_bits)
         u = np.zeros_like(w)  # averaging: w_avg = w - u / c
         c = 1.0
-        for epoch in range(self.max_iter):
+        for epoch in range(1, self.max_iter + 1):
             loss = 0.0
             for s in rng.permutation(keep):
                 words, pos = data[s]
                 loss += self._sgd_step(words, pos, heads[s], w, u, c, mask)
                 c += 1.0
-            if self.verbose:
-                print(f"[DependencyParserBP] epoch {epoch + 1}: approximate NLL {loss:.1f}")
+            if progress(epoch, loss):
+                break
         self.coef_ = w - u / c
-        self.n_iter_ = self.max_iter
+        self.n_iter_ = epoch
         return self
 
     def _gold(self, heads, pairs):
@@ -516,11 +494,21 @@ class DependencyParserBP(BaseEstimator):
                         feats.pair_scores(words, pos, pairs, self.coef_, mask)))
         return out
 
-    def predict_marginals(self, X):
-        """Link marginals ``P(head of m is h)`` of each sentence (arrays of shape (n + 1, n + 1)).
+    def predict_marginals(self, X, *, return_reports=False):
+        """Link marginals ``P(head of m is h)`` of each sentence, by full or pruned BP (``objective``).
 
-        Inference as set by ``objective`` (full or pruned BP); per-sentence reports are kept in
-        ``last_reports_``.
+        Parameters
+        ----------
+        X : list of sentences
+            As in :meth:`fit`.
+        return_reports : bool, default=False
+            Also return the inference report of each sentence (factors kept, timings, BP
+            iterations); the model itself is left unchanged.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_words_i + 1, n_words_i + 1)
+        reports : list of LinkPruningReport, only if ``return_reports``
         """
         pots = self.potentials(X)
         options = dict(projective=self.projective, single_root=self.single_root, objective=self.objective,
@@ -533,8 +521,8 @@ class DependencyParserBP(BaseEstimator):
         chunks = even_chunks(len(pots), max(1, effective_n_jobs(self.n_jobs)))
         parts = run_chunks(infer, chunks, n_jobs=self.n_jobs, verbose=self.verbose)
         results = [r for part in parts for r in part]
-        self.last_reports_ = [rep for _, rep in results]
-        return [marg for marg, _ in results]
+        marginals = [marg for marg, _ in results]
+        return (marginals, [report for _, report in results]) if return_reports else marginals
 
     def decode(self, marginals):
         """MBR trees: the tree maximising the sum of link marginals (Eisner / Chu-Liu-Edmonds)."""

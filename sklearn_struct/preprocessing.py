@@ -14,18 +14,18 @@ from numbers import Integral, Number
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_is_fitted
 
 from ._crfpp_template import CRFppTemplateFeaturizer  # noqa: F401  (re-export)
+from ._featurizer import SequenceFeaturizer, split_csr
+from .utils._params import store_init_params
 from .utils.packing import lengths_to_offsets
 
 __all__ = ["SequenceVectorizer", "WindowFeaturizer", "CRFppTemplateFeaturizer"]
 
 
-class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+class SequenceVectorizer(SequenceFeaturizer):
     """Vectorise sequences of token feature dicts into per-sequence sparse matrices.
 
     One :class:`~sklearn.feature_extraction.DictVectorizer` is fitted over the tokens of
@@ -86,80 +86,17 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     }
 
     def __init__(self, *, dtype=np.float64, separator="=", sparse=True, sort=True, min_freq=1):
-        self.dtype = dtype
-        self.separator = separator
-        self.sparse = sparse
-        self.sort = sort
-        self.min_freq = min_freq
+        store_init_params(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Learn the feature columns from all tokens of all sequences.
+    _input_tag = "dict"
 
-        Parameters
-        ----------
-        X : list of list of dict
-            Sequences of token feature dicts.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-        """
+    def _fit(self, X):
         tokens, offsets, seqs = _check_dict_sequences(X)
-        _call_on_tokens(self._fit_packed, tokens, offsets, seqs)
-        return self
+        return _call_on_tokens(self._fit_packed, tokens, offsets, seqs), offsets
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit_transform(self, X, y=None):
-        """Fit, then return the per-sequence matrices (one pass over the tokens).
-
-        Parameters
-        ----------
-        X : list of list of dict
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        Xt : list of csr_matrix (or ndarray) of shape (n_tokens_i, n_features_out)
-        """
+    def _transform(self, X):
         tokens, offsets, seqs = _check_dict_sequences(X)
-        packed = _call_on_tokens(self._fit_packed, tokens, offsets, seqs)
-        return self._split(packed, offsets)
-
-    def transform(self, X):
-        """Vectorise sequences in the fitted column space; unseen features are ignored.
-
-        Parameters
-        ----------
-        X : list of list of dict
-
-        Returns
-        -------
-        Xt : list of csr_matrix (or ndarray) of shape (n_tokens_i, n_features_out)
-        """
-        check_is_fitted(self)
-        tokens, offsets, seqs = _check_dict_sequences(X)
-        packed = _call_on_tokens(self._transform_packed, tokens, offsets, seqs)
-        return self._split(packed, offsets)
-
-    def get_feature_names_out(self, input_features=None):
-        """Names of the output columns, ``key`` or ``key=value``.
-
-        Returns
-        -------
-        feature_names_out : ndarray of str objects
-        """
-        check_is_fitted(self)
-        return self.vectorizer_.get_feature_names_out()
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.dict = True
-        return tags
+        return _call_on_tokens(self._transform_packed, tokens, offsets, seqs), offsets
 
     # Private steps on a flat iterable of token dicts, shared with WindowFeaturizer,
     # which streams its dicts straight in (no per-token validation, no list kept).
@@ -189,13 +126,13 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         _check_finite(packed, offsets, self.vectorizer_)
         return packed
 
-    def _split(self, packed, offsets):
+    def _matrices(self, packed, offsets):
         if not self.sparse:
             return np.split(packed.toarray(), offsets[1:-1])
-        return _split_csr(packed, offsets)
+        return split_csr(packed, offsets)
 
 
-class WindowFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+class WindowFeaturizer(SequenceFeaturizer):
     """CoNLL word / POS / suffix / shape features in a window, as per-sequence CSR matrices.
 
     The features of sklearn-crfsuite's CoNLL tutorial, extended with word shape. For a
@@ -270,63 +207,11 @@ class WindowFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
 
     def __init__(self, *, window=2, suffix_lengths=(2, 3), min_freq=1, dtype=np.float64, word_column=0,
                  pos_column=1):
-        self.window = window
-        self.suffix_lengths = suffix_lengths
-        self.min_freq = min_freq
-        self.dtype = dtype
-        self.word_column = word_column
-        self.pos_column = pos_column
+        store_init_params(self, locals())
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Learn the feature columns of the window features of ``X``.
-
-        Parameters
-        ----------
-        X : list of list of tokens
-            Tokens are ``(word, POS, ...)`` tuples, ``{"word", "pos"}`` dicts or str.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-        """
-        self._fit(X)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit_transform(self, X, y=None):
-        """Fit, then return the per-sequence feature matrices (one pass).
-
-        Parameters
-        ----------
-        X : list of list of tokens
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        Xt : list of csr_matrix of shape (n_tokens_i, n_features_out)
-        """
-        packed, offsets = self._fit(X)
-        return _split_csr(packed, offsets)
-
-    def transform(self, X):
-        """Window features of ``X`` in the fitted column space (unseen ones ignored).
-
-        Parameters
-        ----------
-        X : list of list of tokens
-
-        Returns
-        -------
-        Xt : list of csr_matrix of shape (n_tokens_i, n_features_out)
-        """
-        check_is_fitted(self)
+    def _transform(self, X):
         words, tags, offsets = self._parse(X)
-        packed = self.vectorizer_._transform_packed(self._iter_dicts(words, tags), offsets)
-        return _split_csr(packed, offsets)
+        return self.vectorizer_._transform_packed(self._iter_dicts(words, tags), offsets), offsets
 
     def to_dicts(self, X):
         """The window features of ``X`` as lists of token dicts (no fitting needed).
@@ -345,22 +230,6 @@ class WindowFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
         words, tags, offsets = self._parse(X)
         dicts = iter(self._iter_dicts(words, tags))
         return [[next(dicts) for _ in range(n)] for n in np.diff(offsets)]
-
-    def get_feature_names_out(self, input_features=None):
-        """Names of the output columns, e.g. ``"-1:postag=NN"``.
-
-        Returns
-        -------
-        feature_names_out : ndarray of str objects
-        """
-        check_is_fitted(self)
-        return self.vectorizer_.get_feature_names_out()
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        return tags
 
     def _fit(self, X):
         words, tags, offsets = self._parse(X)
@@ -488,21 +357,6 @@ def _check_finite(packed, offsets, vectorizer):
     raise ValueError(
         f"Sequence {i}, token {row - offsets[i]}: feature {name!r} is NaN, infinite or None."
     )
-
-
-def _split_csr(packed, offsets):
-    """Per-sequence CSR matrices sharing the packed arrays (no per-row slicing work)."""
-    data, indices, indptr = packed.data, packed.indices, packed.indptr
-    n_cols = packed.shape[1]
-    out = []
-    for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
-        lo, hi = indptr[a], indptr[b]
-        out.append(
-            sp.csr_matrix(
-                (data[lo:hi], indices[lo:hi], indptr[a : b + 1] - lo), shape=(b - a, n_cols)
-            )
-        )
-    return out
 
 
 _TOKEN_FORMS = "a (word, POS, ...) tuple, a dict with a 'word' key, or a str"

@@ -26,6 +26,7 @@ marginals when a dropped factor's endpoints have no other factors, and it keeps 
 effect of many weak factors on one node (which dropping loses). It is not the paper's method.
 """
 
+import itertools
 import numbers
 import time
 import warnings
@@ -48,8 +49,10 @@ from .oracles.loopy import (
     seed_gains,
     trw_edge_probabilities,
 )
+from .utils._params import shared_constraints, store_init_params
 from .utils.graph import check_graph_labels, check_graphs
 from .utils.parallel import even_chunks, run_chunks
+from .utils.progress import Progress
 from .utils.validation import check_float_array, check_sample_weight_vector, check_scalar_param, check_y_given
 
 __all__ = [
@@ -234,8 +237,7 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
 
     References
     ----------
-    S. Riedel, D. A. Smith, A. McCallum. "Inference by Minimizing Size, Divergence, or their Sum."
-    UAI 2010.
+    Riedel, Smith & McCallum, UAI 2010 (see :class:`PrunedBPMarginals`), Algorithm 1.
 
     Examples
     --------
@@ -360,7 +362,11 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
         BP message damping in [0, 1).
     n_jobs : int, default=None
         joblib jobs over chunks of samples (see :func:`sklearn_struct.utils.parallel.run_chunks`).
+    callback : callable or None, default=None
+        Called after every L-BFGS iteration as ``callback(iteration, objective, seconds)``;
+        returning True stops training there (no convergence warning is raised then).
     verbose : int, default=0
+        Print one line per L-BFGS iteration: training objective and elapsed seconds.
 
     Attributes
     ----------
@@ -418,34 +424,20 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
         "bp_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "bp_tol": [Interval(numbers.Real, 0, None, closed="left")],
         "damping": [Interval(numbers.Real, 0, 1, closed="left")],
-        "n_jobs": [numbers.Integral, None],
-        "verbose": ["verbose"],
+        **shared_constraints("n_jobs", "callback", "verbose"),
     }
 
     def __init__(self, *, objective="min_joint", gamma=1e-2, epsilon=1.0, m=0.5, dropped="drop", inference="bp",
                  fit_inference="full", edge_model="potts", fit_intercept=True, C=1.0, max_iter=100, tol=1e-5,
-                 bp_max_iter=100, bp_tol=1e-5, damping=0.0, n_jobs=None, verbose=0):
-        self.objective = objective
-        self.gamma = gamma
-        self.epsilon = epsilon
-        self.m = m
-        self.dropped = dropped
-        self.inference = inference
-        self.fit_inference = fit_inference
-        self.edge_model = edge_model
-        self.fit_intercept = fit_intercept
-        self.C = C
-        self.max_iter = max_iter
-        self.tol = tol
-        self.bp_max_iter = bp_max_iter
-        self.bp_tol = bp_tol
-        self.damping = damping
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+                 bp_max_iter=100, bp_tol=1e-5, damping=0.0, n_jobs=None, callback=None, verbose=0):
+        store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit node and edge weights by approximate (Bethe) maximum likelihood.
+
+        L-BFGS on the penalised negative Bethe log-likelihood, whose gradient takes the BP
+        marginals of every training graph (full or pruned, as ``fit_inference`` says).
 
         Parameters
         ----------
@@ -458,6 +450,7 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
         -------
         self : PrunedBPMarginals
         """
+        progress = Progress(type(self).__name__, self.verbose, self.callback)
         check_y_given(y, self)
         graphs, y = check_graphs(X, y)
         self.n_features_in_ = graphs[0][0].shape[1]
@@ -469,16 +462,15 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
         y_enc = [encoder.transform(lab).astype(np.int64) for lab in y]
         problem = _Problem(graphs, y_enc, len(self.classes_), self)
         theta0 = np.zeros(problem.n_params)
-        iteration = [0]
+        iterations = itertools.count(1)
 
-        def report(theta):
-            iteration[0] += 1
-            if self.verbose:
-                print(f"[PrunedBPMarginals] iter {iteration[0]:4d}  objective {problem.last_value:.6g}")
+        def report(intermediate_result):  # scipy passes the iterate's OptimizeResult to this argument name
+            if progress(next(iterations), intermediate_result.fun):
+                raise StopIteration  # scipy >= 1.11 ends the solver there (status 99)
 
         result = minimize(problem, theta0, jac=True, method="L-BFGS-B", callback=report,
                           options={"maxiter": self.max_iter, "ftol": self.tol, "gtol": 1e-8})
-        if not result.success and result.nit >= self.max_iter:
+        if not result.success and result.nit >= self.max_iter and not progress.stopped:
             warnings.warn(
                 f"L-BFGS did not converge after {result.nit} iterations; increase max_iter.", ConvergenceWarning
             )
@@ -579,7 +571,6 @@ class _Problem:
         self.messages = [None] * len(self.chunks)
         n_edge_params = self.n_edge_features * (1 if self.potts else n_classes * n_classes)
         self.n_params = self.n_features * n_classes + n_classes + n_edge_params
-        self.last_value = np.nan
 
     def split(self, theta):
         S, F, G = self.S, self.n_features, self.n_edge_features
@@ -618,7 +609,6 @@ class _Problem:
             est.C * g_intercept if est.fit_intercept else np.zeros(S),
             est.C * np.ravel(g_edge) + edge_theta,
         ])
-        self.last_value = value
         return value, scale * grad
 
 

@@ -57,7 +57,12 @@ def test_parser_learns_a_generated_treebank(projective, siblings, objective):
     marg = parser.predict_marginals(Xt[:3])
     for mu, sent in zip(marg, Xt[:3]):
         assert mu.shape == (len(sent) + 1, len(sent) + 1)
-    assert len(parser.last_reports_) == 3
+    state = dict(vars(parser))
+    same, reports = parser.predict_marginals(Xt[:3], return_reports=True)
+    assert len(reports) == 3 and all(r.total_time >= 0 for r in reports)
+    for a, b in zip(marg, same):
+        np.testing.assert_array_equal(a, b)
+    assert vars(parser).keys() == state.keys()  # predicting leaves no state behind
 
 
 def test_first_order_model_is_exact_and_reproducible():

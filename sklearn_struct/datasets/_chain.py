@@ -11,18 +11,8 @@ from ..utils.packing import lengths_to_offsets
 __all__ = ["make_chain_data"]
 
 
-def make_chain_data(
-    n_sequences=200,
-    *,
-    n_labels=4,
-    n_features=10,
-    min_length=3,
-    max_length=12,
-    unary_scale=1.0,
-    transition_scale=2.0,
-    return_params=False,
-    random_state=None,
-):
+def make_chain_data(n_sequences=200, *, n_labels=4, n_features=10, min_length=3, max_length=12, unary_scale=1.0,
+                    transition_scale=2.0, return_params=False, random_state=None):
     """Sequences drawn exactly from a random linear-chain CRF.
 
     Token features are standard normal; the CRF has unary scores ``X @ W`` and a shared

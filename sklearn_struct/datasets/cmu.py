@@ -70,8 +70,12 @@ def fetch_cmu_house_hotel(sequence="house", data_home=None, download_if_missing=
     Parameters
     ----------
     sequence : {"house", "hotel"}, default="house"
+        Which of the two image sequences.
     data_home : str or path-like, default=None
+        The data folder, where a download is stored (see
+        :func:`~sklearn_struct.datasets.get_data_home`).
     download_if_missing : bool, default=True
+        Download ``cmum.mat`` when it is not there; if False, raise FileNotFoundError then.
 
     Returns
     -------

@@ -155,7 +155,9 @@ def fetch_conll2000(subset="train", data_home=None, download_if_missing=True):
     Parameters
     ----------
     subset : {"train", "test"}, default="train"
+        The training file (8,936 sentences) or the test file (2,012).
     data_home : str or path-like, default=None
+        Folder of the data sets; the file goes to its ``conll2000/`` subfolder.
     download_if_missing : bool, default=True
         If False, raise FileNotFoundError instead of downloading.
 

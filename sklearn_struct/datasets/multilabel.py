@@ -137,12 +137,15 @@ def load_libsvm_multilabel(path, n_features=None, classes=None):
 def load_yeast(subset="train", data_home=None):
     """Load the Yeast multi-label data (MULAN split): train 1,500 / test 917, 103 features, 14 labels.
 
-    Reads ``multilabel/yeast/yeast-{subset}.arff`` under the data home.
+    Gene functional classes from micro-array expression and phylogenetic profiles (Elisseeff &
+    Weston 2001). Reads ``multilabel/yeast/yeast-{subset}.arff`` under the data home.
 
     Parameters
     ----------
     subset : {"train", "test"}, default="train"
+        The part of MULAN's split.
     data_home : str or path-like, default=None
+        The data folder (see :func:`~sklearn_struct.datasets.get_data_home`).
 
     Returns
     -------
@@ -155,7 +158,9 @@ def load_yeast(subset="train", data_home=None):
 def load_scene(subset="train", data_home=None):
     """Load the Scene multi-label data (MULAN split): train 1,211 / test 1,196, 294 features, 6 labels.
 
-    Reads ``multilabel/scene/scene-{subset}.arff`` under the data home.
+    Natural scenes (beach, sunset, fall foliage, field, mountain, urban) described by colour and
+    texture features (Boutell et al. 2004). Reads ``multilabel/scene/scene-{subset}.arff`` under the
+    data home.
 
     Parameters
     ----------

@@ -194,12 +194,19 @@ def _fb_scaled(unary, pre_exp, exp_unary, lo, hi, exp_trans, trans_shift, trans,
 
 
 @njit(cache=True, nogil=True)
-def _logsumexp_vec(v):
-    """log sum exp(v); terms below ``max - 50`` are skipped (together < L e^-50, far below rounding)."""
+def _vmax(v):
+    """Largest entry of a 1D array (-inf if empty), in one plain loop."""
     m = -np.inf
     for x in v:
         if x > m:
             m = x
+    return m
+
+
+@njit(cache=True, nogil=True)
+def _logsumexp_vec(v):
+    """log sum exp(v); terms below ``max - 50`` are skipped (together < L e^-50, far below rounding)."""
+    m = _vmax(v)
     if m == -np.inf or m == np.inf:  # nothing allowed, or overflow (reported by the caller)
         return m
     s = 0.0
@@ -214,10 +221,7 @@ def _logsumexp_vec(v):
 def _exp_normalised(w, out):
     """out = exp(w - max) / sum: a normalised table from log weights (any shape, flat loop)."""
     wf, of = w.ravel(), out.ravel()
-    m = -np.inf
-    for x in wf:
-        if x > m:
-            m = x
+    m = _vmax(wf)
     total = 0.0
     for k in range(wf.shape[0]):
         d = wf[k] - m
@@ -353,10 +357,7 @@ def _forward_backward_batch(unary, exp_unary, trans, per_position, offsets, edge
 @njit(cache=True, nogil=True)
 def _shift_to_max_zero(v):
     """Subtract the maximum from v in place and return it (-inf: left unchanged)."""
-    m = -np.inf
-    for x in v:
-        if x > m:
-            m = x
+    m = _vmax(v)
     if m > -np.inf:
         for j in range(v.shape[0]):
             v[j] -= m

@@ -49,7 +49,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
 from scipy.optimize import linprog
 
 from ..utils.validation import (
@@ -57,6 +56,17 @@ from ..utils.validation import (
     check_float_array,
     check_int_array,
     check_scalar_param,
+)
+from ._lp_kernels import (
+    _conditional_batch,
+    _decode_batch,
+    _dual_batch,
+    _icm_batch,
+    _lp_map_batch,
+    _max_marginals_batch,
+    _primal_batch,
+    _pseudo_marginals_batch,
+    _star_passes_batch,
 )
 from ._threads import threads_for
 from .loopy import build_adjacency
@@ -76,8 +86,6 @@ __all__ = [
     "local_polytope_lp",
     "LocalPolytopeLP",
 ]
-
-_NEG = -np.inf
 
 
 @dataclass
@@ -137,282 +145,7 @@ def make_lp_graph(edges, n_states, name="graph"):
 
 
 # --------------------------------------------------------------------------------------
-# Per-sample kernels
-# --------------------------------------------------------------------------------------
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _table(pairwise, e, side, a, b):
-    """pairwise_e with the *other* endpoint in state ``a`` and the receiving endpoint (``side``) in ``b``."""
-    if side == 1:
-        return pairwise[e, a, b]
-    return pairwise[e, b, a]
-
-
-@njit(cache=True, nogil=True)
-def _star_update(j, unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total):
-    """Star update of every message into node ``j`` (exact minimisation of g over them)."""
-    lo, hi = indptr[j], indptr[j + 1]
-    deg = hi - lo
-    if deg == 0:
-        return
-    nj = n_states[j]
-    for b in range(nj):
-        total[b] = unary[j, b]
-    for p in range(lo, hi):
-        k = slots[p]
-        e, side = k >> 1, k & 1
-        ni = n_states[edges[e, 1 - side]]
-        ko = k ^ 1
-        for b in range(nj):
-            best = _NEG
-            for a in range(ni):
-                v = _table(pairwise, e, side, a, b) - delta[ko, a]
-                if v > best:
-                    best = v
-            gamma[p - lo, b] = best
-            total[b] += best
-    scale = 1.0 / (1.0 + deg)
-    for p in range(lo, hi):
-        k = slots[p]
-        for b in range(nj):
-            delta[k, b] = gamma[p - lo, b] - scale * total[b]
-
-
-@njit(cache=True, nogil=True)
-def _passes_one(n_passes, unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total):
-    for _ in range(n_passes):
-        for j in range(n_states.shape[0]):
-            _star_update(j, unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total)
-
-
-@njit(cache=True, nogil=True)
-def _belief(i, unary, n_states, indptr, slots, delta, out):
-    for a in range(n_states[i]):
-        out[a] = unary[i, a]
-    for p in range(indptr[i], indptr[i + 1]):
-        k = slots[p]
-        for a in range(n_states[i]):
-            out[a] += delta[k, a]
-
-
-@njit(cache=True, nogil=True)
-def _edge_max(e, pairwise, edges, n_states, delta):
-    """max_{a,b} pairwise_e(a, b) - delta_{e->u}(a) - delta_{e->v}(b), and its argmax (a, b)."""
-    best, ba, bb = _NEG, 0, 0
-    for a in range(n_states[edges[e, 0]]):
-        da = delta[2 * e, a]
-        for b in range(n_states[edges[e, 1]]):
-            v = pairwise[e, a, b] - da - delta[2 * e + 1, b]
-            if v > best:
-                best, ba, bb = v, a, b
-    return best, ba, bb
-
-
-@njit(cache=True, nogil=True)
-def _dual_one(unary, pairwise, edges, n_states, indptr, slots, delta, buf):
-    g = 0.0
-    for i in range(n_states.shape[0]):
-        _belief(i, unary, n_states, indptr, slots, delta, buf)
-        best = _NEG
-        for a in range(n_states[i]):
-            if buf[a] > best:
-                best = buf[a]
-        g += best
-    for e in range(edges.shape[0]):
-        g += _edge_max(e, pairwise, edges, n_states, delta)[0]
-    return g
-
-
-@njit(cache=True, nogil=True)
-def _decode_one(unary, n_states, indptr, slots, delta, buf, y):
-    for i in range(n_states.shape[0]):
-        _belief(i, unary, n_states, indptr, slots, delta, buf)
-        best, arg = _NEG, 0
-        for a in range(n_states[i]):
-            if buf[a] > best:
-                best, arg = buf[a], a
-        y[i] = arg
-
-
-@njit(cache=True, nogil=True)
-def _primal_one(unary, pairwise, edges, y):
-    s = 0.0
-    for i in range(y.shape[0]):
-        s += unary[i, y[i]]
-    for e in range(edges.shape[0]):
-        s += pairwise[e, y[edges[e, 0]], y[edges[e, 1]]]
-    return s
-
-
-@njit(cache=True, nogil=True)
-def _icm_one(unary, pairwise, edges, n_states, indptr, slots, y, max_sweeps, buf):
-    """Iterated conditional modes from ``y`` (in place); returns the number of sweeps."""
-    for sweep in range(max_sweeps):
-        changed = False
-        for i in range(n_states.shape[0]):
-            for a in range(n_states[i]):
-                buf[a] = unary[i, a]
-            for p in range(indptr[i], indptr[i + 1]):
-                k = slots[p]
-                e, side = k >> 1, k & 1
-                other = y[edges[e, 1 - side]]
-                for a in range(n_states[i]):
-                    buf[a] += _table(pairwise, e, side, other, a)
-            best, arg = buf[y[i]], y[i]
-            for a in range(n_states[i]):
-                if buf[a] > best + 1e-12 * (1.0 + abs(best)):
-                    best, arg = buf[a], a
-            if arg != y[i]:
-                y[i] = arg
-                changed = True
-        if not changed:
-            return sweep + 1
-    return max_sweeps
-
-
-@njit(cache=True, nogil=True)
-def _lp_map_one(unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total, buf, y, max_iter, tol):
-    """Star passes until certified (gap <= tol_abs) or the dual stalls; returns (dual, primal, passes)."""
-    g_old = _dual_one(unary, pairwise, edges, n_states, indptr, slots, delta, buf)
-    primal = 0.0
-    it = 0
-    while True:
-        _decode_one(unary, n_states, indptr, slots, delta, buf, y)
-        primal = _primal_one(unary, pairwise, edges, y)
-        scale = max(1.0, abs(g_old))
-        if g_old - primal <= tol * scale or it >= max_iter:
-            return g_old, primal, it
-        _passes_one(1, unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total)
-        it += 1
-        g = _dual_one(unary, pairwise, edges, n_states, indptr, slots, delta, buf)
-        if g_old - g <= 0.01 * tol * scale:
-            _decode_one(unary, n_states, indptr, slots, delta, buf, y)
-            return g, _primal_one(unary, pairwise, edges, y), it
-        g_old = g
-
-
-# --------------------------------------------------------------------------------------
-# Batched kernels (numba threads over samples)
-# --------------------------------------------------------------------------------------
-
-
-@njit(cache=True, parallel=True)
-def _star_passes_batch(n_passes, unary, pairwise, edges, n_states, indptr, slots, delta, max_deg, S):
-    for m in prange(unary.shape[0]):
-        gamma = np.empty((max(max_deg, 1), S))
-        total = np.empty(S)
-        _passes_one(n_passes, unary[m], pairwise, edges, n_states, indptr, slots, delta[m], gamma, total)
-
-
-@njit(cache=True, parallel=True)
-def _dual_batch(unary, pairwise, edges, n_states, indptr, slots, delta, S, out):
-    for m in prange(unary.shape[0]):
-        buf = np.empty(S)
-        out[m] = _dual_one(unary[m], pairwise, edges, n_states, indptr, slots, delta[m], buf)
-
-
-@njit(cache=True, parallel=True)
-def _decode_batch(unary, n_states, indptr, slots, delta, S, Y):
-    for m in prange(unary.shape[0]):
-        buf = np.empty(S)
-        _decode_one(unary[m], n_states, indptr, slots, delta[m], buf, Y[m])
-
-
-@njit(cache=True, parallel=True)
-def _primal_batch(unary, pairwise, edges, Y, out):
-    for m in prange(unary.shape[0]):
-        out[m] = _primal_one(unary[m], pairwise, edges, Y[m])
-
-
-@njit(cache=True, parallel=True)
-def _lp_map_batch(unary, pairwise, edges, n_states, indptr, slots, delta, max_deg, S, max_iter, tol,
-                  Y, dual, primal, n_iter):
-    for m in prange(unary.shape[0]):
-        gamma = np.empty((max(max_deg, 1), S))
-        total = np.empty(S)
-        buf = np.empty(S)
-        d, p, it = _lp_map_one(unary[m], pairwise, edges, n_states, indptr, slots, delta[m], gamma, total,
-                               buf, Y[m], max_iter, tol)
-        dual[m], primal[m], n_iter[m] = d, p, it
-
-
-@njit(cache=True, parallel=True)
-def _icm_batch(unary, pairwise, edges, n_states, indptr, slots, Y, max_sweeps, S, primal):
-    for m in prange(unary.shape[0]):
-        buf = np.empty(S)
-        _icm_one(unary[m], pairwise, edges, n_states, indptr, slots, Y[m], max_sweeps, buf)
-        primal[m] = _primal_one(unary[m], pairwise, edges, Y[m])
-
-
-@njit(cache=True, parallel=True)
-def _pseudo_marginals_batch(unary, n_states, indptr, slots, delta, rtol, out):
-    S = out.shape[2]
-    for m in prange(unary.shape[0]):
-        buf = np.empty(S)
-        for i in range(n_states.shape[0]):
-            _belief(i, unary[m], n_states, indptr, slots, delta[m], buf)
-            best = _NEG
-            for a in range(n_states[i]):
-                best = max(best, buf[a])
-            cut = best - rtol * max(1.0, abs(best))
-            count = 0
-            for a in range(n_states[i]):
-                if buf[a] >= cut:
-                    count += 1
-            for a in range(S):
-                out[m, i, a] = 1.0 / count if (a < n_states[i] and buf[a] >= cut) else 0.0
-
-
-@njit(cache=True, parallel=True)
-def _max_marginals_batch(unary, pairwise, edges, n_states, indptr, slots, delta, max_deg, out):
-    """out[m, i, a] = g(delta) - star_i(delta) + unary_i(a) + sum_e gamma_e(a): the dual bound with y_i = a."""
-    S = out.shape[2]
-    for m in prange(unary.shape[0]):
-        u, dm = unary[m], delta[m]
-        buf = np.empty(S)
-        g = _dual_one(u, pairwise, edges, n_states, indptr, slots, dm, buf)
-        for i in range(n_states.shape[0]):
-            ni = n_states[i]
-            _belief(i, u, n_states, indptr, slots, dm, buf)
-            star = _NEG
-            for a in range(ni):
-                star = max(star, buf[a])
-                out[m, i, a] = u[i, a]
-            for a in range(ni, S):
-                out[m, i, a] = _NEG
-            for p in range(indptr[i], indptr[i + 1]):
-                k = slots[p]
-                e, side = k >> 1, k & 1
-                star += _edge_max(e, pairwise, edges, n_states, dm)[0]
-                no = n_states[edges[e, 1 - side]]
-                for b in range(ni):
-                    best = _NEG
-                    for a in range(no):
-                        best = max(best, _table(pairwise, e, side, a, b) - dm[k ^ 1, a])
-                    out[m, i, b] += best
-            for a in range(ni):
-                out[m, i, a] += g - star
-
-
-@njit(cache=True, parallel=True)
-def _conditional_batch(unary, pairwise, edges, n_states, indptr, slots, Y, out):
-    """out[m, i, a] = unary_i(a) + sum_{e = ik} pairwise_e(a, y_k): the score terms touching y_i = a."""
-    S = out.shape[2]
-    for m in prange(unary.shape[0]):
-        for i in range(n_states.shape[0]):
-            for a in range(S):
-                out[m, i, a] = unary[m, i, a] if a < n_states[i] else _NEG
-            for p in range(indptr[i], indptr[i + 1]):
-                k = slots[p]
-                e, side = k >> 1, k & 1
-                other = Y[m, edges[e, 1 - side]]
-                for a in range(n_states[i]):
-                    out[m, i, a] += _table(pairwise, e, side, other, a)
-
-
-# --------------------------------------------------------------------------------------
-# Python wrappers
+# Validation
 # --------------------------------------------------------------------------------------
 
 
@@ -522,6 +255,11 @@ def _prep(graph, unary, pairwise, delta=None, check_input=True):
 
 def _work(graph, n_samples, passes=1):
     return n_samples * passes * (2 * graph.n_edges * graph.max_states**2 + graph.n_nodes)
+
+
+# --------------------------------------------------------------------------------------
+# Public functions (validated wrappers around the kernels in _lp_kernels.py)
+# --------------------------------------------------------------------------------------
 
 
 def star_passes(graph, unary, pairwise, delta, n_passes=1, *, check_input=True):

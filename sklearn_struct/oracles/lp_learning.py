@@ -29,12 +29,11 @@ from ..utils.validation import (
     check_offsets,
     check_scalar_param,
 )
+from ._lp_kernels import _belief_argmax, _edge_max, _passes_one
 from .lp import (
     LPGraph,
     _check_delta,
     _check_labels,
-    _edge_max,
-    _passes_one,
     check_lp_graph,
 )
 
@@ -257,16 +256,7 @@ def _dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, 
         _passes_one(n_inner, unary, pair, edges, n_states, indptr, slots, dm, gamma, total)
         # subgradient: f(maximisers) - f(y_m), node by node and edge by edge (they need not agree)
         for i in range(n_nodes):
-            for s in range(n_states[i]):
-                buf[s] = unary[i, s]
-            for p in range(indptr[i], indptr[i + 1]):
-                k = slots[p]
-                for s in range(n_states[i]):
-                    buf[s] += dm[k, s]
-            best, arg = -np.inf, 0
-            for s in range(n_states[i]):
-                if buf[s] > best:
-                    best, arg = buf[s], s
+            arg = _belief_argmax(i, unary, n_states, indptr, slots, dm, buf)
             if arg != Y[m, i]:
                 node_g[i * S + arg] += 1.0
                 node_g[i * S + Y[m, i]] -= 1.0

@@ -80,9 +80,8 @@ def _lse_split(X, xs, Y, yt, lo, hi, shift):
 
 
 @njit(cache=True, nogil=True)
-def _eisner_inside(S, single_root):
-    """Log inside chart: IR, IL (incomplete, head left / right), CR, CL (complete) and log Z."""
-    N = S.shape[0]
+def _empty_charts(N):
+    """Eisner's four (N, N) charts IR, IL, CR, CL: -inf, with the empty spans CR[s, s] = CL[s, s] = 0."""
     IR = np.full((N, N), NEG_INF)
     IL = np.full((N, N), NEG_INF)
     CR = np.full((N, N), NEG_INF)
@@ -90,6 +89,14 @@ def _eisner_inside(S, single_root):
     for s in range(N):
         CR[s, s] = 0.0
         CL[s, s] = 0.0
+    return IR, IL, CR, CL
+
+
+@njit(cache=True, nogil=True)
+def _eisner_inside(S, single_root):
+    """Log inside chart: IR, IL (incomplete, head left / right), CR, CL (complete) and log Z."""
+    N = S.shape[0]
+    IR, IL, CR, CL = _empty_charts(N)
     for width in range(1, N):
         for s in range(N - width):
             t = s + width
@@ -349,16 +356,10 @@ def _tree_messages(log_odds, projective, single_root, out):
 def _eisner_map(S, single_root):
     """Best projective tree (heads array, heads[0] = -1) by Eisner's algorithm with back-pointers."""
     N = S.shape[0]
-    IR = np.full((N, N), NEG_INF)
-    IL = np.full((N, N), NEG_INF)
-    CR = np.full((N, N), NEG_INF)
-    CL = np.full((N, N), NEG_INF)
+    IR, IL, CR, CL = _empty_charts(N)
     bI = np.zeros((N, N), dtype=np.int64)
     bR = np.zeros((N, N), dtype=np.int64)
     bL = np.zeros((N, N), dtype=np.int64)
-    for s in range(N):
-        CR[s, s] = 0.0
-        CL[s, s] = 0.0
     for width in range(1, N):
         for s in range(N - width):
             t = s + width
@@ -492,9 +493,10 @@ def chu_liu_edmonds(scores, single_root=True):
     >>> chu_liu_edmonds(S).tolist()
     [-1, 0, 1, 2]
     """
-    S = check_link_scores(scores)
-    if S.shape[0] < 2:
-        return np.full(S.shape[0], -1, dtype=np.int64)
+    return _map_tree(scores, single_root, _cle_rooted)
+
+
+def _cle_rooted(S, single_root):
     heads = _cle(S)
     if not single_root or np.count_nonzero(heads == 0) == 1:
         return heads
@@ -515,17 +517,25 @@ def chu_liu_edmonds(scores, single_root=True):
 def eisner(scores, single_root=True):
     """Highest-scoring projective dependency tree (heads; ``heads[0] = -1``) by Eisner's algorithm.
 
+    Where the best tree has crossing arcs, the best projective one differs from
+    :func:`chu_liu_edmonds`' (below, word 2 takes word 4 as its head instead of word 3).
+
     Examples
     --------
     >>> import numpy as np
-    >>> S = np.array([[0, 5, 1, 0], [0, 0, 11, 4], [0, 10, 0, 5], [0, 9, 8, 0]], dtype=float)
-    >>> eisner(S).tolist()
-    [-1, 0, 1, 2]
+    >>> S = np.array([[0, 3, 2, 0, 7], [0, 0, 0, 2, 7], [0, 9, 0, 3, 3], [0, 3, 4, 0, 2], [0, 1, 4, 6, 0]], float)
+    >>> eisner(S).tolist(), chu_liu_edmonds(S).tolist()
+    ([-1, 2, 4, 4, 0], [-1, 2, 3, 4, 0])
     """
+    return _map_tree(scores, single_root, _eisner_map)
+
+
+def _map_tree(scores, single_root, solve):
+    """Validate the link scores and solve for the MAP heads (no tree search for a lone root)."""
     S = check_link_scores(scores)
     if S.shape[0] < 2:
         return np.full(S.shape[0], -1, dtype=np.int64)
-    return _eisner_map(S, bool(single_root))
+    return solve(S, bool(single_root))
 
 
 def decode_tree(scores, projective=False, single_root=True):

@@ -1,6 +1,7 @@
 """Input validation, packing of ragged data and joblib helpers shared by all estimators."""
 
-from .packing import (
+from . import packing
+from .packing import (  # re-exported: __all__ takes packing.__all__
     edge_offsets,
     lengths_to_offsets,
     pack_sequences,
@@ -13,17 +14,4 @@ from .packing import (
 from .parallel import even_chunks, run_chunks
 from .validation import check_sequence_labels, check_sequences
 
-__all__ = [
-    "check_sequences",
-    "check_sequence_labels",
-    "pack_sequences",
-    "unpack_sequences",
-    "lengths_to_offsets",
-    "edge_offsets",
-    "segment_sum",
-    "segment_repeat",
-    "subset_sequences",
-    "transition_pairs",
-    "run_chunks",
-    "even_chunks",
-]
+__all__ = ["check_sequences", "check_sequence_labels", *packing.__all__, "run_chunks", "even_chunks"]

@@ -8,7 +8,7 @@ sample, as :mod:`sklearn_struct.utils.validation` does for sequences.
 
 import numpy as np
 
-from .validation import check_edge_list
+from .validation import as_nonempty_list, check_edge_list
 
 __all__ = ["grid_edges", "images_to_graphs", "check_graphs", "check_graph_labels"]
 
@@ -118,13 +118,7 @@ def _as_sample_list(X):
         )
     if isinstance(X, (str, bytes)) or (isinstance(X, np.ndarray) and X.dtype != object):
         raise ValueError("X must be a list of (node_features, edges[, edge_features]) tuples.")
-    try:
-        samples = list(X)
-    except TypeError:
-        raise ValueError(f"X must be a list of graph samples, got {type(X).__name__}.") from None
-    if not samples:
-        raise ValueError("X is empty: found 0 graphs, at least 1 is required.")
-    return samples
+    return as_nonempty_list(X, "X", "graphs")
 
 
 def _reject_complex(values, what):

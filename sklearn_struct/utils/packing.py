@@ -12,7 +12,7 @@ with ``edge_offsets = offsets - arange(n_sequences + 1)``: sequence ``i`` owns r
 import numpy as np
 import scipy.sparse as sp
 
-from .validation import check_float_array, check_int_array, check_offsets
+from .validation import as_nonempty_list, check_float_array, check_int_array, check_offsets
 
 __all__ = [
     "pack_sequences",
@@ -67,12 +67,7 @@ def _check_matrix_list(X):
     """A non-empty list of 2D arrays or sparse matrices with one number of columns (named by index)."""
     if isinstance(X, (str, bytes)) or sp.issparse(X) or (isinstance(X, np.ndarray) and X.dtype != object):
         raise ValueError("X must be a list of 2D arrays (one per sequence), not a single array.")
-    try:
-        X = list(X)
-    except TypeError:
-        raise ValueError(f"X must be a list of 2D arrays, got {type(X).__name__}.") from None
-    if not X:
-        raise ValueError("X is empty: found 0 sequences, at least 1 is required.")
+    X = as_nonempty_list(X, "X", "sequences")
     out = []
     for i, x in enumerate(X):
         if not sp.issparse(x):

@@ -40,13 +40,18 @@ def _as_list(X, what):
         )
     if X is None:
         raise ValueError(f"{what} must be a list of sequences, got None.")
+    return as_nonempty_list(X, what, "sequences")
+
+
+def as_nonempty_list(X, what, items):
+    """``list(X)``; a ValueError naming ``what`` if ``X`` is not iterable or empty (``items``: its entries)."""
     try:
-        seqs = list(X)
+        out = list(X)
     except TypeError:
-        raise ValueError(f"{what} must be a list of sequences, got {type(X).__name__}.") from None
-    if len(seqs) == 0:
-        raise ValueError(f"{what} is empty: found 0 sequences, at least 1 is required.")
-    return seqs
+        raise ValueError(f"{what} must be a list of {items}, got {type(X).__name__}.") from None
+    if not out:
+        raise ValueError(f"{what} is empty: found 0 {items}, at least 1 is required.")
+    return out
 
 
 def _check_one_sequence(x, i, accept_sparse, dtype):
@@ -80,6 +85,12 @@ def _check_one_sequence(x, i, accept_sparse, dtype):
         bad = "NaN" if np.any(np.isnan(data)) else "infinity"
         raise ValueError(f"Sequence {i}: features contain {bad}.")
     return x
+
+
+def check_y_length(X, y, noun):
+    """Raise a ValueError unless ``y`` has one entry per item of ``X`` (``noun``: the items, plural)."""
+    if len(y) != len(X):
+        raise ValueError(f"X has {len(X)} {noun} but y has {len(y)}.")
 
 
 def check_y_given(y, estimator):
@@ -442,8 +453,7 @@ def check_matchings(X, y=None, *, n_features=None):
         out.append(x)
     if y is None:
         return out
-    if len(y) != len(out):
-        raise ValueError(f"X has {len(out)} examples but y has {len(y)}.")
+    check_y_length(out, y, "examples")
     ys = []
     for m, (x, a) in enumerate(zip(out, y)):
         a = np.asarray(a)

@@ -1,0 +1,52 @@
+"""The README's results table is what ``benchmarks/make_readme_table.py`` generates from
+``benchmarks/results/`` (so it cannot drift from the benchmark outputs)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def make_table():
+    spec = importlib.util.spec_from_file_location("make_readme_table", ROOT / "benchmarks" / "make_readme_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_results_section_is_generated(make_table):
+    readme = (ROOT / "README.md").read_text()
+    assert make_table.readme_section(readme) == make_table.render(), "run: python benchmarks/make_readme_table.py"
+
+
+def test_every_benchmark_family_has_rows(make_table):
+    rows = make_table.rows()
+    sources = {row.benchmark.rsplit("(`", 1)[1].rstrip("`)") for row in rows}
+    assert {"conll_crfsuite", "ocr_table4_heldout", "cgm_table5", "citations", "parsing_table1", "dlpw_figure1",
+            "dlpw_accuracy", "mle_struct_cmu", "gp_struct_table1", "loopy_vs_pgmpy", "chain_oracle"} <= sources
+    assert all(isinstance(row.ours, float) for row in rows)
+
+
+def test_rows_follow_the_result_files(make_table, tmp_path, monkeypatch):
+    """A changed result changes the table; a missing result file drops its rows."""
+    for name in ("cold_start.json", "mle_struct_cmu.json"):
+        (tmp_path / name).write_text((make_table.RESULTS / name).read_text())
+    runs = json.loads((tmp_path / "cold_start.json").read_text())
+    runs[0]["cold_fit_predict_cpu_s"] = 99.0
+    (tmp_path / "cold_start.json").write_text(json.dumps(runs))
+    monkeypatch.setattr(make_table, "RESULTS", tmp_path)
+    rows = make_table.rows()
+    assert {r.benchmark.split(" (`")[0].split(",")[0] for r in rows} == {"MLE-Struct", "cold start"}
+    assert rows[-1].ours == 99.0 and runs[0]["estimator"] in rows[-1].benchmark
+
+
+def test_cells_and_ratios(make_table):
+    assert make_table._number("5.70 [6.8]") == 5.7 and make_table._number("36,423 s") == 36423.0
+    assert make_table._ratio(1.0, 141.0) == "1/141" and make_table._ratio(0.51, 1.0) == "0.51"
+    assert make_table._ratio(1.0, None) == "–" and make_table._cell(0.04046, "") == "0.0405"
+    with pytest.raises(ValueError, match="results:start"):
+        make_table.readme_section("no markers here")
