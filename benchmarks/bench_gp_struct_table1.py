@@ -45,12 +45,12 @@ PAPER = {  # Table 1: mean (std) error %
     "gp-var-p": [(5.37, 0.33), (9.58, 0.87), (15.16, 1.57), (4.80, 0.65)],
 }
 # Reduced settings (the paper: M = 500, S = 10,000 (batch) / 4,000 (stochastic), up to 5.5 h per run).
-GP_COMMON = dict(n_inducing=300, n_samples=200, n_predict_samples=100)
+GP_COMMON = dict(n_inducing=300, n_samples=150, n_predict_samples=100)
 GP = {
-    "gp-var-b": dict(optimizer="lbfgs", block_iters=(20, 5, 2), max_iter=3),
-    "gp-var-s": dict(optimizer="saga", batch_size=5, learning_rate=1e-2, learning_rate_cov=1e-2, max_iter=10),
+    "gp-var-b": dict(optimizer="lbfgs", block_iters=(15, 5, 2), max_iter=2),
+    "gp-var-s": dict(optimizer="saga", batch_size=5, learning_rate=1e-2, learning_rate_cov=1e-2, max_iter=6),
     "gp-var-p": dict(optimizer="saga", likelihood="piecewise", batch_size=5, learning_rate=1e-2,
-                     learning_rate_cov=1e-2, max_iter=10),
+                     learning_rate_cov=1e-2, max_iter=6),
 }
 SAGA_EPOCHS = (3, 1)  # unary, pairwise epochs per global iteration (the paper: 3000 and 1000 steps) ...
 SAGA_MIN_STEPS = (30, 10)  # ... and at least this many steps (small training sets)
