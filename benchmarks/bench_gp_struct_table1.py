@@ -178,7 +178,7 @@ def scaling(sizes=(50, 100, 200, 400)):
         prior = SparsePrior(DotProduct(sigma_0=1.0), init_inducing(Xp, M, np.random.RandomState(0)), Xp, offsets)
         classes = np.unique(np.concatenate(ytr))
         y = np.searchsorted(classes, np.concatenate(ytr))
-        p = VarParams(1, len(classes), prior.B.shape[1], False, 0.1)
+        p = VarParams(1, len(classes), prior.B.shape[-1], False, 0.1)
         elbo(prior, p, np.arange(min(n, 5)), y, S, 0, "chain")  # warm-up (numba cache load, allocations)
         t3 = time.perf_counter()
         elbo(prior, p, np.arange(n), y, S, 0, "chain")

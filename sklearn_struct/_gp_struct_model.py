@@ -100,35 +100,46 @@ def init_inducing(Xp, n_inducing, rng, n_iter=10):
 
 
 class SparsePrior:
-    """Whitened sparse-GP quantities for packed tokens: ``B`` (N x M) and per-sequence ``K~_n``."""
+    """Whitened sparse-GP quantities for packed tokens, per kernel: ``B`` (G, N, M) and
+    per-sequence ``K~_n`` (G, T_n, T_n), with ``G = 1`` (one kernel shared by the labels) or
+    ``G = Q`` (a kernel per label); both broadcast against the label axis of the parameters."""
 
-    def __init__(self, kernel, Z, Xp, offsets, jitter=1e-6, n_jobs=None):
-        Kzz = gram(kernel, Z)
-        scale = max(float(np.mean(np.diag(Kzz))), 1e-12)
-        self.jitter = jitter * scale
-        Kzz[np.diag_indices_from(Kzz)] += self.jitter
-        self.Lz = _cholesky(Kzz, "K(Z, Z)")
-        Kxz = gram(kernel, Xp, Z)
-        if not np.all(np.isfinite(Kxz)):
-            raise ValueError(f"kernel {kernel!r} gives non-finite values on these features.")
-        self.B = np.ascontiguousarray(sla.solve_triangular(self.Lz, Kxz.T, lower=True).T)
+    def __init__(self, kernels, Z, Xp, offsets, jitter=1e-6, n_jobs=None):
+        kernels = list(kernels) if isinstance(kernels, (list, tuple)) else [kernels]
+        self.B, self.jitter = [], []
+        for kernel in kernels:
+            Kzz = gram(kernel, Z)
+            self.jitter.append(jitter * max(float(np.mean(np.diag(Kzz))), 1e-12))
+            Kzz[np.diag_indices_from(Kzz)] += self.jitter[-1]
+            Lz = _cholesky(Kzz, f"K(Z, Z) of kernel {kernel!r}")
+            Kxz = gram(kernel, Xp, Z)
+            if not np.all(np.isfinite(Kxz)):
+                raise ValueError(f"kernel {kernel!r} gives non-finite values on these features.")
+            self.B.append(sla.solve_triangular(Lz, Kxz.T, lower=True).T)
+        self.B = np.ascontiguousarray(np.stack(self.B))
         self.offsets = offsets
 
         def blocks(sl):
             out = []
             for s in range(sl.start, sl.stop):
                 lo, hi = offsets[s], offsets[s + 1]
-                Kxx = gram(kernel, Xp[lo:hi])
-                Bn = self.B[lo:hi]
-                Kt = Kxx - Bn @ Bn.T
-                Kt = 0.5 * (Kt + Kt.T)
-                Kt[np.diag_indices_from(Kt)] += self.jitter
+                Bn = self.B[:, lo:hi]
+                Kt = np.stack([gram(k, Xp[lo:hi]) for k in kernels]) - Bn @ np.swapaxes(Bn, 1, 2)
+                Kt = 0.5 * (Kt + np.swapaxes(Kt, 1, 2))
+                idx = np.arange(hi - lo)
+                Kt[:, idx, idx] += np.asarray(self.jitter)[:, None]
                 out.append(Kt)
             return out
 
         n_seq = offsets.shape[0] - 1
         parts = run_chunks(blocks, even_chunks(n_seq, 4 * max(1, _n_jobs(n_jobs))), n_jobs=n_jobs)
         self.Ktil = [k for part in parts for k in part]
+
+    def unary_mean(self, m):
+        """Latent unary means ``f_j = B_j m_j`` of every token: (N, Q) for ``m`` (Q, M)."""
+        if self.B.shape[0] == 1:
+            return self.B[0] @ m.T
+        return np.einsum("qnm,qm->nq", self.B, m)
 
 
 def _n_jobs(n_jobs):
@@ -278,14 +289,14 @@ class _SeqDraw:
 
     def __init__(self, prior, p, P, s, S, rng_seed):
         lo, hi = prior.offsets[s], prior.offsets[s + 1]
-        Bn, Kt = prior.B[lo:hi], prior.Ktil[s]
+        Bn, Kt = prior.B[:, lo:hi], prior.Ktil[s]  # (G, T, M), (G, T, T)
         K, Q, T = p.K, p.Q, hi - lo
         rng = np.random.default_rng(rng_seed)
         eps = rng.standard_normal((K, Q, T, S))
         self.zeta = rng.standard_normal((K, Q, Q, S))
         self.P = P
-        C = _cholesky(Kt[None, None] + P @ np.swapaxes(P, -1, -2), f"the latent covariance of sequence {s}")
-        b = np.einsum("tm,kqm->kqt", Bn, p.m)
+        C = _cholesky(Kt[None] + P @ np.swapaxes(P, -1, -2), f"the latent covariance of sequence {s}")
+        b = (Bn[None] @ p.m[..., None])[..., 0]  # (K, Q, T)
         self.f = b[..., None] + C @ eps
         self.Cinv = np.linalg.inv(C)
         self.w = np.swapaxes(self.Cinv, -1, -2) @ eps
@@ -364,7 +375,7 @@ def _per_sequence(prior, p, seqs, S, seed, n_jobs, work):
         with threadpool_limits(limits=1, user_api="blas"):
             for i in range(sl.start, sl.stop):
                 s = int(seqs[i])
-                P = np.matmul(prior.B[offsets[s]:offsets[s + 1]][None, None], L)  # (K, Q, T, M)
+                P = np.matmul(prior.B[None, :, offsets[s]:offsets[s + 1]], L)  # (K, Q, T, M)
                 res.append(work(_SeqDraw(prior, p, P, s, S, seeds[i]), i))
         return res
 
@@ -404,7 +415,7 @@ def elbo(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, control_vari
     value = float(est["ell"].sum()) + ku + kp
     if not grad:
         return value, None, None, est
-    dm, dL = unary_data_grad(prior.B[token_rows(prior.offsets, seqs)], est, p)
+    dm, dL = unary_data_grad(prior.B[:, token_rows(prior.offsets, seqs)], est, p)
     gu = p.unary_grad_vector(gm + dm, gL + dL)
     gp = np.concatenate([(g_mb + est["g_mb"].sum(0)).ravel(), (g_lsb + est["g_lsb"].sum(0)).ravel()])
     return value, gu, gp, est
@@ -419,11 +430,19 @@ def token_rows(offsets, seqs):
 
 
 def unary_data_grad(B_rows, est, p):
-    """Map per-token gradient parts to the whitened parameters: dm = B^T gb, dL = 2 B^T U."""
+    """Map per-token gradient parts to the whitened parameters: dm = B^T gb, dL = 2 B^T U.
+
+    ``B_rows`` is (G, n, M) for the tokens of ``est``: one GEMM when the labels share a kernel.
+    """
     K, Q, M = p.K, p.Q, p.M
-    n = B_rows.shape[0]
-    dm = (B_rows.T @ est["gb"].reshape(n, K * Q)).reshape(M, K, Q).transpose(1, 2, 0)
-    dL = 2.0 * (B_rows.T @ est["U"].reshape(n, K * Q * M)).reshape(M, K, Q, M).transpose(1, 2, 0, 3)
+    n = B_rows.shape[1]
+    if B_rows.shape[0] == 1:
+        Bt = B_rows[0].T
+        dm = (Bt @ est["gb"].reshape(n, K * Q)).reshape(M, K, Q).transpose(1, 2, 0)
+        dL = 2.0 * (Bt @ est["U"].reshape(n, K * Q * M)).reshape(M, K, Q, M).transpose(1, 2, 0, 3)
+        return dm, dL
+    dm = np.einsum("qnm,nkq->kqm", B_rows, est["gb"])
+    dL = 2.0 * np.einsum("qnm,nkql->kqml", B_rows, est["U"], optimize=True)
     return dm, dL
 
 

@@ -50,10 +50,13 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    kernel : sklearn.gaussian_process.kernels.Kernel, default=None
-        Covariance of every label's GP; None means ``DotProduct(sigma_0=1)`` (linear, for
-        sparse NLP features). On sparse features DotProduct, isotropic RBF, ConstantKernel,
-        WhiteKernel and their sums / products work.
+    kernel : Kernel or list of Kernel, default=None
+        Covariance of the label GPs (``sklearn.gaussian_process.kernels`` objects): one
+        kernel shared by every label, or a list of ``n_classes`` kernels, one per label in
+        the order of ``classes_`` (the paper's ``kappa_j``; their hyperparameters are fitted
+        separately by ``optimizer="lbfgs"``). None means ``DotProduct(sigma_0=1)`` (linear,
+        for sparse NLP features). On sparse features DotProduct, isotropic RBF,
+        ConstantKernel, WhiteKernel and their sums / products work.
     likelihood : {"chain", "piecewise"}, default="chain"
     optimizer : {"saga", "lbfgs"}, default="saga"
     n_inducing : int, default=100
@@ -103,8 +106,8 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     inducing_inputs_ : ndarray or csr_matrix of shape (n_inducing, n_features)
-    kernel_ : Kernel
-        The kernel with the fitted hyperparameters.
+    kernel_ : Kernel or list of Kernel
+        The kernel (or the per-label kernels) with the fitted hyperparameters.
     n_iter_ : int
         Global iterations run.
     elbo_curve_ : ndarray of shape (``n_iter_ + 1``,)
@@ -133,7 +136,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "kernel": [None, Kernel],
+        "kernel": [None, Kernel, list, tuple],
         "likelihood": [StrOptions({"chain", "piecewise"})],
         "optimizer": [StrOptions({"saga", "lbfgs"})],
         "n_inducing": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -206,8 +209,9 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         Xp, offsets = pack_sequences(X)
         rng = check_random_state(self.random_state)
         if not warm:
-            self.kernel_ = clone(self.kernel) if self.kernel is not None else DotProduct(sigma_0=1.0)
-            _check_kernel(self.kernel_, Xp)
+            self.kernel_ = _fresh_kernels(self.kernel, len(encoder.classes_))
+            for kernel in self.kernel_ if isinstance(self.kernel_, list) else [self.kernel_]:
+                _check_kernel(kernel, Xp)
             self.inducing_inputs_ = init_inducing(Xp, self.n_inducing, rng)
         self.classes_ = encoder.classes_
         self.n_features_in_ = X[0].shape[1]
@@ -271,7 +275,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
                 self._lbfgs_block(p, p.get_unary, p.set_unary, lambda v, gu, gp: gu, seed, blocks[0])
             if blocks[1]:
                 self._lbfgs_block(p, p.get_pair, p.set_pair, lambda v, gu, gp: gp, seed, blocks[1])
-            if blocks[2] and self.kernel_.n_dims:
+            if blocks[2] and _theta(self.kernel_)[0].size:
                 self._hyper_block(p, seed, blocks[2])
             new = self._elbo(p, int(rng.randint(2**31 - 1)), grad=False)[0]
             stop = self._record(new)
@@ -294,15 +298,15 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         put(res.x)
 
     def _hyper_block(self, p, seed, max_iter):
-        """L-BFGS on the log-hyperparameters; gradient by central differences of the MC ELBO with
-        common random numbers (the likelihood stays a black box)."""
+        """L-BFGS on the log-hyperparameters (of every label's kernel); gradient by central
+        differences of the MC ELBO with common random numbers (the likelihood stays a black box)."""
         st = self._fit_state
-        kernel0 = self.kernel_
+        kernels0 = self.kernel_
 
         def value(theta):
-            kern = kernel0.clone_with_theta(theta)
             try:
-                self._prior = SparsePrior(kern, self.inducing_inputs_, st["Xp"], st["offsets"], n_jobs=self.n_jobs)
+                self._prior = SparsePrior(_with_theta(kernels0, theta), self.inducing_inputs_, st["Xp"],
+                                          st["offsets"], n_jobs=self.n_jobs)
             except ValueError:
                 return np.inf
             return -self._elbo(p, seed, grad=False)[0]
@@ -316,10 +320,9 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
                 g[i] = (value(theta + e) - value(theta - e)) / 2e-3
             return f0, g
 
-        bounds = kernel0.bounds
-        res = lbfgs(fun, kernel0.theta.copy(), max_iter=max_iter, tol=0.0)
-        theta = np.clip(res.x, bounds[:, 0], bounds[:, 1])
-        self.kernel_ = kernel0.clone_with_theta(theta)
+        theta0, bounds = _theta(kernels0)
+        res = lbfgs(fun, theta0, max_iter=max_iter, tol=0.0)
+        self.kernel_ = _with_theta(kernels0, np.clip(res.x, bounds[:, 0], bounds[:, 1]))
         self._prior = SparsePrior(self.kernel_, self.inducing_inputs_, st["Xp"], st["offsets"], n_jobs=self.n_jobs)
 
     # ------------------------------------------------------------------ gp-var-s
@@ -375,7 +378,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         rows = token_rows(st["offsets"], batch)
         scale = n_seq / len(batch)
         d_est = dict(gb=est["gb"] - table["gb"][rows], U=est["U"] - table["U"][rows])
-        dm, dL = unary_data_grad(B[rows], d_est, p)
+        dm, dL = unary_data_grad(B[:, rows], d_est, p)
         d_mb = (est["g_mb"] - table["g_mb"][batch]).sum(0)
         d_lsb = (est["g_lsb"] - table["g_lsb"][batch]).sum(0)
         lr, lr_cov = self.learning_rate * st["step_scale"], self.learning_rate_cov * st["step_scale"]
@@ -436,7 +439,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         """
         if self.decode == "viterbi_mean":
             prior, offsets = self._test_prior(X)
-            unary = prior.B @ self.params_.m.mean(axis=0).T
+            unary = prior.unary_mean(self.params_.m.mean(axis=0))
             labels, _ = viterbi(unary, self.params_.mb, offsets)
             return [self.classes_[labels[offsets[i]:offsets[i + 1]]] for i in range(offsets.shape[0] - 1)]
         return [self.classes_[np.argmax(m, axis=1)] for m in self.predict_marginals(X)]
@@ -469,6 +472,37 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         tags.non_deterministic = False
         return tags
+
+
+def _fresh_kernels(kernel, n_classes):
+    """Unfitted copies of the ``kernel`` parameter: one Kernel, or a list of ``n_classes``."""
+    if kernel is None:
+        return DotProduct(sigma_0=1.0)
+    if isinstance(kernel, Kernel):
+        return clone(kernel)
+    if len(kernel) != n_classes or not all(isinstance(k, Kernel) for k in kernel):
+        raise ValueError(f"kernel must be a Kernel or a list of {n_classes} Kernels (one per label), got "
+                         f"{len(kernel)} items: {kernel!r}.")
+    return [clone(k) for k in kernel]
+
+
+def _theta(kernels):
+    """Log-hyperparameters and their bounds, concatenated over the kernel list."""
+    kernels = kernels if isinstance(kernels, list) else [kernels]
+    theta = np.concatenate([k.theta for k in kernels])
+    bounds = np.vstack([k.bounds for k in kernels if k.n_dims] or [np.zeros((0, 2))])
+    return theta, bounds
+
+
+def _with_theta(kernels, theta):
+    """``kernels`` (one or a list) with the concatenated log-hyperparameters ``theta``."""
+    if not isinstance(kernels, list):
+        return kernels.clone_with_theta(theta)
+    out, start = [], 0
+    for k in kernels:
+        out.append(k.clone_with_theta(theta[start:start + k.n_dims]))
+        start += k.n_dims
+    return out
 
 
 def _check_kernel(kernel, Xp):

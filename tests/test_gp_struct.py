@@ -95,7 +95,7 @@ def _quadrature(n_nodes):
 def _exact_ell(prior, p, y, likelihood, n_nodes=4):
     """E_q log p(y | f) by Gauss-Hermite quadrature over all 8 latent dimensions (2 x 2 unary, 2 x 2 pairwise)."""
     z, w = _quadrature(n_nodes)
-    B, Kt, L = prior.B, prior.Ktil[0], p.L[0]
+    B, Kt, L = prior.B[0], prior.Ktil[0][0], p.L[0]
     f = np.empty((z.shape[0], 2, 2))  # (node, token, label)
     for j in range(2):
         P = B @ L[j]
@@ -148,7 +148,7 @@ def test_loglik_matches_enumeration():
     y = np.array([2, 0, 1])
     from sklearn_struct._gp_struct_model import _SeqDraw, _seq_loglik
 
-    draw = _SeqDraw(prior, p, np.matmul(prior.B[None, None], p.L), 0, 4, 0)
+    draw = _SeqDraw(prior, p, np.matmul(prior.B[None], p.L), 0, 4, 0)
     out = _seq_loglik(draw, p, y, "chain")
     f, fbin = draw.f[0], draw.fbin(p)[0]  # (Q, T, S), (Q, Q, S)
     for s in range(4):
@@ -238,6 +238,33 @@ def test_options_mixture_diagonal_viterbi_sparse_and_hyperparameters(chain_data)
     pred = gp.predict([sp.csr_matrix(x) for x in Xte[:4]])
     assert [len(a) for a in pred] == [x.shape[0] for x in Xte[:4]]
     assert clone(gp).get_params()["n_components"] == 2
+
+
+def test_per_label_kernels(chain_data):
+    """A list of identical kernels gives the shared kernel's ELBO and gradient exactly; distinct
+    per-label kernels get their own fitted hyperparameters; a wrong-length list is refused."""
+    Xtr, ytr, _, _ = chain_data
+    rng = np.random.RandomState(0)
+    X = np.vstack(Xtr[:4])
+    offsets = np.r_[0, np.cumsum([len(x) for x in Xtr[:4]])]
+    y = np.concatenate(ytr[:4]).astype(np.int64)
+    Z = X[rng.choice(len(X), 6, replace=False)]
+    p = _random_params(rng, 1, 3, 6)
+    shared = SparsePrior(RBF(1.5), Z, X, offsets)
+    per_label = SparsePrior([RBF(1.5)] * 3, Z, X, offsets)
+    a = elbo(shared, p, np.arange(4), y, 30, 0, "chain")
+    b = elbo(per_label, p, np.arange(4), y, 30, 0, "chain")
+    for u, v in zip(a[:3], b[:3]):
+        np.testing.assert_allclose(u, v, rtol=1e-9, atol=1e-9)
+    kernels = [DotProduct(sigma_0=1.0), DotProduct(sigma_0=2.0), DotProduct(sigma_0=0.5)]
+    gp = GPStructClassifier(kernels, optimizer="lbfgs", n_inducing=8, n_samples=20, block_iters=(3, 2, 2),
+                            max_iter=1, random_state=0).fit(Xtr[:20], ytr[:20])
+    assert isinstance(gp.kernel_, list) and len(gp.kernel_) == 3
+    assert all(k.sigma_0 != k0.sigma_0 for k, k0 in zip(gp.kernel_, kernels))  # each fitted on its own
+    assert [k.sigma_0 for k in kernels] == [1.0, 2.0, 0.5]  # the parameter is left unchanged
+    assert gp.score(Xtr[20:30], ytr[20:30]) > 0.5
+    with pytest.raises(ValueError, match="list of 3 Kernels"):
+        GPStructClassifier(kernels[:2]).fit(Xtr[:5], ytr[:5])
 
 
 def test_sparse_gram_matches_dense():
