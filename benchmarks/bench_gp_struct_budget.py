@@ -16,7 +16,6 @@ RESULTS = Path(__file__).parent / "results"
 TABLE1 = {**GP_COMMON, **GP["gp-var-b"]}
 BUDGETS = {
     "Table 1 budget": TABLE1,
-    "2x samples, 2 x 2.5x iterations": {**TABLE1, "n_samples": 300, "block_iters": (30, 10, 2), "max_iter": 3},
     "3.3x samples, 3 x 3x iterations, no hyperparameters": {**TABLE1, "n_samples": 500,
                                                              "block_iters": (50, 10, 0), "max_iter": 3},
 }
