@@ -114,6 +114,9 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         ELBO estimate at the start and after each global iteration.
     elbo_times_ : ndarray of shape (``n_iter_ + 1``,)
         Seconds since the start of ``fit`` at each ``elbo_curve_`` point.
+    step_scale_ : float
+        ``optimizer="saga"`` only: the factor on both step sizes at the end of the fit
+        (halved at every undone iteration); a warm start continues from it.
 
     See Also
     --------
@@ -335,7 +338,9 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         self.elbo_curve_, self.elbo_times_ = [], []
         table = self._saga_table(self.params_, int(rng.randint(2**31 - 1)))
         self._record(table["value"])
-        st["step_scale"], st["order"], st["pos"] = 1.0, rng.permutation(n_seq), 0
+        warm = self.warm_start and hasattr(self, "step_scale_")
+        st["step_scale"] = self.step_scale_ if warm else 1.0
+        st["order"], st["pos"] = rng.permutation(n_seq), 0
         n_iter = 0
         for n_iter in range(1, self.max_iter + 1):
             p = self.params_.copy()
@@ -347,6 +352,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
                 self.params_, table = p, new
             if self._record(table["value"]):
                 break
+        self.step_scale_ = st["step_scale"]
         self._finish(n_iter)
 
     def _saga_epochs(self, p, table, blocks):
