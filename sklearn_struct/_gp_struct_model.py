@@ -329,8 +329,10 @@ def _seq_estimate(draw, p, ys, likelihood, grad, control_variate):
     """ELL of one sequence (mean over components and samples) and its score-function gradient parts."""
     loglik = _seq_loglik(draw, p, ys, likelihood)
     ell = float(loglik.mean())  # pi_k = 1 / K
+    ell_var = float(np.mean(loglik.var(axis=1, ddof=1) / loglik.shape[1]) / loglik.shape[0]) if loglik.shape[1] > 1 \
+        else 0.0  # Monte-Carlo variance of ell
     if not grad:
-        return ell, None
+        return (ell, ell_var), None
     K, S = loglik.shape
     sb = np.exp(p.log_sb)[None, :, :, None]
     w, zs = draw.w, draw.zeta / sb  # scores of the unary and pairwise latent means
@@ -341,7 +343,7 @@ def _seq_estimate(draw, p, ys, likelihood, grad, control_variate):
     U = np.ascontiguousarray(np.transpose(G @ draw.P, (2, 0, 1, 3)))  # (T, K, Q, M)
     g_mb = np.einsum("ks,kabs->ab", c, zs)
     g_lsb = np.einsum("ks,kabs->ab", c, draw.zeta**2 - 1.0)
-    return ell, (gb, U, g_mb, g_lsb)
+    return (ell, ell_var), (gb, U, g_mb, g_lsb)
 
 
 def _cv_weights(loglik, w, zeta_scaled, control_variate):
@@ -386,7 +388,7 @@ def _per_sequence(prior, p, seqs, S, seed, n_jobs, work):
 def mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, control_variate=True, n_jobs=None):
     """MC expected log-likelihood of sequences ``seqs`` and its score-function gradient parts.
 
-    Returns a dict with ``ell`` (len(seqs),), and with ``grad``: ``gb`` (tokens, K, Q)
+    Returns a dict with ``ell`` (len(seqs),) and its Monte-Carlo variance ``ell_var``, and with ``grad``: ``gb`` (tokens, K, Q)
     gradient w.r.t. the latent means, ``U`` (tokens, K, Q, M) with
     ``dELL/dL_kj = 2 B^T U_kj``, and pairwise ``g_mb``, ``g_lsb`` (len(seqs), Q, Q).
     """
@@ -398,7 +400,7 @@ def mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, contr
         return _seq_estimate(draw, p, y[offsets[s]:offsets[s + 1]], likelihood, grad, control_variate)
 
     res = _per_sequence(prior, p, seqs, n_samples, seed, n_jobs, work)
-    out = {"ell": np.array([r[0] for r in res])}
+    out = {"ell": np.array([r[0][0] for r in res]), "ell_var": np.array([r[0][1] for r in res])}
     if grad:
         for key, idx, join in (("gb", 0, np.concatenate), ("U", 1, np.concatenate), ("g_mb", 2, np.stack),
                                ("g_lsb", 3, np.stack)):

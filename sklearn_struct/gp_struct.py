@@ -76,8 +76,8 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         Sequences per SAGA step.
     learning_rate : float, default=1e-4
         SAGA step size of the means (unary and pairwise). Each coordinate's step is
-        clipped to 0.5; a global iteration that lowers the ELBO is undone and both step
-        sizes are halved.
+        clipped to 0.5; a global iteration that lowers the ELBO estimate (by more than two
+        Monte-Carlo standard errors) is undone and both step sizes are halved.
     learning_rate_cov : float, default=1e-5
         SAGA step size of the covariance parameters.
     control_variate : bool, default=True
@@ -331,7 +331,8 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ gp-var-s
     def _fit_saga(self, blocks):
         """SAGA by blocks. Each global iteration ends with a full pass (the new SAGA table and the
-        ELBO); if the ELBO fell, the iteration is undone and the step sizes are halved."""
+        ELBO); if the ELBO fell by more than two Monte-Carlo standard errors of the difference,
+        the iteration is undone and the step sizes are halved."""
         st = self._fit_state
         rng, offsets = st["rng"], st["offsets"]
         n_seq = offsets.shape[0] - 1
@@ -344,9 +345,10 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         n_iter = 0
         for n_iter in range(1, self.max_iter + 1):
             p = self.params_.copy()
-            self._saga_epochs(p, dict(table, **{k: v.copy() for k, v in table.items() if k != "value"}), blocks)
+            self._saga_epochs(p, {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in table.items()}, blocks)
             new = self._saga_table(p, int(rng.randint(2**31 - 1)))
-            if not np.isfinite(new["value"]) or new["value"] < table["value"]:
+            noise = 2.0 * np.hypot(new["value_se"], table["value_se"])  # two standard errors of the difference
+            if not np.isfinite(new["value"]) or new["value"] < table["value"] - noise:
                 st["step_scale"] *= 0.5  # the iteration made the ELBO worse: undo it, smaller steps
             else:
                 self.params_, table = p, new
@@ -375,7 +377,8 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         dm, dL = unary_data_grad(self._prior.B, est, p)
         value = float(est["ell"].sum()) + unary_kl(p)[0] + pair_kl(p)[0]
         return dict(gb=est["gb"], U=est["U"], g_mb=est["g_mb"], g_lsb=est["g_lsb"], sum_m=dm, sum_L=dL,
-                    sum_mb=est["g_mb"].sum(0), sum_lsb=est["g_lsb"].sum(0), value=value)
+                    sum_mb=est["g_mb"].sum(0), sum_lsb=est["g_lsb"].sum(0), value=value,
+                    value_se=float(np.sqrt(est["ell_var"].sum())))
 
     def _saga_step(self, p, table, batch, block, seed, B, n_seq):
         st = self._fit_state
