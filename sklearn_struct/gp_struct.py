@@ -77,7 +77,10 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
     learning_rate : float, default=1e-4
         SAGA step size of the means (unary and pairwise). Each coordinate's step is
         clipped to 0.5; a global iteration that lowers the ELBO estimate (by more than two
-        Monte-Carlo standard errors) is undone and both step sizes are halved.
+        Monte-Carlo standard errors) is undone and both step sizes are halved. Steps of row
+        ``a`` of the pairwise table are divided by ``1 + n_a / 4`` (``n_a`` transitions out of
+        label ``a`` in the training data, a bound on that row's curvature), so one step size
+        suits both blocks.
     learning_rate_cov : float, default=1e-5
         SAGA step size of the covariance parameters.
     control_variate : bool, default=True
@@ -339,6 +342,11 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         self.elbo_curve_, self.elbo_times_ = [], []
         table = self._saga_table(self.params_, int(rng.randint(2**31 - 1)))
         self._record(table["value"])
+        y = st["y"]
+        starts = np.zeros(y.shape[0], dtype=bool)
+        starts[offsets[:-1]] = True
+        from_counts = np.bincount(y[np.flatnonzero(~starts) - 1], minlength=self.params_.Q)
+        st["pair_scale"] = 1.0 / (1.0 + 0.25 * from_counts)[:, None]  # 1 / curvature bound of each row of m_bin
         warm = self.warm_start and hasattr(self, "step_scale_")
         st["step_scale"] = self.step_scale_ if warm else 1.0
         st["order"], st["pos"] = rng.permutation(n_seq), 0
@@ -401,8 +409,9 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
             p.set_unary(x)
         else:
             _, g_mb, g_lsb = pair_kl(p)
-            p.mb += _clip(lr * (g_mb + table["sum_mb"] + scale * d_mb))
-            p.log_sb += _clip(lr_cov * (g_lsb + table["sum_lsb"] + scale * d_lsb))
+            h = st["pair_scale"]
+            p.mb += _clip(lr * h * (g_mb + table["sum_mb"] + scale * d_mb))
+            p.log_sb += _clip(lr_cov * h * (g_lsb + table["sum_lsb"] + scale * d_lsb))
         table["gb"][rows] = est["gb"]
         table["U"][rows] = est["U"]
         table["g_mb"][batch] = est["g_mb"]
