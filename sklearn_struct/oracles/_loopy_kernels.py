@@ -17,31 +17,6 @@ _UNDERFLOW_GUARD = 1e-200
 _LOG_TOL = -np.inf
 
 
-@njit(cache=True, nogil=True)
-def _csr_from_edges(edges, n_nodes):
-    """Counting-sort the undirected edge list into CSR message slots (O(n_nodes + n_edges))."""
-    n_edges = edges.shape[0]
-    indptr = np.zeros(n_nodes + 1, dtype=np.int64)
-    for e in range(n_edges):
-        indptr[edges[e, 0] + 1] += 1
-        indptr[edges[e, 1] + 1] += 1
-    for i in range(n_nodes):
-        indptr[i + 1] += indptr[i]
-    fill = indptr[:-1].copy()
-    neighbors = np.empty(2 * n_edges, dtype=np.int64)
-    edge_ids = np.empty(2 * n_edges, dtype=np.int64)
-    reverse = np.empty(2 * n_edges, dtype=np.int64)
-    forward = np.empty(2 * n_edges, dtype=np.int64)
-    for e in range(n_edges):
-        u, v = edges[e, 0], edges[e, 1]
-        ku, kv = fill[u], fill[v]
-        fill[u] += 1
-        fill[v] += 1
-        neighbors[ku], edge_ids[ku], forward[ku], reverse[ku] = v, e, 1, kv
-        neighbors[kv], edge_ids[kv], forward[kv], reverse[kv] = u, e, 0, ku
-    return indptr, neighbors, edge_ids, reverse, forward
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _node_log_belief(i, indptr, edge_ids, reverse, unary, rho, msgs, belief):
     """belief[i] = unary[i] + sum of rho-weighted incoming log messages."""
@@ -157,45 +132,21 @@ def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, revers
 
 
 @njit(cache=True, nogil=True)
-def _bp_state(indptr, msgs):
-    """Scratch of a BP run: (log beliefs, second message buffer, active flags, next active flags).
-
-    Nodes without edges start inactive: they send nothing and their belief is their unary.
-    """
-    n_nodes = indptr.shape[0] - 1
-    belief = np.empty((n_nodes, msgs.shape[1]))
-    other = msgs.copy()
-    active = np.zeros(n_nodes, dtype=np.uint8)
-    for i in range(n_nodes):
-        if indptr[i + 1] > indptr[i]:
-            active[i] = 1
-    return belief, other, active, np.zeros(n_nodes, dtype=np.uint8)
-
-
-@njit(cache=True, nogil=True)
-def _bp_finish(indptr, edge_ids, reverse, unary, rho, msgs, current, swapped, belief):
-    """Copy the final messages into ``msgs`` if they are in the scratch buffer (``swapped``); log beliefs."""
-    if swapped:
-        for k in range(msgs.shape[0]):
-            for b in range(msgs.shape[1]):
-                msgs[k, b] = current[k, b]
-    for i in range(unary.shape[0]):
-        _node_log_belief(i, indptr, edge_ids, reverse, unary, rho, msgs, belief)
-    return belief
-
-
-@njit(cache=True, nogil=True)
 def _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables, exp_tables,
-            max_product, flooding, damping, max_iter, tol, msgs):
+            max_product, flooding, damping, max_iter, tol, msgs, active):
     """Iterate BP on one thread; msgs is updated in place. Returns (n_iter, max_delta, n_updates, log beliefs).
 
-    ``flooding``: every node sends from the previous iteration's messages (the parallel
-    schedule, which :func:`sklearn_struct.oracles.loopy.loopy_bp` runs over chunks of nodes
-    on several threads when the graph is large). Otherwise nodes update in place, in
-    alternating order.
+    ``active`` (uint8, updated in place) flags the nodes that send in the first sweep: those
+    with edges (a node without edges sends nothing; its belief is its unary). ``flooding``:
+    every node sends from the previous iteration's messages (the parallel schedule, which
+    :func:`sklearn_struct.oracles.loopy.loopy_bp` runs over chunks of nodes on several threads
+    when the graph is large). Otherwise nodes update in place, in alternating order. With
+    ``max_iter`` 0 this only computes the log beliefs of ``msgs``.
     """
     n_nodes = unary.shape[0]
-    belief, other, active, active_next = _bp_state(indptr, msgs)
+    belief = np.empty((n_nodes, unary.shape[1]))
+    other = msgs.copy()  # flooding's second buffer
+    active_next = np.zeros(n_nodes, dtype=np.uint8)
     delta = np.inf
     n_iter = 0
     n_updates = 0
@@ -215,15 +166,13 @@ def _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_table
         n_updates += done
         if delta <= tol:
             break
-    # flooding swaps buffers every iteration: an odd number of swaps left the result in the scratch buffer
-    _bp_finish(indptr, edge_ids, reverse, unary, rho, msgs, current, flooding and n_iter % 2 == 1, belief)
+    if flooding and n_iter % 2 == 1:  # an odd number of swaps left the result in the scratch buffer
+        for k in range(msgs.shape[0]):
+            for b in range(msgs.shape[1]):
+                msgs[k, b] = current[k, b]
+    for i in range(n_nodes):
+        _node_log_belief(i, indptr, edge_ids, reverse, unary, rho, msgs, belief)
     return n_iter, delta, n_updates, belief
-
-
-@njit(cache=True, nogil=True)
-def _normalise_rows(log_belief):
-    """Softmax of each row (numerically safe for any magnitude)."""
-    return np.exp(_log_softmax_rows(log_belief))
 
 
 @njit(cache=True, nogil=True)

@@ -97,16 +97,6 @@ def _pair_gradient(indptr, code, data, pair_ptr, pair_label, D, n_labels, r_lo, 
                     g[p] += v * D[base + np.uint64(pair_label[p])]
 
 
-@njit(cache=True, nogil=True)
-def _scatter_dense_rows(pair_ptr, pair_label, dense_row, w, W_dense):
-    W_dense[:, :] = 0.0
-    for f in range(pair_ptr.shape[0] - 1):
-        d = dense_row[f]
-        if d >= 0:
-            for p in range(pair_ptr[f], pair_ptr[f + 1]):
-                W_dense[d, pair_label[p]] = w[p]
-
-
 def _dense_rows(pair_ptr, indices, n_labels):
     """Row of every attribute in the dense weight block, or -1 for one kept as pairs.
 
@@ -249,9 +239,9 @@ class LinearFeatures:
                                     or not row_max.flags.c_contiguous):
             raise ValueError(f"row_max must be a C-contiguous float64 array of shape ({n_rows},).")
         if self.sparse:
-            W_dense = np.empty((self._n_dense, L))
-            _scatter_dense_rows(*self.pairs, self._dense_row, w, W_dense)
-            bounds, flat, W_flat = self._row_chunks(), out.reshape(-1), W_dense.ravel()
+            W_flat = np.zeros(self._n_dense * L)  # the dense rows, zeros off the support
+            W_flat[self._dense_slots] = w[self._dense_pairs]
+            bounds, flat = self._row_chunks(), out.reshape(-1)
             shifts = np.empty(0) if row_max is None else row_max
 
             def one(c):

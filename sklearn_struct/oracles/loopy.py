@@ -53,10 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..utils.validation import check_edge_list, check_float_array, check_scalar_param
-from ._loopy_kernels import (
-    _LOG_TOL, _absorb, _bp_finish, _bp_state, _csr_from_edges, _edge_beliefs, _log_softmax_rows, _normalise_rows,
-    _run_bp, _seed_gains, _sweep_range,
-)
+from ._loopy_kernels import _LOG_TOL, _absorb, _edge_beliefs, _log_softmax_rows, _run_bp, _seed_gains, _sweep_range
 from ._threads import n_threads_for, run_chunks_in_threads, token_chunks
 
 __all__ = [
@@ -214,7 +211,20 @@ def build_adjacency(edges, n_nodes):
     ([0, 1, 3, 4], [1, 0, 2, 1])
     """
     edges = check_edge_list(edges, n_nodes, name="build_adjacency")
-    return Adjacency(*_csr_from_edges(edges, int(n_nodes)))
+    n_edges = edges.shape[0]
+    # entry e of (first ends, second ends) is the message edges[e, 0] -> edges[e, 1], entry
+    # n_edges + e the reverse one; a node's slots hold its messages in edge order
+    owner = np.concatenate([edges[:, 0], edges[:, 1]])
+    edge_ids = np.tile(np.arange(n_edges, dtype=np.int64), 2)
+    order = np.argsort(owner * n_edges + edge_ids, kind="stable")
+    slot = np.empty(2 * n_edges, dtype=np.int64)
+    slot[order] = np.arange(2 * n_edges)
+    indptr = np.zeros(int(n_nodes) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=int(n_nodes)), out=indptr[1:])
+    return Adjacency(
+        indptr=indptr, neighbors=np.concatenate([edges[:, 1], edges[:, 0]])[order], edge_ids=edge_ids[order],
+        reverse=slot[(order + n_edges) % max(1, 2 * n_edges)], forward=(order < n_edges).astype(np.int64),
+    )
 
 
 def _check_adjacency(adjacency, n_nodes, n_edges):
@@ -330,12 +340,13 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
     # one flooding sweep costs ~S^2 per directed message; small graphs stay on one thread
     n_threads = n_threads_for(2 * n_edges * S * S) if schedule == "parallel" else 1
     run = _run_bp if n_threads == 1 else _run_bp_threads
+    active = (np.diff(adjacency.indptr) > 0).astype(np.uint8)  # nodes without edges send nothing
     n_iter, delta, n_updates, log_belief = run(
         adjacency.indptr, adjacency.neighbors, adjacency.edge_ids, adjacency.reverse, adjacency.forward,
         unary, rho, log_tables, exp_tables, mode == "max", schedule == "parallel", float(damping),
-        int(max_iter), float(tol), msgs, *(() if n_threads == 1 else (n_threads,)),
+        int(max_iter), float(tol), msgs, active, *(() if n_threads == 1 else (n_threads,)),
     )
-    node = _normalise_rows(log_belief)
+    node = np.exp(_log_softmax_rows(log_belief))
     edge = None
     energy = node_terms = edge_terms = None
     if edge_marginals or free_energy:
@@ -352,13 +363,13 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
 
 
 def _run_bp_threads(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables, exp_tables,
-                    max_product, flooding, damping, max_iter, tol, msgs, n_threads):
+                    max_product, flooding, damping, max_iter, tol, msgs, active, n_threads):
     """Flooding BP with each iteration's sweep split over ``n_threads`` chunks of nodes (see ``_run_bp``).
 
     A flooding sweep reads only the previous messages, so the chunks are independent; they
     hold near-equal numbers of message slots.
     """
-    belief, other, active, active_next = _bp_state(indptr, msgs)
+    belief, other, active_next = np.empty(unary.shape), msgs.copy(), np.zeros_like(active)
     bounds = token_chunks(indptr, n_threads)
     current = msgs
     delta, n_iter, n_updates = np.inf, 0, 0
@@ -378,8 +389,11 @@ def _run_bp_threads(indptr, neighbors, edge_ids, reverse, forward, unary, rho, l
         n_updates += sum(int(p[1]) for p in parts)
         if delta <= tol:
             break
-    _bp_finish(indptr, edge_ids, reverse, unary, rho, msgs, current, n_iter % 2 == 1, belief)
-    return n_iter, delta, n_updates, belief
+    if n_iter % 2 == 1:  # an odd number of swaps left the result in the scratch buffer
+        msgs[:] = current
+    log_belief = _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables, exp_tables,
+                         max_product, flooding, damping, 0, tol, msgs, active)[3]
+    return n_iter, delta, n_updates, log_belief
 
 
 def log_softmax(unary):
