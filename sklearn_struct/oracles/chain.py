@@ -298,21 +298,13 @@ def _fb_log(unary, lo, hi, trans, per_position, elo, node_out, edge_mode, edge_o
     return log_z + comp
 
 
-@njit(cache=True, nogil=True)
-def _copy_table(src, dst):
-    """dst[:, :] = src as a loop (an array-to-array slice assignment compiles its error path, ~3 s cold)."""
-    for i in range(src.shape[0]):
-        for j in range(src.shape[1]):
-            dst[i, j] = src[i, j]
-
-
 @njit(cache=True, nogil=True, fastmath=_FM)
 def _fb_chunk(unary, exp_unary, trans, per_position, offsets, s_lo, s_hi, edge_mode, exp_trans, trans_shift,
               node, edge_out, outer_acc, direct_acc, log_z, failed):
     """Scaled forward-backward of sequences s_lo:s_hi; ``failed[s]`` marks those to redo in log space.
 
-    A failed sequence leaves no edge terms in the accumulators (they are restored), so the
-    log-space pass can add its own.
+    A sequence's summed edge counts are added to the accumulators only once it has succeeded,
+    so a failed one leaves nothing for the log-space pass to undo.
     """
     pre_exp = exp_unary.shape[0] == unary.shape[0]
     L = unary.shape[1]
@@ -324,25 +316,24 @@ def _fb_chunk(unary, exp_unary, trans, per_position, offsets, s_lo, s_hi, edge_m
     beta = np.empty(L)
     beta_next = np.empty(L)
     scratch = np.empty((L, L))
-    keep_outer = np.empty((L, L))
-    keep_direct = np.empty((L, L))
+    seq_outer = np.zeros((L, L))
+    seq_direct = np.zeros((L, L))
     for s in range(s_lo, s_hi):
         lo, hi = offsets[s], offsets[s + 1]
         ok = False
         if trans_shift > -np.inf:
-            # a sequence that fails midway may have added partial edge terms: remember
-            # the accumulators so they can be restored before the log-space redo
-            if edge_mode == _EDGE_SUM:
-                _copy_table(outer_acc, keep_outer)
-                _copy_table(direct_acc, keep_direct)
             lz, ok = _fb_scaled(unary, pre_exp, exp_unary, lo, hi, exp_trans, trans_shift, trans, per_position,
-                                lo - s, node, edge_mode, edge_out, outer_acc, direct_acc, scale, u_buf, beta,
+                                lo - s, node, edge_mode, edge_out, seq_outer, seq_direct, scale, u_buf, beta,
                                 beta_next, scratch)
             if ok:
                 log_z[s] = lz
-            elif edge_mode == _EDGE_SUM:
-                _copy_table(keep_outer, outer_acc)
-                _copy_table(keep_direct, direct_acc)
+            if edge_mode == _EDGE_SUM:  # move this sequence's edge counts to the chunk's (if it succeeded)
+                for i in range(L):
+                    for j in range(L):
+                        outer_acc[i, j] += seq_outer[i, j] if ok else 0.0
+                        direct_acc[i, j] += seq_direct[i, j] if ok else 0.0
+                        seq_outer[i, j] = 0.0
+                        seq_direct[i, j] = 0.0
         failed[s] = not ok
 
 
