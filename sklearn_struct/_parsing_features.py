@@ -48,7 +48,7 @@ def _bucket(d):
     return 7
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _link_features(words, pos, h, m, mask, out):
     """Write the feature ids of link (h, m) into out; return how many (in-between ones last)."""
     n = words.shape[0]
@@ -116,7 +116,7 @@ def add_link_gradient(words, pos, coef, w, mask, scale):
                 w[buf[j]] += scale * c
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _pair_features(words, pos, p, mask, out):
     """Feature ids of the pairwise factor (h_a, m_a, h_b, m_b): grandparent if m_a == h_b, else sibling."""
     ha, ma, hb, mb = p[0], p[1], p[2], p[3]

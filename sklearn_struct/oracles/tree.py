@@ -294,22 +294,24 @@ def _slogdet_inv(A):
             LU[i, k] = f
             for j in range(k + 1, n):
                 LU[i, j] -= f * LU[k, j]
-    # column c of A^-1 solves L U x = P e_c (forward, then back substitution)
-    inv = np.empty((n, n))
-    x = np.empty(n)
-    for c in range(n):
-        for i in range(n):
-            acc = 1.0 if perm[i] == c else 0.0
-            for j in range(i):
-                acc -= LU[i, j] * x[j]
-            x[i] = acc
-        for i in range(n - 1, -1, -1):
-            acc = x[i]
-            for j in range(i + 1, n):
-                acc -= LU[i, j] * x[j]
-            x[i] = acc / LU[i, i]
-        for i in range(n):
-            inv[i, c] = x[i]
+    # A^-1 solves L U X = P: forward, then back substitution, a row at a time (vectorised over columns)
+    inv = np.zeros((n, n))
+    for i in range(n):
+        inv[i, perm[i]] = 1.0
+        for j in range(i):
+            f = LU[i, j]
+            if f != 0.0:
+                for c in range(n):
+                    inv[i, c] -= f * inv[j, c]
+    for i in range(n - 1, -1, -1):
+        for j in range(i + 1, n):
+            f = LU[i, j]
+            if f != 0.0:
+                for c in range(n):
+                    inv[i, c] -= f * inv[j, c]
+        piv = LU[i, i]
+        for c in range(n):
+            inv[i, c] /= piv
     return sign, logdet, inv
 
 
