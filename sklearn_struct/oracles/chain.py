@@ -222,9 +222,8 @@ def _logsumexp_vec(v):
 
 
 @njit(cache=True, nogil=True)
-def _exp_normalised(w, out):
-    """out = exp(w - max) / sum: a normalised table from log weights (any shape, flat loop)."""
-    wf, of = w.ravel(), out.ravel()
+def _exp_normalised(wf, of):
+    """of = exp(wf - max) / sum: a normalised table from log weights (1D; pass tables flattened)."""
     m = _vmax(wf)
     total = 0.0
     for k in range(wf.shape[0]):
@@ -290,7 +289,7 @@ def _fb_log(unary, lo, hi, trans, per_position, elo, node_out, edge_mode, edge_o
             for i in range(L):
                 for j in range(L):
                     w_edge[i, j] = log_alpha[t - 1, i] + T[i, j] + unary[lo + t, j] + log_beta[t, j]
-            _exp_normalised(w_edge, p_edge)
+            _exp_normalised(w_edge.ravel(), p_edge.ravel())  # one compiled signature
             target = direct_acc if edge_mode == _EDGE_SUM else edge_out[elo + t - 1]
             for i in range(L):
                 for j in range(L):
