@@ -117,7 +117,7 @@ class ChainObjective:
     """The regularised CRF objective over data split into chunks, evaluated with joblib.
 
     One chunk (the default) runs all sequences in a single numba call, parallel over
-    sequences on numba's threads. More chunks go through :func:`run_chunks`, so the
+    sequences on threads. More chunks go through :func:`run_chunks`, so the
     active joblib backend (threads, loky, dask) evaluates them.
 
     With sparse features and ``all_possible_states=False`` the unary weights exist only

@@ -14,6 +14,7 @@ with direction and distance, and word-POS pairs of the siblings.
 
 import numpy as np
 from numba import njit
+from numba.extending import register_jitable
 
 _MIX1 = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -21,7 +22,7 @@ _MIX3 = np.uint64(0x94D049BB133111EB)
 N_LINK_TEMPLATES = 26  # upper bound of first-order feature instances per link, besides in-between ones
 
 
-@njit(cache=True, nogil=True, inline="always")
+@register_jitable
 def _mix(h, v):
     x = (h ^ np.uint64(v)) * _MIX1
     x = (x ^ (x >> np.uint64(30))) * _MIX2
@@ -29,7 +30,7 @@ def _mix(h, v):
     return x ^ (x >> np.uint64(31))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@register_jitable
 def _h(mask, t, a, b, c, d):
     x = _mix(np.uint64(t + 1), a)
     x = _mix(x, b)
@@ -38,7 +39,7 @@ def _h(mask, t, a, b, c, d):
     return np.int64(x & mask)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@register_jitable
 def _bucket(d):
     if d <= 5:
         return d
@@ -47,7 +48,7 @@ def _bucket(d):
     return 7
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _link_features(words, pos, h, m, mask, out):
     """Write the feature ids of link (h, m) into out; return how many (in-between ones last)."""
     n = words.shape[0]

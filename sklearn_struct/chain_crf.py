@@ -57,7 +57,7 @@ class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
         Called after every L-BFGS iteration as ``callback(iteration, objective, seconds)``;
         returning True stops training there (no convergence warning is raised then).
     n_jobs : int, default=None
-        Number of joblib jobs over chunks of sequences (one chunk and numba's threads when None).
+        Number of joblib jobs over chunks of sequences (one chunk, threaded inside, when None).
     verbose : int, default=0
         Print one line per iteration (objective and elapsed seconds) when > 0.
 

@@ -1,6 +1,7 @@
 """Chain oracle against brute-force enumeration on small random chains."""
 
 import itertools
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -86,6 +87,15 @@ def test_potentials_of_magnitude_1e3_stay_exact(problem):
     assert np.all(np.isfinite(log_z)) and np.all(np.isfinite(node)) and np.all(np.isfinite(edge))
     # relative tolerance: log Z is ~1e3 * length here, enumeration itself loses ~1e-13 relative
     _check_against_brute_force(unary, trans, offsets, per_position, atol=1e-8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(chains(magnitude=st.sampled_from([1.0, 1e3])))
+def test_chunks_on_several_threads_match_enumeration(problem):
+    # large inputs are split into chunks of sequences run on threads (each with its own edge
+    # counts and log-space redo); force that on these small ones
+    with mock.patch("sklearn_struct.oracles.chain.n_threads_for", lambda work: 3):
+        _check_against_brute_force(*problem, atol=1e-8)
 
 
 def test_huge_potentials_take_the_log_space_path_correctly():

@@ -1,5 +1,7 @@
 """Feature-weight kernels against plain scipy products, for every attribute/label support."""
 
+from unittest import mock
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -18,7 +20,14 @@ from sklearn_struct.oracles.linear import LinearFeatures, all_pairs, observed_pa
     seed=st.integers(0, 2**31 - 1),
 )
 @pytest.mark.parametrize("binary", [False, True])
-def test_scores_and_gradient_match_scipy(n_rows, n_feat, n_labels, density, seed, binary):
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_scores_and_gradient_match_scipy(n_rows, n_feat, n_labels, density, seed, binary, n_threads):
+    # n_threads 3: the rows are split into chunks on threads, as for large inputs
+    with mock.patch("sklearn_struct.oracles.linear.n_threads_for", lambda work: n_threads):
+        _check_scores_and_gradient(n_rows, n_feat, n_labels, density, seed, binary)
+
+
+def _check_scores_and_gradient(n_rows, n_feat, n_labels, density, seed, binary):
     rng = np.random.default_rng(seed)
     X = sp.random(n_rows, n_feat, density=density, format="csr", random_state=seed)
     if binary:  # indicator features take the kernels' value-free path

@@ -1,6 +1,7 @@
 """Loopy BP / TRW oracle against brute-force enumeration of small graphs."""
 
 import itertools
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -237,6 +238,22 @@ def test_parallel_and_sequential_reach_the_same_fixed_point():
     np.testing.assert_allclose(a.node_marginals, b.node_marginals, atol=1e-9)
     warm = loopy_bp(unary, edges, 0.5 * np.eye(2), init_messages=b.log_messages, tol=1e-12)
     assert warm.n_iter <= 2
+
+
+@pytest.mark.parametrize("mode, damping", [("sum", 0.0), ("sum", 0.3), ("max", 0.0)])
+def test_flooding_on_several_threads_is_the_one_thread_run(mode, damping):
+    # large graphs split each flooding sweep into chunks of nodes on threads: the same messages
+    rng = np.random.default_rng(3)
+    edges = grid_edges((7, 9))
+    unary = 2 * rng.normal(size=(63, 3))
+    pairwise = rng.normal(size=(len(edges), 3, 3))
+    one = loopy_bp(unary, edges, pairwise, mode=mode, damping=damping, schedule="parallel", max_iter=40)
+    with mock.patch("sklearn_struct.oracles.loopy.n_threads_for", lambda work: 3):
+        three = loopy_bp(unary, edges, pairwise, mode=mode, damping=damping, schedule="parallel", max_iter=40)
+    assert (three.n_iter, three.n_message_updates, three.max_delta) == (one.n_iter, one.n_message_updates,
+                                                                        one.max_delta)
+    np.testing.assert_array_equal(three.log_messages, one.log_messages)
+    np.testing.assert_array_equal(three.node_marginals, one.node_marginals)
 
 
 # ----------------------------------------------------------------------------- stability

@@ -6,36 +6,15 @@ The public functions in ``loopy.py`` validate their input and call these on plai
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 # Below this a message entry computed in probability space (each term <= 1 after shifting)
 # may have lost terms to underflow: that message is recomputed in log space.
 _UNDERFLOW_GUARD = 1e-200
-
-
-@njit(cache=True, nogil=True)
-def _csr_from_edges(edges, n_nodes):
-    """Counting-sort the undirected edge list into CSR message slots (O(n_nodes + n_edges))."""
-    n_edges = edges.shape[0]
-    indptr = np.zeros(n_nodes + 1, dtype=np.int64)
-    for e in range(n_edges):
-        indptr[edges[e, 0] + 1] += 1
-        indptr[edges[e, 1] + 1] += 1
-    for i in range(n_nodes):
-        indptr[i + 1] += indptr[i]
-    fill = indptr[:-1].copy()
-    neighbors = np.empty(2 * n_edges, dtype=np.int64)
-    edge_ids = np.empty(2 * n_edges, dtype=np.int64)
-    reverse = np.empty(2 * n_edges, dtype=np.int64)
-    forward = np.empty(2 * n_edges, dtype=np.int64)
-    for e in range(n_edges):
-        u, v = edges[e, 0], edges[e, 1]
-        ku, kv = fill[u], fill[v]
-        fill[u] += 1
-        fill[v] += 1
-        neighbors[ku], edge_ids[ku], forward[ku], reverse[ku] = v, e, 1, kv
-        neighbors[kv], edge_ids[kv], forward[kv], reverse[kv] = u, e, 0, ku
-    return indptr, neighbors, edge_ids, reverse, forward
+# Message changes are measured over every entry, however small: a message entry at e^-100 of
+# its maximum still decides a belief when a unary or table of magnitude 100 multiplies it back
+# up, so ignoring such changes stopped BP on trees with wrong marginals at potentials >= 1e2.
+_LOG_TOL = -np.inf
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -152,71 +131,48 @@ def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, revers
     return delta, n_updates
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _sweep_parallel(n_chunks, indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables,
-                    exp_tables, max_product, damping, tol, log_tol, msgs, new, belief, active, active_next):
-    """One flooding iteration: messages of active nodes into ``new`` from ``msgs`` (threads over chunks of nodes)."""
-    n_nodes = unary.shape[0]
-    deltas = np.zeros(n_chunks)
-    counts = np.zeros(n_chunks, dtype=np.int64)
-    for c in prange(n_chunks):
-        deltas[c], counts[c] = _sweep_range(
-            c * n_nodes // n_chunks, (c + 1) * n_nodes // n_chunks, False, False, indptr, neighbors, edge_ids,
-            reverse, forward, unary, rho, log_tables, exp_tables, max_product, damping, tol, log_tol, msgs, new,
-            belief, active, active_next)
-    return deltas.max(), counts.sum()
-
-
 @njit(cache=True, nogil=True)
 def _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables, exp_tables,
-            max_product, parallel_schedule, damping, max_iter, tol, msgs, n_chunks):
-    """Iterate BP; msgs is updated in place. Returns (n_iter, max_delta, n_updates, log beliefs).
+            max_product, flooding, damping, max_iter, tol, msgs, active):
+    """Iterate BP on one thread; msgs is updated in place. Returns (n_iter, max_delta, n_updates, log beliefs).
 
-    Nodes without edges start inactive: they send nothing and their belief is their unary.
+    ``active`` (uint8, updated in place) flags the nodes that send in the first sweep: those
+    with edges (a node without edges sends nothing; its belief is its unary). ``flooding``:
+    every node sends from the previous iteration's messages (the parallel schedule, which
+    :func:`sklearn_struct.oracles.loopy.loopy_bp` runs over chunks of nodes on several threads
+    when the graph is large). Otherwise nodes update in place, in alternating order. With
+    ``max_iter`` 0 this only computes the log beliefs of ``msgs``.
     """
-    n_nodes, S = unary.shape
-    belief = np.empty((n_nodes, S))
-    other = msgs.copy()
-    active = np.zeros(n_nodes, dtype=np.uint8)
-    for i in range(n_nodes):
-        if indptr[i + 1] > indptr[i]:
-            active[i] = 1
+    n_nodes = unary.shape[0]
+    belief = np.empty((n_nodes, unary.shape[1]))
+    other = msgs.copy()  # flooding's second buffer
     active_next = np.zeros(n_nodes, dtype=np.uint8)
-    # Every entry counts, however small: a message entry at e^-100 of its maximum still
-    # decides a belief when a unary or table of magnitude 100 multiplies it back up, so
-    # ignoring such changes stopped BP on trees with wrong marginals at potentials >= 1e2.
-    log_tol = -np.inf
     delta = np.inf
     n_iter = 0
     n_updates = 0
     current = msgs
     for it in range(max_iter):
         n_iter = it + 1
-        if parallel_schedule:
-            delta, done = _sweep_parallel(n_chunks, indptr, neighbors, edge_ids, reverse, forward, unary, rho,
-                                          log_tables, exp_tables, max_product, damping, tol, log_tol, current,
-                                          other, belief, active, active_next)
+        target = other if flooding else current
+        flags_next = active_next if flooding else active
+        delta, done = _sweep_range(0, n_nodes, not flooding and it % 2 == 1, not flooding, indptr, neighbors,
+                                   edge_ids, reverse, forward, unary, rho, log_tables, exp_tables, max_product,
+                                   damping, tol, _LOG_TOL, current, target, belief, active, flags_next)
+        if flooding:
             current, other = other, current
             active, active_next = active_next, active
-            active_next[:] = 0
-        else:
-            delta, done = _sweep_range(0, n_nodes, it % 2 == 1, True, indptr, neighbors, edge_ids, reverse,
-                                       forward, unary, rho, log_tables, exp_tables, max_product, damping, tol,
-                                       log_tol, current, current, belief, active, active)
+            for i in range(n_nodes):
+                active_next[i] = 0
         n_updates += done
         if delta <= tol:
             break
-    if parallel_schedule and n_iter % 2 == 1:
-        msgs[:, :] = current  # an odd number of swaps left the result in the scratch buffer
+    if flooding and n_iter % 2 == 1:  # an odd number of swaps left the result in the scratch buffer
+        for k in range(msgs.shape[0]):
+            for b in range(msgs.shape[1]):
+                msgs[k, b] = current[k, b]
     for i in range(n_nodes):
         _node_log_belief(i, indptr, edge_ids, reverse, unary, rho, msgs, belief)
     return n_iter, delta, n_updates, belief
-
-
-@njit(cache=True, nogil=True)
-def _normalise_rows(log_belief):
-    """Softmax of each row (numerically safe for any magnitude)."""
-    return np.exp(_log_softmax_rows(log_belief))
 
 
 @njit(cache=True, nogil=True)

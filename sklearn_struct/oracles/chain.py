@@ -25,22 +25,26 @@ marginal table directly, so no quantity ever holds the running total ``log Z`` o
 sequence: marginals stay exact to rounding (~1e-12 relative) at any length and magnitude,
 where unnormalised log messages (``log alpha + log beta - log Z``, each ~1e8 for 100k
 tokens of potentials 1e3) would lose ~1e-4. Typical CRF potentials never take the slow
-path; potentials of 1e3 do, and stay exact.
+path (its kernel is compiled only when first needed); potentials of 1e3 do, and stay exact.
 
-The summed edge counts used in training are accumulated as outer products per thread and
+The summed edge counts used in training are accumulated as outer products per chunk and
 multiplied by the shared transition table once at the end, so the ``(T - 1) x L x L``
 array of per-position edge marginals is never materialised unless asked for.
+
+Large batches are split into contiguous chunks of sequences with near-equal token counts,
+run on threads by :func:`~sklearn_struct.oracles._threads.run_chunks_in_threads` (serial
+``nogil`` kernels: numba's ``parallel=True`` made a fresh install's first fit compile for
+~10 s).
 """
 
 import math
 
-import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..utils.packing import edge_offsets
 from ..utils.validation import check_float_array, check_offsets
-from ._threads import threads_for
+from ._threads import n_threads_for, run_chunks_in_threads, token_chunks
 
 __all__ = ["forward_backward", "viterbi", "sample_chain", "check_chain_potentials"]
 
@@ -58,7 +62,7 @@ _FM = {"nsz", "arcp", "contract", "reassoc"}
 
 
 # --------------------------------------------------------------------------------------
-# Kernels (one sequence at a time; the batch kernels below run them over chunks in prange)
+# Kernels (one sequence at a time; the chunk kernels below run them over contiguous sequences)
 # --------------------------------------------------------------------------------------
 
 
@@ -218,9 +222,8 @@ def _logsumexp_vec(v):
 
 
 @njit(cache=True, nogil=True)
-def _exp_normalised(w, out):
-    """out = exp(w - max) / sum: a normalised table from log weights (any shape, flat loop)."""
-    wf, of = w.ravel(), out.ravel()
+def _exp_normalised(wf, of):
+    """of = exp(wf - max) / sum: a normalised table from log weights (1D; pass tables flattened)."""
     m = _vmax(wf)
     total = 0.0
     for k in range(wf.shape[0]):
@@ -286,7 +289,7 @@ def _fb_log(unary, lo, hi, trans, per_position, elo, node_out, edge_mode, edge_o
             for i in range(L):
                 for j in range(L):
                     w_edge[i, j] = log_alpha[t - 1, i] + T[i, j] + unary[lo + t, j] + log_beta[t, j]
-            _exp_normalised(w_edge, p_edge)
+            _exp_normalised(w_edge.ravel(), p_edge.ravel())  # one compiled signature
             target = direct_acc if edge_mode == _EDGE_SUM else edge_out[elo + t - 1]
             for i in range(L):
                 for j in range(L):
@@ -294,64 +297,64 @@ def _fb_log(unary, lo, hi, trans, per_position, elo, node_out, edge_mode, edge_o
     return log_z + comp
 
 
-@njit(cache=True, parallel=True)
-def _forward_backward_batch(unary, exp_unary, trans, per_position, offsets, edge_mode, n_chunks, max_len, node):
+@njit(cache=True, nogil=True, fastmath=_FM)
+def _fb_chunk(unary, exp_unary, trans, per_position, offsets, s_lo, s_hi, edge_mode, exp_trans, trans_shift,
+              node, edge_out, outer_acc, direct_acc, log_z, failed):
+    """Scaled forward-backward of sequences s_lo:s_hi; ``failed[s]`` marks those to redo in log space.
+
+    A sequence's summed edge counts are added to the accumulators only once it has succeeded,
+    so a failed one leaves nothing for the log-space pass to undo.
+    """
     pre_exp = exp_unary.shape[0] == unary.shape[0]
-    n_seq = offsets.shape[0] - 1
-    n_tok, L = unary.shape
-    eoffs = offsets - np.arange(n_seq + 1)
-    log_z = np.empty(n_seq)
-    if edge_mode == _EDGE_POSITION:
-        edge_out = np.zeros((n_tok - n_seq, L, L))
-    else:
-        edge_out = np.zeros((0, L, L))
-    outer_acc = np.zeros((n_chunks, L, L))
-    direct_acc = np.zeros((n_chunks, L, L))
-    exp_trans = np.zeros((L, L))
-    trans_shift = 0.0
-    if not per_position:
-        trans_shift = _exp_shifted(trans[0], exp_trans)
-    bounds = np.linspace(0, n_seq, n_chunks + 1).astype(np.int64)
-    for c in prange(n_chunks):
-        scale = np.empty(max_len)
-        u_buf = np.empty((max_len, L))
-        beta = np.empty(L)
-        beta_next = np.empty(L)
-        scratch = np.empty((L, L))
-        log_alpha = np.empty((max_len, L))
-        log_beta = np.empty((max_len, L))
-        tmp = np.empty(L)
-        w_edge = np.empty((L, L))
-        p_edge = np.empty((L, L))
-        keep_outer = np.empty((L, L))
-        keep_direct = np.empty((L, L))
-        for s in range(bounds[c], bounds[c + 1]):
-            lo, hi, elo = offsets[s], offsets[s + 1], eoffs[s]
-            lz, ok = -np.inf, False
-            if trans_shift > -np.inf:
-                # a sequence that fails midway may have added partial edge terms: remember
-                # the accumulators so they can be restored before the log-space redo
-                if edge_mode == _EDGE_SUM:
-                    keep_outer[:, :] = outer_acc[c]
-                    keep_direct[:, :] = direct_acc[c]
-                lz, ok = _fb_scaled(unary, pre_exp, exp_unary, lo, hi, exp_trans, trans_shift, trans, per_position, elo,
-                                    node, edge_mode, edge_out, outer_acc[c], direct_acc[c], scale,
-                                    u_buf, beta, beta_next, scratch)
-                if not ok and edge_mode == _EDGE_SUM:
-                    outer_acc[c, :, :] = keep_outer
-                    direct_acc[c, :, :] = keep_direct
-            if not ok:
-                if edge_mode == _EDGE_POSITION:
-                    for k in range(elo, elo + hi - lo - 1):
-                        edge_out[k, :, :] = 0.0
-                lz = _fb_log(unary, lo, hi, trans, per_position, elo, node, edge_mode, edge_out,
-                             direct_acc[c], log_alpha, log_beta, tmp, w_edge, p_edge)
-            log_z[s] = lz
-    edge_sum = np.zeros((L, L))
-    if edge_mode == _EDGE_SUM:
-        for c in range(n_chunks):
-            edge_sum += outer_acc[c] * exp_trans + direct_acc[c]
-    return log_z, node, edge_sum, edge_out
+    L = unary.shape[1]
+    max_len = 1
+    for s in range(s_lo, s_hi):
+        max_len = max(max_len, offsets[s + 1] - offsets[s])
+    scale = np.empty(max_len)
+    u_buf = np.empty((max_len, L))
+    beta = np.empty(L)
+    beta_next = np.empty(L)
+    scratch = np.empty((L, L))
+    seq_outer = np.zeros((L, L))
+    seq_direct = np.zeros((L, L))
+    for s in range(s_lo, s_hi):
+        lo, hi = offsets[s], offsets[s + 1]
+        ok = False
+        if trans_shift > -np.inf:
+            lz, ok = _fb_scaled(unary, pre_exp, exp_unary, lo, hi, exp_trans, trans_shift, trans, per_position,
+                                lo - s, node, edge_mode, edge_out, seq_outer, seq_direct, scale, u_buf, beta,
+                                beta_next, scratch)
+            if ok:
+                log_z[s] = lz
+            if edge_mode == _EDGE_SUM:  # move this sequence's edge counts to the chunk's (if it succeeded)
+                for i in range(L):
+                    for j in range(L):
+                        outer_acc[i, j] += seq_outer[i, j] if ok else 0.0
+                        direct_acc[i, j] += seq_direct[i, j] if ok else 0.0
+                        seq_outer[i, j] = 0.0
+                        seq_direct[i, j] = 0.0
+        failed[s] = not ok
+
+
+@njit(cache=True, nogil=True)
+def _fb_log_chunk(unary, trans, per_position, offsets, seqs, edge_mode, node, edge_out, direct_acc, log_z):
+    """Log-space forward-backward of the sequences listed in ``seqs`` (those the scaled pass gave up on)."""
+    L = unary.shape[1]
+    max_len = 1
+    for s in seqs:
+        max_len = max(max_len, offsets[s + 1] - offsets[s])
+    log_alpha = np.empty((max_len, L))
+    log_beta = np.empty((max_len, L))
+    tmp = np.empty(L)
+    w_edge = np.empty((L, L))
+    p_edge = np.empty((L, L))
+    for s in seqs:
+        lo, hi = offsets[s], offsets[s + 1]
+        if edge_mode == _EDGE_POSITION:
+            for k in range(lo - s, hi - s - 1):
+                edge_out[k, :, :] = 0.0
+        log_z[s] = _fb_log(unary, lo, hi, trans, per_position, lo - s, node, edge_mode, edge_out, direct_acc,
+                           log_alpha, log_beta, tmp, w_edge, p_edge)
 
 
 @njit(cache=True, nogil=True)
@@ -364,49 +367,47 @@ def _shift_to_max_zero(v):
     return m
 
 
-@njit(cache=True, parallel=True)
-def _viterbi_batch(unary, trans, per_position, offsets, n_chunks, max_len):
-    n_seq = offsets.shape[0] - 1
-    n_tok, L = unary.shape
-    eoffs = offsets - np.arange(n_seq + 1)
-    labels = np.empty(n_tok, dtype=np.int64)
-    scores = np.empty(n_seq)
-    bounds = np.linspace(0, n_seq, n_chunks + 1).astype(np.int64)
-    for c in prange(n_chunks):
-        back = np.empty((max_len, L), dtype=np.int32)
-        delta = np.empty(L)
-        new = np.empty(L)
-        for s in range(bounds[c], bounds[c + 1]):
-            lo, hi, elo = offsets[s], offsets[s + 1], eoffs[s]
-            # delta is kept at maximum 0 (its shifts summed apart) so that comparisons
-            # between paths keep full precision on long chains with large potentials
+@njit(cache=True, nogil=True)
+def _viterbi_chunk(unary, trans, per_position, offsets, s_lo, s_hi, labels, scores):
+    """Viterbi of sequences s_lo:s_hi into the packed ``labels`` and per-sequence ``scores``."""
+    L = unary.shape[1]
+    max_len = 1
+    for s in range(s_lo, s_hi):
+        max_len = max(max_len, offsets[s + 1] - offsets[s])
+    back = np.empty((max_len, L), dtype=np.int32)
+    delta = np.empty(L)
+    new = np.empty(L)
+    for s in range(s_lo, s_hi):
+        lo, hi, elo = offsets[s], offsets[s + 1], offsets[s] - s
+        # delta is kept at maximum 0 (its shifts summed apart) so that comparisons
+        # between paths keep full precision on long chains with large potentials
+        for j in range(L):
+            delta[j] = unary[lo, j]
+        total = _shift_to_max_zero(delta)
+        for t in range(1, hi - lo):
+            T = trans[elo + t - 1] if per_position else trans[0]
             for j in range(L):
-                delta[j] = unary[lo, j]
-            total = _shift_to_max_zero(delta)
-            for t in range(1, hi - lo):
-                T = trans[elo + t - 1] if per_position else trans[0]
-                for j in range(L):
-                    best = -np.inf
-                    arg = 0
-                    for i in range(L):
-                        v = delta[i] + T[i, j]
-                        if v > best:
-                            best = v
-                            arg = i
-                    new[j] = best + unary[lo + t, j]
-                    back[t, j] = arg
-                delta[:] = new
-                total += _shift_to_max_zero(delta)
-            arg = 0
+                best = -np.inf
+                arg = 0
+                for i in range(L):
+                    v = delta[i] + T[i, j]
+                    if v > best:
+                        best = v
+                        arg = i
+                new[j] = best + unary[lo + t, j]
+                back[t, j] = arg
             for j in range(L):
-                if delta[j] > delta[arg]:
-                    arg = j
-            scores[s] = total
-            labels[hi - 1] = arg
-            for t in range(hi - lo - 1, 0, -1):
-                arg = back[t, arg]
-                labels[lo + t - 1] = arg
-    return labels, scores
+                delta[j] = new[j]
+            total += _shift_to_max_zero(delta)
+        arg = 0
+        for j in range(L):
+            if delta[j] > delta[arg]:
+                arg = j
+        scores[s] = total
+        labels[hi - 1] = arg
+        for t in range(hi - lo - 1, 0, -1):
+            arg = back[t, arg]
+            labels[lo + t - 1] = arg
 
 
 @njit(cache=True)
@@ -507,10 +508,6 @@ def check_chain_potentials(unary, transition, offsets):
     return unary, trans, per_position, offsets
 
 
-def _n_chunks(n_seq):
-    return int(max(1, min(n_seq, 4 * numba.get_num_threads())))
-
-
 def forward_backward(unary, transition, offsets, *, edge_marginals="sum", out=None):
     """Log partition function, node marginals and edge marginals of linear-chain CRFs.
 
@@ -573,11 +570,42 @@ def expected_counts(unary, exp_unary, transition, offsets, out):
 
 
 def _run_forward_backward(unary, exp_unary, trans, per_position, offsets, edge_mode, out):
-    """The batch kernel on checked arrays, with threads for its work (``exp_unary`` empty: exponentiate inside)."""
-    L = unary.shape[1]
-    with threads_for(3 * unary.shape[0] * L * L):
-        return _forward_backward_batch(unary, exp_unary, trans, per_position, offsets, edge_mode,
-                                       _n_chunks(offsets.shape[0] - 1), int(np.max(np.diff(offsets))), out)
+    """The chunk kernels on checked arrays, on as many threads as the work pays for.
+
+    ``exp_unary`` empty: exponentiate inside. Chunks are contiguous runs of sequences with
+    near-equal token counts, each with its own edge accumulators (summed at the end).
+    """
+    n_seq = offsets.shape[0] - 1
+    n_tok, L = unary.shape
+    bounds = token_chunks(offsets, n_threads_for(3 * n_tok * L * L))
+    n_chunks = bounds.shape[0] - 1
+    log_z = np.empty(n_seq)
+    failed = np.empty(n_seq, dtype=np.bool_)
+    edge_out = np.zeros((n_tok - n_seq if edge_mode == _EDGE_POSITION else 0, L, L))
+    outer_acc = np.zeros((n_chunks, L, L))
+    direct_acc = np.zeros((n_chunks, L, L))
+    exp_trans = np.zeros((L, L))
+    trans_shift = 0.0 if per_position else _exp_shifted(trans[0], exp_trans)
+
+    def scaled(c):
+        _fb_chunk(unary, exp_unary, trans, per_position, offsets, bounds[c], bounds[c + 1], edge_mode, exp_trans,
+                  trans_shift, out, edge_out, outer_acc[c], direct_acc[c], log_z, failed)
+
+    run_chunks_in_threads(scaled, n_chunks)
+    redo = np.flatnonzero(failed)
+    if redo.shape[0]:  # rare: huge potentials or long sequences; compiled only when first needed
+        parts = np.array_split(redo, min(n_chunks, redo.shape[0]))
+
+        def log_space(c):
+            _fb_log_chunk(unary, trans, per_position, offsets, parts[c], edge_mode, out, edge_out, direct_acc[c],
+                          log_z)
+
+        run_chunks_in_threads(log_space, len(parts))
+    edge_sum = np.zeros((L, L))
+    if edge_mode == _EDGE_SUM:
+        for c in range(n_chunks):
+            edge_sum += outer_acc[c] * exp_trans + direct_acc[c]
+    return log_z, out, edge_sum, edge_out
 
 
 def _output_buffer(out, shape):
@@ -624,9 +652,14 @@ def viterbi(unary, transition, offsets):
     """
     unary, trans, per_position, offsets = check_chain_potentials(unary, transition, offsets)
     n_seq = offsets.shape[0] - 1
-    max_len = int(np.max(np.diff(offsets)))
-    with threads_for(unary.shape[0] * unary.shape[1] ** 2):
-        labels, scores = _viterbi_batch(unary, trans, per_position, offsets, _n_chunks(n_seq), max_len)
+    labels = np.empty(unary.shape[0], dtype=np.int64)
+    scores = np.empty(n_seq)
+    bounds = token_chunks(offsets, n_threads_for(unary.shape[0] * unary.shape[1] ** 2))
+
+    def one(c):
+        _viterbi_chunk(unary, trans, per_position, offsets, bounds[c], bounds[c + 1], labels, scores)
+
+    run_chunks_in_threads(one, bounds.shape[0] - 1)
     _raise_if_infeasible(scores, unary, trans)
     return labels, scores
 

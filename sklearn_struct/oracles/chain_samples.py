@@ -109,12 +109,18 @@ def _forward(unary, trans, alpha):
     _shifted_columns(trans, E, cmax)
     ea, amax, acc = np.empty((L, S)), np.empty(S), np.empty(S)
     keep_all = alpha.shape[0] == T
-    alpha[0] = unary[:, 0, :]
+    # explicit loops, not ``alpha[0] = unary[:, 0, :]``: an array-to-array assignment makes numba
+    # compile its shape-mismatch error message, seconds of a fresh install's first fit
+    for j in range(L):
+        for s in range(S):
+            alpha[0, j, s] = unary[j, 0, s]
     cur = 0
     for t in range(1, T):
         nxt = t if keep_all else 1 - cur
         _step(alpha[cur], trans, E, cmax, alpha[nxt], ea, amax, acc)
-        alpha[nxt] += unary[:, t, :]
+        for j in range(L):
+            for s in range(S):
+                alpha[nxt, j, s] += unary[j, t, s]
         cur = nxt
     return cur
 
@@ -139,14 +145,20 @@ def _marginals_kernel(unary, trans, out):
     _forward(unary, trans, alpha)
     log_z = np.empty(S)
     _log_z(alpha[T - 1], log_z)
-    trans_t = np.ascontiguousarray(trans.transpose(1, 0, 2))  # backward = forward on the transposed table
+    trans_t = np.empty((L, L, S))  # backward = forward on the transposed table
+    for i in range(L):
+        for j in range(L):
+            for s in range(S):
+                trans_t[i, j, s] = trans[j, i, s]
     E, cmax = np.empty((L, L, S)), np.empty((L, S))
     _shifted_columns(trans_t, E, cmax)
     ea, amax, acc = np.empty((L, S)), np.empty(S), np.empty(S)
     beta, emit = np.zeros((L, S)), np.empty((L, S))
     for t in range(T - 1, -1, -1):
         if t < T - 1:
-            emit[:] = beta + unary[:, t + 1, :]
+            for j in range(L):
+                for s in range(S):
+                    emit[j, s] = beta[j, s] + unary[j, t + 1, s]
             _step(emit, trans_t, E, cmax, beta, ea, amax, acc)
         for j in range(L):
             tot = 0.0

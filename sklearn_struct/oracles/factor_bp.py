@@ -29,9 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+from numba.extending import register_jitable
+from scipy.special import expit
 
 from ..utils.validation import check_float_array, check_scalar_param
-from .tree import _tree_messages, check_link_scores
+from .tree import _tree_messages, check_link_scores, tree_messages
 
 __all__ = ["LinkBPResult", "link_bp", "grandparent_pairs", "sibling_pairs", "pair_gains", "check_pairs"]
 
@@ -69,14 +71,14 @@ class LinkBPResult:
     n_message_updates: int
 
 
-@njit(cache=True, nogil=True, inline="always")
+@register_jitable
 def _softplus(x):
     if x > 0.0:
         return x + math.log1p(math.exp(-x))
     return math.log1p(math.exp(x))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@register_jitable
 def _sigmoid(x):
     if x >= 0.0:
         return 1.0 / (1.0 + math.exp(-x))
@@ -84,7 +86,7 @@ def _sigmoid(x):
     return e / (1.0 + e)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a, msg_b):
     """Run BP in place on (T, msg_a, msg_b); return (belief log-odds, log Z tree, n_iter, delta)."""
     N = U.shape[0]
@@ -102,28 +104,30 @@ def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a,
     prev = np.empty(N * N)
     for k in range(N * N):
         prev[k] = _sigmoid(B[k])
-    log_z = 0.0
-    delta = np.inf
+    # Without iterations (no pairs, or max_iter 0) the tree still gives log Z under the
+    # unchanged cavity odds. One call site of the tree factor: it is inlined (see below).
+    iterate = max_iter > 0 and F > 0
+    delta = 0.0 if F == 0 and max_iter > 0 else np.inf
     n_iter = 0
-    for it in range(max_iter):
-        if F == 0:
-            delta = 0.0
-            break
-        for f in range(F):
-            a, b, t = pa[f], pb[f], theta[f]
-            xa = B[a] - msg_a[f]
-            xb = B[b] - msg_b[f]
-            na = _softplus(xb + t) - _softplus(xb)
-            nb = _softplus(xa + t) - _softplus(xa)
-            B[a] = xa + na
-            B[b] = xb + nb
-            msg_a[f] = na
-            msg_b[f] = nb
+    while True:
+        if iterate:
+            for f in range(F):
+                a, b, t = pa[f], pb[f], theta[f]
+                xa = B[a] - msg_a[f]
+                xb = B[b] - msg_b[f]
+                na = _softplus(xb + t) - _softplus(xb)
+                nb = _softplus(xa + t) - _softplus(xa)
+                B[a] = xa + na
+                B[b] = xb + nb
+                msg_a[f] = na
+                msg_b[f] = nb
         for h in range(N):
             for m in range(1, N):
                 if h != m:
                     X[h, m] = B[h * N + m] - T[h, m]
         log_z, _ = _tree_messages(X, projective, single_root, newT)
+        if not iterate:
+            break
         delta = 0.0
         for h in range(N):
             for m in range(1, N):
@@ -134,40 +138,39 @@ def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a,
                     p = _sigmoid(B[k])
                     delta = max(delta, abs(p - prev[k]))
                     prev[k] = p
-        n_iter = it + 1
-        if delta <= tol:
+        n_iter += 1
+        if delta <= tol or n_iter == max_iter:
             break
-    if n_iter == 0:  # tree log Z under the (unchanged) cavity odds
-        for h in range(N):
-            for m in range(1, N):
-                if h != m:
-                    X[h, m] = B[h * N + m] - T[h, m]
-        log_z, _ = _tree_messages(X, projective, single_root, newT)
     return B, log_z, n_iter, delta
 
 
+# One entry point per tree algorithm, so that a model compiles only the one it uses (each costs
+# seconds in a fresh install): ``_link_bp`` and ``_tree_messages`` are inlined here, where
+# ``projective`` is a constant, and numba prunes the other algorithm before compiling.
 @njit(cache=True, nogil=True)
+def _link_bp_projective(U, pa, pb, theta, single_root, max_iter, tol, T, msg_a, msg_b):
+    return _link_bp(U, pa, pb, theta, True, single_root, max_iter, tol, T, msg_a, msg_b)
+
+
+@njit(cache=True, nogil=True)
+def _link_bp_nonprojective(U, pa, pb, theta, single_root, max_iter, tol, T, msg_a, msg_b):
+    return _link_bp(U, pa, pb, theta, False, single_root, max_iter, tol, T, msg_a, msg_b)
+
+
 def _pair_beliefs(B, pa, pb, theta, msg_a, msg_b):
-    """P(z_a = 1, z_b = 1) of every pairwise factor's belief."""
-    F = pa.shape[0]
-    out = np.empty(F)
-    for f in range(F):
-        xa = B[pa[f]] - msg_a[f]
-        xb = B[pb[f]] - msg_b[f]
-        s = theta[f] + xa + xb
-        top = max(0.0, xa, xb, s)
-        den = math.exp(-top) + math.exp(xa - top) + math.exp(xb - top) + math.exp(s - top)
-        out[f] = math.exp(s - top) / den
-    return out
+    """P(z_a = 1, z_b = 1) of every pairwise factor's belief (NumPy: one call per sentence)."""
+    xa = B[pa] - msg_a
+    xb = B[pb] - msg_b
+    s = theta + xa + xb
+    top = np.maximum(np.maximum(0.0, xa), np.maximum(xb, s))
+    return np.exp(s - top) / (np.exp(-top) + np.exp(xa - top) + np.exp(xb - top) + np.exp(s - top))
 
 
-@njit(cache=True, nogil=True)
 def _marginals_from_log_odds(B, N):
-    out = np.zeros((N, N))
-    for h in range(N):
-        for m in range(1, N):
-            if h != m:
-                out[h, m] = _sigmoid(B[h * N + m])
+    """Link marginals ``sigmoid(B)`` as an (N, N) matrix, zero on the diagonal and in column 0."""
+    out = expit(B).reshape(N, N)
+    out[:, 0] = 0.0
+    np.fill_diagonal(out, 0.0)
     return out
 
 
@@ -180,10 +183,7 @@ def seed_tree_messages(unary, projective=False, single_root=True):
     log_z : float
     marginals : ndarray of shape (n + 1, n + 1)
     """
-    U = check_link_scores(unary, "unary")
-    out = np.zeros_like(U)
-    log_z, marg = _tree_messages(U, bool(projective), bool(single_root), out)
-    return out, float(log_z), marg
+    return tree_messages(check_link_scores(unary, "unary"), projective, single_root)
 
 
 def check_pairs(pairs, n_nodes, n_scores=None):
@@ -262,8 +262,8 @@ def link_bp(unary, pairs, pair_scores, *, projective=False, single_root=True, ma
         T = np.array(tree_messages, dtype=np.float64, order="C")
     msg_a = np.zeros(pa.shape[0])
     msg_b = np.zeros(pa.shape[0])
-    B, log_z, n_iter, delta = _link_bp(U, pa, pb, theta, bool(projective), bool(single_root), int(max_iter),
-                                       float(tol), T, msg_a, msg_b)
+    run = _link_bp_projective if projective else _link_bp_nonprojective
+    B, log_z, n_iter, delta = run(U, pa, pb, theta, bool(single_root), int(max_iter), float(tol), T, msg_a, msg_b)
     pair_marg = _pair_beliefs(B, pa, pb, theta, msg_a, msg_b)
     n_links = (N - 1) * (N - 1)
     return LinkBPResult(

@@ -1,4 +1,4 @@
-"""Feature-weight products for packed token features, parallel over rows.
+"""Feature-weight products for packed token features, parallel over chunks of rows.
 
 A CRF scores token ``r`` for label ``l`` as ``sum_f X[r, f] * W[f, l]``. With sparse
 features most ``(f, l)`` weights are never supported by data, so, like CRFsuite, the
@@ -9,21 +9,24 @@ All pairs (``pair_ptr[f] = f * L``) is the ordinary dense weight matrix.
 Two products per objective evaluation:
 
 * scores ``S[r, l] = sum_{f in row r} X[r, f] * w[pairs of f with label l]`` -- a gather,
-  ``nnz(X) * (pairs per attribute)`` multiply-adds, parallel over tokens;
+  ``nnz(X) * (pairs per attribute)`` multiply-adds, parallel over chunks of tokens;
 * gradient ``g[p] = sum_{r: X[r, f] != 0} X[r, f] * D[r, pair_label[p]]`` -- the same walk
   over the rows of ``X``, parallel over token chunks with one accumulator per chunk (no
   atomics; cost ``n_chunks * n_pairs`` extra for the final reduction).
 
+Chunks hold near-equal numbers of non-zeros and run on threads
+(:func:`~sklearn_struct.oracles._threads.run_chunks_in_threads`), one per
+``MIN_WORK_PER_THREAD`` multiply-adds.
+
 Dense feature matrices use BLAS instead (every pair is present).
 """
 
-import numba
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from numba import njit
 
 from ..utils.validation import check_float_array, check_int_array, check_offsets, check_scalar_param
-from ._threads import threads_for
+from ._threads import n_threads_for, run_chunks_in_threads, token_chunks
 
 __all__ = ["LinearFeatures", "observed_pairs", "all_pairs"]
 
@@ -34,91 +37,64 @@ __all__ = ["LinearFeatures", "observed_pairs", "all_pairs"]
 # attribute of non-zero ``k``, or ``-1 - attribute`` for an attribute stored as pairs.
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _pair_scores(indptr, code, data, pair_ptr, pair_label, w, W_dense, bias, n_chunks, out, row_max):
-    # data None: binary features (all values 1), so the value stream is never read.
-    # row_max of length n_rows: each row is shifted by its maximum, which is stored there.
-    n_rows = indptr.shape[0] - 1
+@njit(cache=True, nogil=True)
+def _pair_scores(indptr, code, data, pair_ptr, pair_label, w, W_dense, bias, r_lo, r_hi, out, row_max):
+    """Scores of rows r_lo:r_hi into the flat ``out``.
+
+    ``data`` None: binary features (all values 1), so the value stream is never read.
+    ``row_max`` of length n_rows: each row is shifted by its maximum, which is stored there.
+    """
     n_labels = bias.shape[0]
     L = np.uint64(n_labels)
-    shift = row_max.shape[0] == n_rows
-    bounds = np.linspace(0, n_rows, n_chunks + 1).astype(np.int64)
-    for c in prange(n_chunks):
-        for r in range(bounds[c], bounds[c + 1]):
-            base = np.uint64(r) * L
-            for j in range(L):
-                out[base + j] = bias[j]
-            for k in range(indptr[r], indptr[r + 1]):
-                d = code[k]
-                v = 1.0 if data is None else data[k]
-                if d >= 0:  # many labels: one vectorised L-wide update
-                    row = np.uint64(d) * L
-                    for j in range(L):
-                        out[base + j] += v * W_dense[row + j]
-                else:  # few labels: touch only the supported ones
-                    f = -1 - d
-                    for p in range(pair_ptr[f], pair_ptr[f + 1]):
-                        out[base + np.uint64(pair_label[p])] += v * w[p]
-            if shift:
-                m = out[base]
-                for j in range(1, n_labels):
-                    m = max(m, out[base + j])
-                if not np.isfinite(m):
-                    m = 0.0
+    shift = row_max.shape[0] == indptr.shape[0] - 1
+    for r in range(r_lo, r_hi):
+        base = np.uint64(r) * L
+        for j in range(L):
+            out[base + j] = bias[j]
+        for k in range(indptr[r], indptr[r + 1]):
+            d = code[k]
+            v = 1.0 if data is None else data[k]
+            if d >= 0:  # many labels: one vectorised L-wide update
+                row = np.uint64(d) * L
                 for j in range(L):
-                    out[base + j] -= m
-                row_max[r] = m
-    return out
-
-
-@njit(cache=True, parallel=True, nogil=True)
-def _pair_gradient(indptr, code, data, pair_ptr, pair_label, dense_row, n_dense, D, n_labels, n_chunks):
-    # Parallel over contiguous token chunks, each with its own accumulators: the same
-    # cache-friendly walk as _pair_scores, balanced however skewed the attribute counts
-    # are (a 'bias' attribute fires on every token).
-    n_rows = indptr.shape[0] - 1
-    L = np.uint64(n_labels)
-    n_attr = pair_ptr.shape[0] - 1
-    n_pairs = pair_ptr[n_attr]
-    acc = np.zeros((n_chunks, n_pairs))
-    acc_dense = np.zeros((n_chunks, n_dense * n_labels))
-    bounds = np.linspace(0, n_rows, n_chunks + 1).astype(np.int64)
-    for c in prange(n_chunks):
-        g = acc[c]
-        gd = acc_dense[c]
-        for r in range(bounds[c], bounds[c + 1]):
-            base = np.uint64(r) * L
-            for k in range(indptr[r], indptr[r + 1]):
-                d = code[k]
-                v = 1.0 if data is None else data[k]
-                if d >= 0:
-                    row = np.uint64(d) * L
-                    for j in range(L):
-                        gd[row + j] += v * D[base + j]
-                else:
-                    f = -1 - d
-                    for p in range(pair_ptr[f], pair_ptr[f + 1]):
-                        g[p] += v * D[base + np.uint64(pair_label[p])]
-    out = np.zeros(n_pairs)
-    for c in range(n_chunks):
-        out += acc[c]
-    for f in range(n_attr):  # dense rows: keep only the supported labels
-        d = dense_row[f]
-        if d >= 0:
-            for p in range(pair_ptr[f], pair_ptr[f + 1]):
-                for c in range(n_chunks):
-                    out[p] += acc_dense[c, d * n_labels + pair_label[p]]
-    return out
+                    out[base + j] += v * W_dense[row + j]
+            else:  # few labels: touch only the supported ones
+                f = -1 - d
+                for p in range(pair_ptr[f], pair_ptr[f + 1]):
+                    out[base + np.uint64(pair_label[p])] += v * w[p]
+        if shift:
+            m = out[base]
+            for j in range(1, n_labels):
+                m = max(m, out[base + j])
+            if not np.isfinite(m):
+                m = 0.0
+            for j in range(L):
+                out[base + j] -= m
+            row_max[r] = m
 
 
 @njit(cache=True, nogil=True)
-def _scatter_dense_rows(pair_ptr, pair_label, dense_row, w, W_dense):
-    W_dense[:, :] = 0.0
-    for f in range(pair_ptr.shape[0] - 1):
-        d = dense_row[f]
-        if d >= 0:
-            for p in range(pair_ptr[f], pair_ptr[f + 1]):
-                W_dense[d, pair_label[p]] = w[p]
+def _pair_gradient(indptr, code, data, pair_ptr, pair_label, D, n_labels, r_lo, r_hi, g, g_dense):
+    """Add the gradient terms of rows r_lo:r_hi: pairs into ``g``, dense rows into the flat ``g_dense``.
+
+    The same cache-friendly walk as :func:`_pair_scores`; a caller splitting the rows over
+    threads gives each chunk its own accumulators (no atomics), balanced however skewed the
+    attribute counts are (a 'bias' attribute fires on every token).
+    """
+    L = np.uint64(n_labels)
+    for r in range(r_lo, r_hi):
+        base = np.uint64(r) * L
+        for k in range(indptr[r], indptr[r + 1]):
+            d = code[k]
+            v = 1.0 if data is None else data[k]
+            if d >= 0:
+                row = np.uint64(d) * L
+                for j in range(L):
+                    g_dense[row + j] += v * D[base + j]
+            else:
+                f = -1 - d
+                for p in range(pair_ptr[f], pair_ptr[f + 1]):
+                    g[p] += v * D[base + np.uint64(pair_label[p])]
 
 
 def _dense_rows(pair_ptr, indices, n_labels):
@@ -227,12 +203,17 @@ class LinearFeatures:
             code = self._dense_row[X.indices]
             self._code = np.where(code >= 0, code, -1 - X.indices.astype(np.int64))
             self._work = X.nnz * n_labels  # an upper bound on the multiply-adds of one product
+            # pairs of attributes held as dense rows, and their slots in the flat dense block
+            pair_row = self._dense_row[np.repeat(np.arange(X.shape[1]), np.diff(self.pairs[0]))]
+            self._dense_pairs = np.flatnonzero(pair_row >= 0)
+            self._dense_slots = pair_row[self._dense_pairs] * n_labels + self.pairs[1][self._dense_pairs]
         else:
             self._X = np.ascontiguousarray(X, dtype=np.float64)
             self.pairs = None
 
-    def _n_chunks(self):
-        return max(1, min(2 * numba.get_num_threads(), self.shape[0]))
+    def _row_chunks(self):
+        """Row bounds of the chunks (near-equal non-zeros), one per thread the work pays for."""
+        return token_chunks(self._indptr, n_threads_for(self._work))
 
     @property
     def n_weights(self):
@@ -258,11 +239,16 @@ class LinearFeatures:
                                     or not row_max.flags.c_contiguous):
             raise ValueError(f"row_max must be a C-contiguous float64 array of shape ({n_rows},).")
         if self.sparse:
-            W_dense = np.empty((self._n_dense, L))
-            _scatter_dense_rows(*self.pairs, self._dense_row, w, W_dense)
-            with threads_for(self._work):
-                _pair_scores(self._indptr, self._code, self._data, *self.pairs, w, W_dense.ravel(), bias,
-                             self._n_chunks(), out.reshape(-1), np.empty(0) if row_max is None else row_max)
+            W_flat = np.zeros(self._n_dense * L)  # the dense rows, zeros off the support
+            W_flat[self._dense_slots] = w[self._dense_pairs]
+            bounds, flat = self._row_chunks(), out.reshape(-1)
+            shifts = np.empty(0) if row_max is None else row_max
+
+            def one(c):
+                _pair_scores(self._indptr, self._code, self._data, *self.pairs, w, W_flat, bias, bounds[c],
+                             bounds[c + 1], flat, shifts)
+
+            run_chunks_in_threads(one, bounds.shape[0] - 1)
             return out
         np.dot(self._X, w.reshape(self.shape[1], L), out=out)
         out += bias
@@ -281,11 +267,21 @@ class LinearFeatures:
         where checking a (n_tokens, n_labels) array every evaluation costs ~5% of the evaluation)."""
         D = np.ascontiguousarray(D, dtype=np.float64)
         if self.sparse:
-            with threads_for(self._work):
-                # one chunk per thread: every chunk carries a full gradient accumulator
-                n_chunks = min(numba.get_num_threads(), self.shape[0])
-                return _pair_gradient(self._indptr, self._code, self._data, *self.pairs, self._dense_row, self._n_dense,
-                                      D.reshape(-1), self.n_labels, n_chunks)
+            # one chunk per thread: every chunk carries a full gradient accumulator
+            bounds, flat, L = self._row_chunks(), D.reshape(-1), self.n_labels
+            n_chunks = bounds.shape[0] - 1
+            acc = np.zeros((n_chunks, self.n_weights))
+            acc_dense = np.zeros((n_chunks, self._n_dense * L))
+
+            def one(c):
+                _pair_gradient(self._indptr, self._code, self._data, *self.pairs, flat, L, bounds[c], bounds[c + 1],
+                               acc[c], acc_dense[c])
+
+            run_chunks_in_threads(one, n_chunks)
+            out, dense = (acc[0], acc_dense[0]) if n_chunks == 1 else (acc.sum(axis=0), acc_dense.sum(axis=0))
+            # dense rows: keep only the supported labels
+            out[self._dense_pairs] += dense[self._dense_slots]
+            return out
         return (self._X.T @ D).ravel()
 
     def pair_weights(self, W):

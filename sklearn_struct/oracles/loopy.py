@@ -32,8 +32,8 @@ maxima, so nothing overflows. If an entry of the result falls below ``1e-200`` (
 double range could then matter), that one message is recomputed with exact log-sum-exp, so
 potentials of magnitude 1e3 give correct answers, not NaN.
 
-Schedules: ``"parallel"`` (flooding: every message from the previous iteration's messages, numba
-``prange`` over chunks of nodes) and ``"sequential"`` (nodes in index order, then in reverse order
+Schedules: ``"parallel"`` (flooding: every message from the previous iteration's messages; on a
+large graph each sweep is split into chunks of nodes run on threads) and ``"sequential"`` (nodes in index order, then in reverse order
 on the next sweep, each node sending all its messages from the current ones; converges in fewer
 sweeps). Both skip a node none of whose incoming messages changed by more than ``tol`` since it
 last sent (its messages would not change), so converged regions, converged connected components
@@ -53,8 +53,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..utils.validation import check_edge_list, check_float_array, check_scalar_param
-from ._loopy_kernels import _csr_from_edges, _run_bp, _normalise_rows, _edge_beliefs, _log_softmax_rows, _absorb, _seed_gains
-from ._threads import threads_for
+from ._loopy_kernels import _LOG_TOL, _absorb, _edge_beliefs, _log_softmax_rows, _run_bp, _seed_gains, _sweep_range
+from ._threads import n_threads_for, run_chunks_in_threads, token_chunks
 
 __all__ = [
     "Adjacency",
@@ -73,8 +73,6 @@ __all__ = [
 # Finite potentials above this magnitude are rejected: sums over neighbours and the division
 # by TRW edge probabilities (>= 1e-12) would overflow float64 (the error names the overflow).
 _MAX_POTENTIAL = 1e100
-# Flooding splits the nodes into this many chunks per thread (load balance across threads).
-_CHUNKS_PER_THREAD = 4
 
 
 @dataclass
@@ -213,7 +211,20 @@ def build_adjacency(edges, n_nodes):
     ([0, 1, 3, 4], [1, 0, 2, 1])
     """
     edges = check_edge_list(edges, n_nodes, name="build_adjacency")
-    return Adjacency(*_csr_from_edges(edges, int(n_nodes)))
+    n_edges = edges.shape[0]
+    # entry e of (first ends, second ends) is the message edges[e, 0] -> edges[e, 1], entry
+    # n_edges + e the reverse one; a node's slots hold its messages in edge order
+    owner = np.concatenate([edges[:, 0], edges[:, 1]])
+    edge_ids = np.tile(np.arange(n_edges, dtype=np.int64), 2)
+    order = np.argsort(owner * n_edges + edge_ids, kind="stable")
+    slot = np.empty(2 * n_edges, dtype=np.int64)
+    slot[order] = np.arange(2 * n_edges)
+    indptr = np.zeros(int(n_nodes) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=int(n_nodes)), out=indptr[1:])
+    return Adjacency(
+        indptr=indptr, neighbors=np.concatenate([edges[:, 1], edges[:, 0]])[order], edge_ids=edge_ids[order],
+        reverse=slot[(order + n_edges) % max(1, 2 * n_edges)], forward=(order < n_edges).astype(np.int64),
+    )
 
 
 def _check_adjacency(adjacency, n_nodes, n_edges):
@@ -327,13 +338,15 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
             raise ValueError(f"init_messages hold values beyond |{_MAX_POTENTIAL:.0e}|, which overflow; "
                              "pass log_messages of an earlier result.")
     # one flooding sweep costs ~S^2 per directed message; small graphs stay on one thread
-    with threads_for(2 * n_edges * S * S if schedule == "parallel" else 0) as n_threads:
-        n_iter, delta, n_updates, log_belief = _run_bp(
-            adjacency.indptr, adjacency.neighbors, adjacency.edge_ids, adjacency.reverse, adjacency.forward,
-            unary, rho, log_tables, exp_tables, mode == "max", schedule == "parallel", float(damping),
-            int(max_iter), float(tol), msgs, min(n_nodes, _CHUNKS_PER_THREAD * n_threads),
-        )
-    node = _normalise_rows(log_belief)
+    n_threads = n_threads_for(2 * n_edges * S * S) if schedule == "parallel" else 1
+    run = _run_bp if n_threads == 1 else _run_bp_threads
+    active = (np.diff(adjacency.indptr) > 0).astype(np.uint8)  # nodes without edges send nothing
+    n_iter, delta, n_updates, log_belief = run(
+        adjacency.indptr, adjacency.neighbors, adjacency.edge_ids, adjacency.reverse, adjacency.forward,
+        unary, rho, log_tables, exp_tables, mode == "max", schedule == "parallel", float(damping),
+        int(max_iter), float(tol), msgs, active, *(() if n_threads == 1 else (n_threads,)),
+    )
+    node = np.exp(_log_softmax_rows(log_belief))
     edge = None
     energy = node_terms = edge_terms = None
     if edge_marginals or free_energy:
@@ -347,6 +360,40 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
         edge_energy_terms=edge_terms, log_messages=msgs, adjacency=adjacency, n_iter=int(n_iter),
         converged=bool(delta <= tol), max_delta=float(delta), n_message_updates=int(n_updates),
     )
+
+
+def _run_bp_threads(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables, exp_tables,
+                    max_product, flooding, damping, max_iter, tol, msgs, active, n_threads):
+    """Flooding BP with each iteration's sweep split over ``n_threads`` chunks of nodes (see ``_run_bp``).
+
+    A flooding sweep reads only the previous messages, so the chunks are independent; they
+    hold near-equal numbers of message slots.
+    """
+    belief, other, active_next = np.empty(unary.shape), msgs.copy(), np.zeros_like(active)
+    bounds = token_chunks(indptr, n_threads)
+    current = msgs
+    delta, n_iter, n_updates = np.inf, 0, 0
+    for it in range(max_iter):
+        n_iter = it + 1
+
+        def sweep(c, current=current, other=other, active=active, active_next=active_next):
+            return _sweep_range(bounds[c], bounds[c + 1], False, False, indptr, neighbors, edge_ids, reverse,
+                                forward, unary, rho, log_tables, exp_tables, max_product, damping, tol, _LOG_TOL,
+                                current, other, belief, active, active_next)
+
+        parts = run_chunks_in_threads(sweep, bounds.shape[0] - 1)
+        delta = max(p[0] for p in parts)
+        current, other = other, current
+        active, active_next = active_next, active
+        active_next[:] = 0
+        n_updates += sum(int(p[1]) for p in parts)
+        if delta <= tol:
+            break
+    if n_iter % 2 == 1:  # an odd number of swaps left the result in the scratch buffer
+        msgs[:] = current
+    log_belief = _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables, exp_tables,
+                         max_product, flooding, damping, 0, tol, msgs, active)[3]
+    return n_iter, delta, n_updates, log_belief
 
 
 def log_softmax(unary):

@@ -260,6 +260,62 @@ def _eisner_marginals_scaled(S, single_root):
 
 
 @njit(cache=True, nogil=True)
+def _slogdet_inv(A):
+    """(sign, log |det A|, A^-1) from one LU factorisation with partial pivoting (as LAPACK's getrf).
+
+    Written out because numba's ``np.linalg.slogdet`` and ``inv`` cost about a second of
+    compilation in a fresh install, more than the few loops here; the inverse is
+    meaningless when the sign is 0 (a singular matrix).
+    """
+    n = A.shape[0]
+    LU = A.copy()
+    perm = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        perm[i] = i
+    sign, logdet = 1.0, 0.0
+    for k in range(n):
+        p = k
+        for i in range(k + 1, n):
+            if abs(LU[i, k]) > abs(LU[p, k]):
+                p = i
+        piv = LU[p, k]
+        if piv == 0.0:
+            return 0.0, NEG_INF, LU
+        if p != k:
+            for j in range(n):
+                LU[k, j], LU[p, j] = LU[p, j], LU[k, j]
+            perm[k], perm[p] = perm[p], perm[k]
+            sign = -sign
+        if piv < 0.0:
+            sign = -sign
+        logdet += math.log(abs(piv))
+        for i in range(k + 1, n):
+            f = LU[i, k] / piv
+            LU[i, k] = f
+            for j in range(k + 1, n):
+                LU[i, j] -= f * LU[k, j]
+    # A^-1 solves L U X = P: forward, then back substitution, a row at a time (vectorised over columns)
+    inv = np.zeros((n, n))
+    for i in range(n):
+        inv[i, perm[i]] = 1.0
+        for j in range(i):
+            f = LU[i, j]
+            if f != 0.0:
+                for c in range(n):
+                    inv[i, c] -= f * inv[j, c]
+    for i in range(n - 1, -1, -1):
+        for j in range(i + 1, n):
+            f = LU[i, j]
+            if f != 0.0:
+                for c in range(n):
+                    inv[i, c] -= f * inv[j, c]
+        piv = LU[i, i]
+        for c in range(n):
+            inv[i, c] /= piv
+    return sign, logdet, inv
+
+
+@njit(cache=True, nogil=True)
 def _matrix_tree_marginals(S, single_root):
     """Non-projective log Z and link marginals by the matrix-tree theorem (Koo et al. 2007)."""
     N = S.shape[0]
@@ -288,10 +344,9 @@ def _matrix_tree_marginals(S, single_root):
     if single_root:
         for m in range(1, N):
             L[0, m - 1] = A[0, m]
-    sign, logdet = np.linalg.slogdet(L)
+    sign, logdet, B = _slogdet_inv(L)
     if sign <= 0.0 or not np.isfinite(logdet):
         return NEG_INF, marg
-    B = np.linalg.inv(L)
     log_z = logdet
     for m in range(1, N):
         log_z += shift[m]
@@ -316,22 +371,26 @@ def _matrix_tree_marginals(S, single_root):
 
 
 @njit(cache=True, nogil=True)
+def _projective_marginals(S, single_root):
+    log_z, marg = _eisner_marginals_scaled(S, single_root)
+    if np.isnan(log_z):  # Z too small for probability space: the log-space chart
+        return _eisner_marginals(S, single_root)
+    return log_z, marg
+
+
 def _tree_marginals(S, projective, single_root):
+    """(log Z, marginals) of checked scores, calling the one algorithm needed."""
     if S.shape[0] < 2:
         return 0.0, np.zeros(S.shape)
     if projective:
-        log_z, marg = _eisner_marginals_scaled(S, single_root)
-        if np.isnan(log_z):  # Z too small for probability space: the log-space chart
-            return _eisner_marginals(S, single_root)
-        return log_z, marg
+        return _projective_marginals(S, single_root)
     return _matrix_tree_marginals(S, single_root)
 
 
 @njit(cache=True, nogil=True)
-def _tree_messages(log_odds, projective, single_root, out):
-    """Outgoing log-odds ``logit(mu) - log_odds`` of every link into ``out``; returns (log Z, mu)."""
+def _messages_from_marginals(log_odds, marg, out):
+    """Outgoing log-odds ``logit(mu) - log_odds`` of every link into ``out`` (clipped to ±MAX_LOG_ODDS)."""
     N = log_odds.shape[0]
-    log_z, marg = _tree_marginals(log_odds, projective, single_root)
     for h in range(N):
         for m in range(1, N):
             if h == m:
@@ -344,6 +403,22 @@ def _tree_messages(log_odds, projective, single_root, out):
             else:
                 val = math.log(mu) - math.log1p(-mu) - log_odds[h, m]
             out[h, m] = min(max(val, -MAX_LOG_ODDS), MAX_LOG_ODDS)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tree_messages(log_odds, projective, single_root, out):
+    """Tree-factor messages into ``out``; returns (log Z, mu).
+
+    Inlined into its numba callers: where ``projective`` is a constant there, the other
+    algorithm is pruned before compilation (each costs seconds in a fresh install).
+    """
+    if log_odds.shape[0] < 2:
+        return 0.0, np.zeros(log_odds.shape)
+    if projective:
+        log_z, marg = _projective_marginals(log_odds, single_root)
+    else:
+        log_z, marg = _matrix_tree_marginals(log_odds, single_root)
+    _messages_from_marginals(log_odds, marg, out)
     return log_z, marg
 
 
@@ -581,7 +656,7 @@ def tree_marginals(scores, projective=False, single_root=True):
     (2.0, [0.5, 0.0, 0.5])
     """
     S = check_link_scores(scores)
-    log_z, marg = _tree_marginals(S, bool(projective), bool(single_root))
+    log_z, marg = _tree_marginals(S, projective, bool(single_root))
     return float(log_z), marg
 
 
@@ -607,5 +682,6 @@ def tree_messages(log_odds, projective=False, single_root=True):
     """
     S = check_link_scores(log_odds, "log_odds")
     out = np.zeros_like(S)
-    log_z, marg = _tree_messages(S, bool(projective), bool(single_root), out)
+    log_z, marg = _tree_marginals(S, projective, single_root)
+    _messages_from_marginals(S, marg, out)
     return out, float(log_z), marg

@@ -2,7 +2,7 @@
 
 Kernels in :mod:`sklearn_struct.oracles` work on one packed array of all tokens,
 ``offsets`` of length ``n_sequences + 1`` marking where each sequence starts, so that a
-single call covers a whole data set (numba ``prange`` over sequences).
+single call covers a whole data set (parallel over chunks of sequences).
 
 Per-position edge arrays (one ``(L, L)`` table per transition) are packed the same way
 with ``edge_offsets = offsets - arange(n_sequences + 1)``: sequence ``i`` owns rows
