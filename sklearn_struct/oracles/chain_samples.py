@@ -193,6 +193,8 @@ def sampled_log_likelihood(unary, transition, y):
     Returns
     -------
     loglik : ndarray of shape (n_samples,)
+        ``log p(y | unary[..., s], transition[..., s])`` for every sample ``s``: the score of
+        ``y`` minus the log partition function.
 
     Examples
     --------
@@ -217,10 +219,8 @@ def sampled_marginals(unary, transition):
 
     Parameters
     ----------
-    unary : ndarray of shape (n_labels, n_tokens, n_samples)
-        Sampled unary log-potentials ``[label, token, sample]``.
-    transition : ndarray of shape (n_labels, n_labels, n_samples)
-        Sampled transition log-potentials ``[from, to, sample]``.
+    unary, transition : ndarray
+        The sampled potentials, laid out as in :func:`sampled_log_likelihood`.
 
     Returns
     -------
