@@ -21,7 +21,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.special import logsumexp
 from sklearn.gaussian_process import kernels as gpk
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from .oracles.chain_samples import _loglik_kernel, _marginals_kernel
 from .utils.parallel import even_chunks, run_chunks
@@ -362,6 +362,16 @@ def _cv_weights(loglik, w, zeta_scaled, control_variate):
     return (loglik - a) / S
 
 
+_CONTROLLER = []
+
+
+def _blas_controller():
+    """One threadpoolctl controller per process (building one scans the loaded libraries, ~5 ms)."""
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0]
+
+
 def _per_sequence(prior, p, seqs, S, seed, n_jobs, work):
     """Run ``work(draw, i)`` for every sequence ``seqs[i]`` on fresh posterior draws (one seed per
     sequence, so results do not depend on the chunking), joblib-parallel over chunks of sequences."""
@@ -374,7 +384,7 @@ def _per_sequence(prior, p, seqs, S, seed, n_jobs, work):
         res = []
         # small per-sequence BLAS calls: one BLAS thread each (joblib parallelises over sequences);
         # a multi-threaded BLAS on 25 x 25 matrices spins and runs several times slower on a busy machine
-        with threadpool_limits(limits=1, user_api="blas"):
+        with _blas_controller().limit(limits=1, user_api="blas"):
             for i in range(sl.start, sl.stop):
                 s = int(seqs[i])
                 P = np.matmul(prior.B[None, :, offsets[s]:offsets[s + 1]], L)  # (K, Q, T, M)
