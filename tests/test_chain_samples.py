@@ -54,3 +54,9 @@ def test_bad_input():
     bad[1, 2, 3] = np.nan
     with pytest.raises(ValueError):
         sampled_log_likelihood(bad, tr, [0, 1, 1])
+    with pytest.raises(ValueError, match="non-empty"):
+        sampled_marginals(np.zeros((2, 3, 0)), np.zeros((2, 2, 0)))
+    inf = tr.copy()
+    inf[0, 1, 2] = np.inf
+    with pytest.raises(ValueError, match="transition"):
+        sampled_marginals(u, inf)
