@@ -282,24 +282,36 @@ def pair_kl(p):
 # ----------------------------------------------------------------------------- MC estimator
 class _SeqDraw:
     """Posterior samples for one sequence: unaries ``f`` (K, Q, T, S) = ``b + C eps``, the
-    scores ``w = Sigma^{-1} (f - b)``, ``C^{-1}``, ``P = B_n L`` (K, Q, T, M) and the pairwise
-    noise ``zeta`` (K, Q, Q, S) with ``f_bin = m_bin + s_bin zeta``."""
+    scores ``w = Sigma^{-1} (f - b)``, ``C^{-1}``, ``P = B_n L`` (K, Q, T, M), the pairwise
+    noise ``zeta`` (K, Q, Q, S) with ``f_bin = m_bin + s_bin zeta`` and ``logq`` (K, S), the
+    log-density of each sample under its component (up to a constant).
 
-    __slots__ = ("f", "w", "Cinv", "P", "zeta")
+    With ``samples=(f, f_bin)`` the draw is not new: the given samples are re-expressed under
+    the parameters ``p`` (their scores and densities), for importance weighting.
+    """
 
-    def __init__(self, prior, p, P, s, S, rng_seed):
+    __slots__ = ("f", "w", "Cinv", "P", "zeta", "logq")
+
+    def __init__(self, prior, p, P, s, S, rng_seed, samples=None):
         lo, hi = prior.offsets[s], prior.offsets[s + 1]
         Bn, Kt = prior.B[:, lo:hi], prior.Ktil[s]  # (G, T, M), (G, T, T)
         K, Q, T = p.K, p.Q, hi - lo
-        rng = np.random.default_rng(rng_seed)
-        eps = rng.standard_normal((K, Q, T, S))
-        self.zeta = rng.standard_normal((K, Q, Q, S))
         self.P = P
         C = _cholesky(Kt[None] + P @ np.swapaxes(P, -1, -2), f"the latent covariance of sequence {s}")
         b = (Bn[None] @ p.m[..., None])[..., 0]  # (K, Q, T)
-        self.f = b[..., None] + C @ eps
         self.Cinv = np.linalg.inv(C)
+        if samples is None:
+            rng = np.random.default_rng(rng_seed)
+            eps = rng.standard_normal((K, Q, T, S))
+            self.zeta = rng.standard_normal((K, Q, Q, S))
+            self.f = b[..., None] + C @ eps
+        else:
+            self.f, fbin = samples
+            eps = self.Cinv @ (self.f - b[..., None])
+            self.zeta = (fbin - p.mb[None, :, :, None]) * np.exp(-p.log_sb)[None, :, :, None]
         self.w = np.swapaxes(self.Cinv, -1, -2) @ eps
+        log_det = np.sum(np.log(np.diagonal(C, axis1=-2, axis2=-1)), axis=(1, 2)) + np.sum(p.log_sb)  # (K,)
+        self.logq = -0.5 * (np.sum(eps**2, axis=(1, 2)) + np.sum(self.zeta**2, axis=(1, 2))) - log_det[:, None]
 
     def fbin(self, p):
         return p.mb[None, :, :, None] + np.exp(p.log_sb)[None, :, :, None] * self.zeta
@@ -333,17 +345,23 @@ def _seq_estimate(draw, p, ys, likelihood, grad, control_variate):
         else 0.0  # Monte-Carlo variance of ell
     if not grad:
         return (ell, ell_var), None
-    K, S = loglik.shape
-    sb = np.exp(p.log_sb)[None, :, :, None]
-    w, zs = draw.w, draw.zeta / sb  # scores of the unary and pairwise latent means
-    c = _cv_weights(loglik, w, zs, control_variate) / K  # (K, S), includes 1/S and pi_k
+    zs = draw.zeta / np.exp(p.log_sb)[None, :, :, None]  # scores of the pairwise means
+    c = _cv_weights(loglik, draw.w, zs, control_variate) / loglik.shape[0]  # (K, S), includes 1/S and pi_k
+    return (ell, ell_var), score_parts(draw, p, c)
+
+
+def score_parts(draw, p, c):
+    """Score-function gradient parts ``sum_s c_ks grad log q(f_s)`` of one sequence for per-sample
+    weights ``c`` (K, S): ``gb`` (T, K, Q), ``U`` (T, K, Q, M) with ``dL_kj = 2 B^T U_kj``, and the
+    pairwise ``g_mb``, ``g_lsb`` (Q, Q)."""
+    w, zs = draw.w, draw.zeta / np.exp(p.log_sb)[None, :, :, None]
     gb = np.einsum("kqts,ks->tkq", w, c)
     Sinv = np.swapaxes(draw.Cinv, -1, -2) @ draw.Cinv
     G = 0.5 * ((w * c[:, None, None, :]) @ np.swapaxes(w, -1, -2) - c.sum(axis=1)[:, None, None, None] * Sinv)
     U = np.ascontiguousarray(np.transpose(G @ draw.P, (2, 0, 1, 3)))  # (T, K, Q, M)
     g_mb = np.einsum("ks,kabs->ab", c, zs)
     g_lsb = np.einsum("ks,kabs->ab", c, draw.zeta**2 - 1.0)
-    return (ell, ell_var), (gb, U, g_mb, g_lsb)
+    return gb, U, g_mb, g_lsb
 
 
 def _cv_weights(loglik, w, zeta_scaled, control_variate):
@@ -372,11 +390,12 @@ def _blas_controller():
     return _CONTROLLER[0]
 
 
-def _per_sequence(prior, p, seqs, S, seed, n_jobs, work):
+def _per_sequence(prior, p, seqs, S, seed, n_jobs, work, samples=None):
     """Run ``work(draw, i)`` for every sequence ``seqs[i]`` on fresh posterior draws (one seed per
-    sequence, so results do not depend on the chunking), joblib-parallel over chunks of sequences."""
+    sequence, so results do not depend on the chunking), or on the given ``samples[i] = (f, f_bin)``
+    re-expressed under ``p``; joblib-parallel over chunks of sequences."""
     seqs = np.asarray(seqs, dtype=np.int64)
-    seeds = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=len(seqs))
+    seeds = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=len(seqs)) if samples is None else None
     L = p.L
     offsets = prior.offsets
 
@@ -388,11 +407,23 @@ def _per_sequence(prior, p, seqs, S, seed, n_jobs, work):
             for i in range(sl.start, sl.stop):
                 s = int(seqs[i])
                 P = np.matmul(prior.B[None, :, offsets[s]:offsets[s + 1]], L)  # (K, Q, T, M)
-                res.append(work(_SeqDraw(prior, p, P, s, S, seeds[i]), i))
+                draw = _SeqDraw(prior, p, P, s, S, None, samples[i]) if seeds is None else \
+                    _SeqDraw(prior, p, P, s, S, seeds[i])
+                res.append(work(draw, i))
         return res
 
     chunks = even_chunks(len(seqs), 4 * max(1, _n_jobs(n_jobs)))
     return [r for part in run_chunks(run, chunks, n_jobs=n_jobs) for r in part]
+
+
+def collect(res, grad):
+    """Per-sequence ``((ell, extra), parts)`` results as the estimate dict of :func:`mc_estimate`."""
+    out = {"ell": np.array([r[0][0] for r in res]), "ell_var": np.array([r[0][1] for r in res])}
+    if grad:
+        for key, idx, join in (("gb", 0, np.concatenate), ("U", 1, np.concatenate), ("g_mb", 2, np.stack),
+                               ("g_lsb", 3, np.stack)):
+            out[key] = join([r[1][idx] for r in res])
+    return out
 
 
 def mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, control_variate=True, n_jobs=None):
@@ -409,19 +440,18 @@ def mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, contr
         s = seqs[i]
         return _seq_estimate(draw, p, y[offsets[s]:offsets[s + 1]], likelihood, grad, control_variate)
 
-    res = _per_sequence(prior, p, seqs, n_samples, seed, n_jobs, work)
-    out = {"ell": np.array([r[0][0] for r in res]), "ell_var": np.array([r[0][1] for r in res])}
-    if grad:
-        for key, idx, join in (("gb", 0, np.concatenate), ("U", 1, np.concatenate), ("g_mb", 2, np.stack),
-                               ("g_lsb", 3, np.stack)):
-            out[key] = join([r[1][idx] for r in res])
-    return out
+    return collect(_per_sequence(prior, p, seqs, n_samples, seed, n_jobs, work), grad)
 
 
 def elbo(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, control_variate=True, n_jobs=None):
     """MC ELBO of the whole data (ELL of ``seqs`` + KL terms) and its gradient (unary vector, pairwise vector)."""
     est = mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=grad,
                       control_variate=control_variate, n_jobs=n_jobs)
+    return assemble_elbo(prior, p, seqs, est, grad)
+
+
+def assemble_elbo(prior, p, seqs, est, grad):
+    """ELBO value ``sum ell + KL terms`` and its gradient (unary vector, pairwise vector) from an estimate."""
     ku, gm, gL = unary_kl(p)
     kp, g_mb, g_lsb = pair_kl(p)
     value = float(est["ell"].sum()) + ku + kp

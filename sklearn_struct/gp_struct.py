@@ -11,6 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._gp_struct_batch import FixedSamples, is_elbo
 from ._gp_struct_model import (
     SparsePrior, VarParams, elbo, gram, init_inducing, mc_estimate, pair_kl, sample_marginals, token_rows, unary_data_grad,
     unary_kl,
@@ -24,6 +25,7 @@ from .utils.validation import check_sequences, encode_sequence_labels
 __all__ = ["GPStructClassifier"]
 
 _DEFAULT_BLOCKS = {"lbfgs": (50, 10, 5), "saga": (3000, 1000, 0)}
+_ESS_RESAMPLE, _ESS_FLOOR = 0.5, 0.25  # gp-var-b: effective sample size fractions (new draw / infeasible step)
 
 
 class GPStructClassifier(ClassifierMixin, BaseEstimator):
@@ -46,7 +48,13 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
     leave-one-out control variate. ``optimizer="saga"`` (gp-var-s) runs SAGA over
     sequences in blocks (unary, then pairwise parameters); ``optimizer="lbfgs"`` (gp-var-b)
     runs L-BFGS by blocks (unary, pairwise, kernel hyperparameters) and keeps the best
-    ELBO. Predictions average forward-backward marginals over posterior samples.
+    ELBO. So that the line search and the gradients see one function, each L-BFGS run
+    works on a fixed sample set: the ELBO estimated by self-normalised importance weights
+    ``q_theta(f_s) / q_theta0(f_s)`` of samples drawn at ``theta0``, whose gradient at
+    ``theta0`` is the score-function estimate with the sample mean as control variate; the
+    set is redrawn when its effective sample size falls below half of ``n_samples``, and
+    steps taking it below a quarter are shortened. Predictions average forward-backward
+    marginals over posterior samples.
 
     Parameters
     ----------
@@ -276,14 +284,13 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         n_iter = 0
         for n_iter in range(1, self.max_iter + 1):
             old_unary = p.get_unary()
-            seed = int(rng.randint(2**31 - 1))  # common random numbers within a block
             if blocks[0]:
-                self._lbfgs_block(p, p.get_unary, p.set_unary, lambda v, gu, gp: gu, seed, blocks[0])
+                self._lbfgs_block(p, p.get_unary, p.set_unary, 0, blocks[0])
             if blocks[1]:
-                self._lbfgs_block(p, p.get_pair, p.set_pair, lambda v, gu, gp: gp, seed, blocks[1])
+                self._lbfgs_block(p, p.get_pair, p.set_pair, 1, blocks[1])
             if blocks[2] and _theta(self.kernel_)[0].size:
-                self._hyper_block(p, seed, blocks[2])
-            new = self._elbo(p, int(rng.randint(2**31 - 1)), grad=False)[0]
+                self._hyper_block(p, blocks[2])
+            new = self._elbo(p, int(rng.randint(2**31 - 1)), grad=False)[0]  # fresh samples: unbiased
             stop = self._record(new)
             if new > best:
                 best, best_p = new, p.copy()
@@ -294,28 +301,47 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         self.params_ = best_p
         self._finish(n_iter)
 
-    def _lbfgs_block(self, p, get, put, pick, seed, max_iter):
-        def fun(x):
-            put(x)
-            v, gu, gp, _ = self._elbo(p, seed)
-            return -v, -pick(v, gu, gp)
+    def _fixed_samples(self, p):
+        st = self._fit_state
+        return FixedSamples(self._prior, p, np.arange(st["offsets"].shape[0] - 1), st["y"], self.n_samples,
+                            int(st["rng"].randint(2**31 - 1)), self.likelihood, n_jobs=self.n_jobs)
 
-        res = lbfgs(fun, get(), max_iter=max_iter, tol=0.0)
-        put(res.x)
+    def _lbfgs_block(self, p, get, put, which, max_iter):
+        """``max_iter`` L-BFGS iterations on one block of the importance-weighted ELBO (see
+        ``_gp_struct_batch``). A sample set is drawn at the current parameters and kept while the
+        mean effective sample size stays above ``_ESS_RESAMPLE``; steps that take it below
+        ``_ESS_FLOOR`` count as infeasible, so the line search shortens them (a trust region)."""
+        done = 0
+        while done < max_iter:
+            fixed, ess = self._fixed_samples(p), [1.0]
 
-    def _hyper_block(self, p, seed, max_iter):
-        """L-BFGS on the log-hyperparameters (of every label's kernel); gradient by central
-        differences of the MC ELBO with common random numbers (the likelihood stays a black box)."""
+            def fun(x):
+                put(x)
+                v, gu, gp, est = is_elbo(self._prior, p, fixed)
+                ess[0] = float(est["ess"].mean())
+                g = gu if which == 0 else gp
+                return (-v, -g) if ess[0] >= _ESS_FLOOR else (np.inf, np.zeros_like(g))
+
+            res = lbfgs(fun, get(), max_iter=max_iter - done, tol=0.0,
+                        callback=lambda k, f, x: ess[0] < _ESS_RESAMPLE)
+            put(res.x)
+            done += max(res.nit, 1)
+
+    def _hyper_block(self, p, max_iter):
+        """L-BFGS on the log-hyperparameters (of every label's kernel): the importance-weighted ELBO
+        of one sample set, the gradient by central differences (the prior enters the weights)."""
         st = self._fit_state
         kernels0 = self.kernel_
+        fixed = self._fixed_samples(p)
 
         def value(theta):
             try:
-                self._prior = SparsePrior(_with_theta(kernels0, theta), self.inducing_inputs_, st["Xp"],
-                                          st["offsets"], n_jobs=self.n_jobs)
+                prior = SparsePrior(_with_theta(kernels0, theta), self.inducing_inputs_, st["Xp"], st["offsets"],
+                                    n_jobs=self.n_jobs)
             except ValueError:
                 return np.inf
-            return -self._elbo(p, seed, grad=False)[0]
+            v, _, _, est = is_elbo(prior, p, fixed, grad=False)
+            return -v if est["ess"].mean() >= _ESS_FLOOR else np.inf
 
         def fun(theta):
             f0 = value(theta)
