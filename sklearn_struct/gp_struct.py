@@ -317,10 +317,15 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
 
             def fun(x):
                 put(x)
-                v, gu, gp, est = is_elbo(self._prior, p, fixed)
+                try:  # a trial step far outside the trust region may overflow: infeasible
+                    with np.errstate(all="ignore"):
+                        v, gu, gp, est = is_elbo(self._prior, p, fixed)
+                except ValueError:
+                    return np.inf, np.zeros_like(x)
                 ess[0] = float(est["ess"].mean())
                 g = gu if which == 0 else gp
-                return (-v, -g) if ess[0] >= _ESS_FLOOR else (np.inf, np.zeros_like(g))
+                ok = ess[0] >= _ESS_FLOOR and np.isfinite(v) and np.all(np.isfinite(g))
+                return (-v, -g) if ok else (np.inf, np.zeros_like(x))
 
             res = lbfgs(fun, get(), max_iter=max_iter - done, tol=0.0,
                         callback=lambda k, f, x: ess[0] < _ESS_RESAMPLE)
@@ -336,12 +341,13 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
 
         def value(theta):
             try:
-                prior = SparsePrior(_with_theta(kernels0, theta), self.inducing_inputs_, st["Xp"], st["offsets"],
-                                    n_jobs=self.n_jobs)
+                with np.errstate(all="ignore"):
+                    prior = SparsePrior(_with_theta(kernels0, theta), self.inducing_inputs_, st["Xp"],
+                                        st["offsets"], n_jobs=self.n_jobs)
+                    v, _, _, est = is_elbo(prior, p, fixed, grad=False)
             except ValueError:
                 return np.inf
-            v, _, _, est = is_elbo(prior, p, fixed, grad=False)
-            return -v if est["ess"].mean() >= _ESS_FLOOR else np.inf
+            return -v if est["ess"].mean() >= _ESS_FLOOR and np.isfinite(v) else np.inf
 
         def fun(theta):
             f0 = value(theta)
