@@ -95,7 +95,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         Use the control variate in the gradient estimates.
     tol : float, default=1e-5
         L-BFGS stops when the ELBO changes by less than ``tol`` (relative) between global
-        iterations, or the unary parameters by less than 1e-3 on average.
+        iterations, or the variational means of the unaries by less than 1e-3 on average.
     n_predict_samples : int, default=200
         Posterior samples averaged in :meth:`predict_marginals`.
     decode : {"marginal", "viterbi_mean"}, default="marginal"
@@ -283,7 +283,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         best, best_p = value, p.copy()
         n_iter = 0
         for n_iter in range(1, self.max_iter + 1):
-            old_unary = p.get_unary()
+            old_means = p.m.copy()
             if blocks[0]:
                 self._lbfgs_block(p, p.get_unary, p.set_unary, 0, blocks[0])
             if blocks[1]:
@@ -294,7 +294,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
             stop = self._record(new)
             if new > best:
                 best, best_p = new, p.copy()
-            change = np.mean(np.abs(p.get_unary() - old_unary))
+            change = np.mean(np.abs(p.m - old_means))  # the means: M x M covariance factors would dilute it
             if stop or abs(new - value) <= self.tol * max(abs(new), abs(value), 1.0) or change < 1e-3:
                 break
             value = new
