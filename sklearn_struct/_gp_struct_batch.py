@@ -52,7 +52,8 @@ def is_estimate(prior, p, fixed, grad=True):
 
     Returns the dict of :func:`~sklearn_struct._gp_struct_model.mc_estimate` with ``ell_var``
     replaced by ``ess``, each sequence's effective sample size as a fraction of S (mean over
-    components).
+    components). ``grad="pair"`` computes only the pairwise parts (the unary ones are the
+    costly ``B^T U`` products).
     """
     def work(draw, i):
         loglik = fixed.loglik[i]
@@ -65,13 +66,27 @@ def is_estimate(prior, p, fixed, grad=True):
         if not grad:
             return (float(ell_k.mean()), ess), None
         c = wt * (loglik - ell_k[:, None]) / K  # pi_k = 1 / K
-        return (float(ell_k.mean()), ess), score_parts(draw, p, c)
+        return (float(ell_k.mean()), ess), score_parts(draw, c, unary=grad != "pair")
 
-    est = collect(_per_sequence(prior, p, fixed.seqs, None, None, fixed.n_jobs, work, samples=fixed.samples), grad)
-    est["ess"] = est.pop("ell_var")
-    return est
+    res = _per_sequence(prior, p, fixed.seqs, None, None, fixed.n_jobs, work, samples=fixed.samples)
+    return collect(res, bool(grad), extra="ess")
 
 
 def is_elbo(prior, p, fixed, grad=True):
-    """Importance-weighted ELBO (value, unary gradient, pairwise gradient, estimate)."""
-    return assemble_elbo(prior, p, fixed.seqs, is_estimate(prior, p, fixed, grad=grad), grad)
+    """Importance-weighted ELBO (value, unary gradient, pairwise gradient, estimate); with
+    ``grad="pair"`` the unary gradient is None."""
+    return assemble_elbo(prior, p, fixed.seqs, is_estimate(prior, p, fixed, grad=grad), bool(grad))
+
+
+def trusted_elbo(prior, p, fixed, grad, min_ess):
+    """:func:`is_elbo` inside the trust region: ``(value, unary gradient, pairwise gradient, mean
+    ESS)``, with the value ``-inf`` where the mean effective sample size is below ``min_ess``, a
+    trial point overflows or its latent covariance is not positive definite."""
+    try:
+        with np.errstate(all="ignore"):
+            value, gu, gp, est = is_elbo(prior, p, fixed, grad=grad)
+    except ValueError:  # _cholesky: not positive definite even with jitter
+        return -np.inf, None, None, 0.0
+    ess = float(est["ess"].mean())
+    finite = np.isfinite(value) and all(g is None or np.all(np.isfinite(g)) for g in (gu, gp))
+    return (value if ess >= min_ess and finite else -np.inf), gu, gp, ess

@@ -283,14 +283,15 @@ def pair_kl(p):
 class _SeqDraw:
     """Posterior samples for one sequence: unaries ``f`` (K, Q, T, S) = ``b + C eps``, the
     scores ``w = Sigma^{-1} (f - b)``, ``C^{-1}``, ``P = B_n L`` (K, Q, T, M), the pairwise
-    noise ``zeta`` (K, Q, Q, S) with ``f_bin = m_bin + s_bin zeta`` and ``logq`` (K, S), the
+    noise ``zeta`` (K, Q, Q, S) with ``f_bin = m_bin + s_bin zeta``, its score ``zs = zeta / s_bin``
+    with respect to ``m_bin``, and ``logq`` (K, S), the
     log-density of each sample under its component (up to a constant).
 
     With ``samples=(f, f_bin)`` the draw is not new: the given samples are re-expressed under
     the parameters ``p`` (their scores and densities), for importance weighting.
     """
 
-    __slots__ = ("f", "w", "Cinv", "P", "zeta", "logq")
+    __slots__ = ("f", "w", "Cinv", "P", "zeta", "zs", "logq")
 
     def __init__(self, prior, p, P, s, S, rng_seed, samples=None):
         lo, hi = prior.offsets[s], prior.offsets[s + 1]
@@ -310,6 +311,7 @@ class _SeqDraw:
             eps = self.Cinv @ (self.f - b[..., None])
             self.zeta = (fbin - p.mb[None, :, :, None]) * np.exp(-p.log_sb)[None, :, :, None]
         self.w = np.swapaxes(self.Cinv, -1, -2) @ eps
+        self.zs = self.zeta * np.exp(-p.log_sb)[None, :, :, None]
         log_det = np.sum(np.log(np.diagonal(C, axis1=-2, axis2=-1)), axis=(1, 2)) + np.sum(p.log_sb)  # (K,)
         self.logq = -0.5 * (np.sum(eps**2, axis=(1, 2)) + np.sum(self.zeta**2, axis=(1, 2))) - log_det[:, None]
 
@@ -345,22 +347,23 @@ def _seq_estimate(draw, p, ys, likelihood, grad, control_variate):
         else 0.0  # Monte-Carlo variance of ell
     if not grad:
         return (ell, ell_var), None
-    zs = draw.zeta / np.exp(p.log_sb)[None, :, :, None]  # scores of the pairwise means
-    c = _cv_weights(loglik, draw.w, zs, control_variate) / loglik.shape[0]  # (K, S), includes 1/S and pi_k
-    return (ell, ell_var), score_parts(draw, p, c)
+    c = _cv_weights(loglik, draw.w, draw.zs, control_variate) / loglik.shape[0]  # (K, S), includes 1/S and pi_k
+    return (ell, ell_var), score_parts(draw, c)
 
 
-def score_parts(draw, p, c):
+def score_parts(draw, c, unary=True):
     """Score-function gradient parts ``sum_s c_ks grad log q(f_s)`` of one sequence for per-sample
-    weights ``c`` (K, S): ``gb`` (T, K, Q), ``U`` (T, K, Q, M) with ``dL_kj = 2 B^T U_kj``, and the
-    pairwise ``g_mb``, ``g_lsb`` (Q, Q)."""
-    w, zs = draw.w, draw.zeta / np.exp(p.log_sb)[None, :, :, None]
+    weights ``c`` (K, S): ``gb`` (T, K, Q), ``U`` (T, K, Q, M) with ``dL_kj = 2 B^T U_kj`` (both
+    None unless ``unary``), and the pairwise ``g_mb``, ``g_lsb`` (Q, Q)."""
+    g_mb = np.einsum("ks,kabs->ab", c, draw.zs)
+    g_lsb = np.einsum("ks,kabs->ab", c, draw.zeta**2 - 1.0)
+    if not unary:
+        return None, None, g_mb, g_lsb
+    w = draw.w
     gb = np.einsum("kqts,ks->tkq", w, c)
     Sinv = np.swapaxes(draw.Cinv, -1, -2) @ draw.Cinv
     G = 0.5 * ((w * c[:, None, None, :]) @ np.swapaxes(w, -1, -2) - c.sum(axis=1)[:, None, None, None] * Sinv)
     U = np.ascontiguousarray(np.transpose(G @ draw.P, (2, 0, 1, 3)))  # (T, K, Q, M)
-    g_mb = np.einsum("ks,kabs->ab", c, zs)
-    g_lsb = np.einsum("ks,kabs->ab", c, draw.zeta**2 - 1.0)
     return gb, U, g_mb, g_lsb
 
 
@@ -416,13 +419,15 @@ def _per_sequence(prior, p, seqs, S, seed, n_jobs, work, samples=None):
     return [r for part in run_chunks(run, chunks, n_jobs=n_jobs) for r in part]
 
 
-def collect(res, grad):
-    """Per-sequence ``((ell, extra), parts)`` results as the estimate dict of :func:`mc_estimate`."""
-    out = {"ell": np.array([r[0][0] for r in res]), "ell_var": np.array([r[0][1] for r in res])}
+def collect(res, grad, extra="ell_var"):
+    """Per-sequence ``((ell, extra), parts)`` results as the estimate dict of :func:`mc_estimate`
+    (gradient parts that were not computed, None, are left out)."""
+    out = {"ell": np.array([r[0][0] for r in res]), extra: np.array([r[0][1] for r in res])}
     if grad:
         for key, idx, join in (("gb", 0, np.concatenate), ("U", 1, np.concatenate), ("g_mb", 2, np.stack),
                                ("g_lsb", 3, np.stack)):
-            out[key] = join([r[1][idx] for r in res])
+            if res and res[0][1][idx] is not None:
+                out[key] = join([r[1][idx] for r in res])
     return out
 
 
@@ -451,14 +456,17 @@ def elbo(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, control_vari
 
 
 def assemble_elbo(prior, p, seqs, est, grad):
-    """ELBO value ``sum ell + KL terms`` and its gradient (unary vector, pairwise vector) from an estimate."""
+    """ELBO value ``sum ell + KL terms`` and its gradient (unary vector, pairwise vector) from an
+    estimate; the unary vector is None when the estimate has no unary parts."""
     ku, gm, gL = unary_kl(p)
     kp, g_mb, g_lsb = pair_kl(p)
     value = float(est["ell"].sum()) + ku + kp
     if not grad:
         return value, None, None, est
-    dm, dL = unary_data_grad(prior.B[:, token_rows(prior.offsets, seqs)], est, p)
-    gu = p.unary_grad_vector(gm + dm, gL + dL)
+    gu = None
+    if "gb" in est:
+        dm, dL = unary_data_grad(prior.B[:, token_rows(prior.offsets, seqs)], est, p)
+        gu = p.unary_grad_vector(gm + dm, gL + dL)
     gp = np.concatenate([(g_mb + est["g_mb"].sum(0)).ravel(), (g_lsb + est["g_lsb"].sum(0)).ravel()])
     return value, gu, gp, est
 

@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._gp_struct_batch import FixedSamples, is_elbo
+from ._gp_struct_batch import FixedSamples, trusted_elbo
 from ._gp_struct_model import (
     SparsePrior, VarParams, elbo, gram, init_inducing, mc_estimate, pair_kl, sample_marginals, token_rows, unary_data_grad,
     unary_kl,
@@ -317,15 +317,8 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
 
             def fun(x):
                 put(x)
-                try:  # a trial step far outside the trust region may overflow: infeasible
-                    with np.errstate(all="ignore"):
-                        v, gu, gp, est = is_elbo(self._prior, p, fixed)
-                except ValueError:
-                    return np.inf, np.zeros_like(x)
-                ess[0] = float(est["ess"].mean())
-                g = gu if which == 0 else gp
-                ok = ess[0] >= _ESS_FLOOR and np.isfinite(v) and np.all(np.isfinite(g))
-                return (-v, -g) if ok else (np.inf, np.zeros_like(x))
+                v, gu, gp, ess[0] = trusted_elbo(self._prior, p, fixed, True if which == 0 else "pair", _ESS_FLOOR)
+                return (-v, -(gu if which == 0 else gp)) if np.isfinite(v) else (np.inf, np.zeros_like(x))
 
             res = lbfgs(fun, get(), max_iter=max_iter - done, tol=0.0,
                         callback=lambda k, f, x: ess[0] < _ESS_RESAMPLE)
@@ -344,10 +337,9 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
                 with np.errstate(all="ignore"):
                     prior = SparsePrior(_with_theta(kernels0, theta), self.inducing_inputs_, st["Xp"],
                                         st["offsets"], n_jobs=self.n_jobs)
-                    v, _, _, est = is_elbo(prior, p, fixed, grad=False)
             except ValueError:
                 return np.inf
-            return -v if est["ess"].mean() >= _ESS_FLOOR and np.isfinite(v) else np.inf
+            return -trusted_elbo(prior, p, fixed, False, _ESS_FLOOR)[0]
 
         def fun(theta):
             f0 = value(theta)
