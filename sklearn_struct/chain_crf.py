@@ -5,9 +5,7 @@ The model and its training live in :mod:`sklearn_struct._chain_crf` (shared with
 :mod:`sklearn_struct.oracles.chain`.
 """
 
-import json
 import numbers
-from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
@@ -16,14 +14,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._chain_crf import ChainTagsMixin, fit_chain_crf, predict_unary, start_chain_fit, token_score
 from .oracles.chain import forward_backward, viterbi
-from .utils._params import shared_constraints, store_init_params
+from .utils._model_file import check_model_array, load_model_file, load_params, meta_number, save_model_file
+from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.packing import edge_offsets, unpack_sequences
 from .utils.validation import check_sequences
 
 __all__ = ["ChainCRF"]
 
 _FORMAT = "sklearn_struct.ChainCRF"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: with a checksum; files of version 1 still load
 
 
 class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
@@ -109,6 +108,7 @@ class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
         store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y):
         """Fit the CRF by L-BFGS.
 
@@ -180,8 +180,10 @@ class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
 
         The file holds the arrays ``coef``, ``intercept``, ``transition`` and ``classes``
         (numbers or strings) and ``meta``: a JSON string with the format name and version,
-        the constructor parameters (those that are JSON values) and ``n_features_in_``,
-        ``n_iter_``, ``objective_``. Any NumPy-reading tool can use it.
+        the constructor parameters (those that are JSON values), ``n_features_in_``,
+        ``n_iter_``, ``objective_`` and a SHA-256 checksum over all of it. Any NumPy-reading
+        tool can use it. The file is written to a temporary file beside ``path`` and renamed
+        over it once complete: a full disk or an interruption leaves an existing ``path`` intact.
 
         Parameters
         ----------
@@ -193,17 +195,15 @@ class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"save needs labels that are numbers or strings; classes_ has dtype {classes.dtype}."
             )
-        params = {k: v for k, v in self.get_params().items() if _is_json_value(v)}
-        meta = {"format": _FORMAT, "version": _FORMAT_VERSION, "params": params,
-                "n_features_in_": int(self.n_features_in_), "n_iter_": int(self.n_iter_),
+        params = {k: getattr(v, "item", lambda: v)() for k, v in self.get_params().items() if _is_json_value(v)}
+        meta = {"params": params, "n_features_in_": int(self.n_features_in_), "n_iter_": int(self.n_iter_),
                 "objective_": float(self.objective_)}
-        with open(path, "wb") as fh:
-            np.savez(fh, coef=self.coef_, intercept=self.intercept_, transition=self.transition_,
-                     classes=classes, meta=np.array(json.dumps(meta)))
+        arrays = {"coef": self.coef_, "intercept": self.intercept_, "transition": self.transition_, "classes": classes}
+        save_model_file(path, _FORMAT, _FORMAT_VERSION, arrays, meta)
 
     @classmethod
     def load(cls, path):
-        """Read a model written by :meth:`save`.
+        """Read a model written by :meth:`save`, checked like :meth:`fit` checks its input.
 
         Parameters
         ----------
@@ -212,24 +212,27 @@ class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
         Returns
         -------
         model : ChainCRF
+
+        Raises
+        ------
+        ValueError
+            Naming the file and what is wrong: empty, truncated or not a model file, a bad
+            checksum (changed bytes), parameters ``fit`` would refuse, arrays of the wrong
+            shape or dtype, non-finite values.
         """
-        with np.load(Path(path), allow_pickle=False) as data:
-            try:
-                meta = json.loads(str(data["meta"]))
-                arrays = {k: data[k] for k in ("coef", "intercept", "transition", "classes")}
-            except KeyError as exc:
-                raise ValueError(f"{path} is not a ChainCRF file: missing {exc}.") from None
-        if meta.get("format") != _FORMAT or meta.get("version") != _FORMAT_VERSION:
-            raise ValueError(f"{path} is not a ChainCRF file of version {_FORMAT_VERSION}: {meta.get('format')!r}, "
-                             f"version {meta.get('version')!r}.")
-        model = cls(**meta["params"])
-        L = arrays["classes"].shape[0]
-        if arrays["coef"].shape != (meta["n_features_in_"], L) or arrays["transition"].shape != (L, L):
-            raise ValueError(f"{path}: array shapes do not match {L} classes and {meta['n_features_in_']} features.")
-        model.coef_, model.intercept_, model.transition_ = arrays["coef"], arrays["intercept"], arrays["transition"]
-        model.classes_ = arrays["classes"]
-        model.n_features_in_, model.n_iter_ = meta["n_features_in_"], meta["n_iter_"]
-        model.objective_ = meta["objective_"]
+        arrays, meta = load_model_file(path, _FORMAT, _FORMAT_VERSION)
+        model = load_params(path, cls, meta)
+        n_features = meta_number(path, meta, "n_features_in_", "int", 1)
+        classes = check_model_array(path, arrays, "classes", (None,), kinds="biufU")
+        if classes.size == 0 or not np.array_equal(np.unique(classes), classes):
+            raise ValueError(f"{path}: classes must be non-empty, sorted and distinct, got {classes.tolist()[:10]}.")
+        L = len(classes)
+        model.coef_ = check_model_array(path, arrays, "coef", (n_features, L))
+        model.intercept_ = check_model_array(path, arrays, "intercept", (L,))
+        model.transition_ = check_model_array(path, arrays, "transition", (L, L))
+        model.classes_, model.n_features_in_ = classes, n_features
+        model.n_iter_ = meta_number(path, meta, "n_iter_", "int", 0)
+        model.objective_ = meta_number(path, meta, "objective_", "float", None)
         return model
 
 

@@ -33,7 +33,7 @@ from .oracles.lp import (
     pseudo_marginals,
 )
 from .oracles.lp_learning import dlpw_epoch
-from .utils._params import shared_constraints, store_init_params
+from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
 from .utils.progress import Progress
 
@@ -178,6 +178,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ fit
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y):
         """Learn the pairwise model by Algorithm 1 (DLPW).
 

@@ -42,7 +42,7 @@ from .oracles.matching import (
     packed_neg_entropy,
     packed_neg_entropy_grad,
 )
-from .utils._params import shared_constraints, store_init_params
+from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.progress import Progress
 from .utils.validation import check_matchings
 
@@ -180,6 +180,7 @@ class MLEStructMatcher(_LinearMatcherMixin, BaseEstimator):
         store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y):
         """Learn ``coef_`` from pair features and true assignments.
 

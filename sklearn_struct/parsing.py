@@ -50,7 +50,7 @@ from . import _parsing_features as feats
 from .oracles.factor_bp import check_pairs, grandparent_pairs, link_bp, pair_gains, seed_tree_messages, sibling_pairs
 from .oracles.tree import check_link_scores, decode_tree
 from .pruned_bp import PruningReport, select_factors
-from .utils._params import shared_constraints, store_init_params
+from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
 from .utils.progress import Progress
 from .utils.validation import check_float_array, check_int_array, check_y_length
@@ -405,6 +405,7 @@ class DependencyParserBP(BaseEstimator):
         store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y):
         """Train by averaged SGD on the BP approximation of the conditional log-likelihood.
 

@@ -49,7 +49,7 @@ from .oracles.loopy import (
     seed_gains,
     trw_edge_probabilities,
 )
-from .utils._params import shared_constraints, store_init_params
+from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.graph import check_graph_labels, check_graphs
 from .utils.parallel import even_chunks, run_chunks
 from .utils.progress import Progress
@@ -433,6 +433,7 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
         store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y):
         """Fit node and edge weights by approximate (Bethe) maximum likelihood.
 

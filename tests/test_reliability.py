@@ -337,3 +337,273 @@ def test_nonlocal_crf_tags_say_what_it_does():
     NonLocalCRF(max_iter=3).fit(X3, [lab[:2] for lab in y])
     with pytest.raises(ValueError, match="requires y"):
         NonLocalCRF().fit(X3, None)
+
+
+# ---------------------------------------------------------------- issue #19: interrupted fits change nothing
+
+
+def _chain_case(n_features, n_labels, seed):
+    from sklearn_struct.datasets import make_chain_data
+
+    return make_chain_data(6, n_features=n_features, n_labels=n_labels, random_state=seed)
+
+
+def _grid_case(shape, seed, extra_feature=False):
+    from sklearn_struct.datasets import make_ising_grid
+    from sklearn_struct.utils.graph import images_to_graphs
+
+    noisy, clean = make_ising_grid(n_images=1, n_noisy=2, shape=shape, random_state=seed)[:2]
+    graphs = images_to_graphs(noisy)
+    if extra_feature:
+        graphs = [(np.hstack([g[0], g[0][:, :1] ** 2]),) + tuple(g[1:]) for g in graphs]
+    return graphs, [c.ravel() for c in clean]
+
+
+def _multilabel_case(n_features, n_labels, seed):
+    from sklearn_struct.datasets import make_multilabel_pairwise
+
+    return make_multilabel_pairwise(40, n_features=n_features, n_labels=n_labels, random_state=seed)
+
+
+def _matching_case(n_nodes, n_features, seed):
+    from sklearn_struct.datasets import make_matchings
+
+    return make_matchings(4, n_nodes=n_nodes, n_features=n_features, random_state=seed)
+
+
+def _treebank_case(n, seed):
+    from sklearn_struct.datasets import make_dependency_treebank
+
+    return make_dependency_treebank(n, random_state=seed)
+
+
+def _interrupt_cases():
+    """(name, estimator, first data, second data): the second fit differs in features or labels.
+
+    Other estimators join by adding a row here (and to _INTERRUPT_IDS).
+    """
+    from sklearn_struct import ChainCRF, DLPWClassifier, MLEStructMatcher, PrunedBPMarginals
+    from sklearn_struct.parsing import DependencyParserBP
+
+    return [
+        ("ChainCRF", ChainCRF(c2=0.1, max_iter=20), _chain_case(4, 3, 0), _chain_case(6, 4, 1)),
+        ("PrunedBPMarginals", PrunedBPMarginals(max_iter=5), _grid_case((4, 4), 0), _grid_case((4, 5), 1, extra_feature=True)),
+        ("DLPWClassifier", DLPWClassifier(C=10.0, max_epochs=5), _multilabel_case(5, 3, 0), _multilabel_case(7, 4, 1)),
+        ("MLEStructMatcher", MLEStructMatcher(max_iter=20, random_state=0), _matching_case(4, 3, 0),
+         _matching_case(5, 4, 1)),
+        ("DependencyParserBP", DependencyParserBP(max_iter=2, n_hash_bits=12, random_state=0), _treebank_case(6, 0),
+         _treebank_case(8, 1)),
+    ]
+
+
+_INTERRUPT_IDS = ["ChainCRF", "PrunedBPMarginals", "DLPWClassifier", "MLEStructMatcher", "DependencyParserBP"]
+
+
+def _same(a, b, depth=0):
+    """Deep equality of fitted attributes: arrays (NaN equal to NaN), sparse, containers, plain objects."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(
+            np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if sp.issparse(a):
+        return a.shape == b.shape and (a != b).nnz == 0
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y, depth + 1) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k], depth + 1) for k in a)
+    if hasattr(a, "__dict__") and not callable(a) and depth < 4:
+        return _same(vars(a), vars(b), depth + 1)
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return a is b
+
+
+def _interrupt(iteration, objective, seconds):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # short first fits
+@pytest.mark.parametrize("warm_start", [False, True])
+@pytest.mark.parametrize("case", range(len(_INTERRUPT_IDS)), ids=_INTERRUPT_IDS)
+def test_an_interrupted_fit_leaves_the_fitted_estimator_as_it_was(case, warm_start):
+    import copy
+
+    name, est, (X1, y1), (X2, y2) = _interrupt_cases()[case]
+    assert name == _INTERRUPT_IDS[case]
+    if warm_start and "warm_start" not in est.get_params():
+        pytest.skip(f"{name} has no warm_start")
+    est.fit(X1, y1)
+    before, predicted = copy.deepcopy(vars(est)), est.predict(X1)
+    est.set_params(callback=_interrupt, **({"warm_start": True} if warm_start else {}))
+    with pytest.raises(KeyboardInterrupt):
+        est.fit(X1, y1) if warm_start else est.fit(X2, y2)
+    after = vars(est)
+    changed = sorted(k for k in set(before) | set(after)
+                     if k not in ("callback", "warm_start") and not (k in before and k in after
+                                                                     and _same(before[k], after[k])))
+    assert not changed, f"{name}: the interrupted fit changed {changed}"
+    assert _same(est.predict(X1), predicted)
+
+
+# ---------------------------------------------------------------- issue #19: model files
+
+
+@pytest.fixture(scope="module")
+def saved_crf(tmp_path_factory):
+    from sklearn_struct import ChainCRF
+
+    X, y = _chain_case(4, 3, 0)
+    crf = ChainCRF(c2=0.1, max_iter=50).fit(X, y)
+    path = tmp_path_factory.mktemp("model") / "crf.npz"
+    crf.save(path)
+    return crf, path, X
+
+
+def _contents(path):
+    import json
+
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    return arrays, json.loads(str(arrays.pop("meta")))
+
+
+def _forge(src, dst, *, keep_checksum, arrays=None, meta=None, params=None):
+    """Copy of the model file ``src`` with edits, the checksum recomputed (a consistent forgery) or kept."""
+    import json
+
+    from sklearn_struct.utils._model_file import save_model_file
+
+    old_arrays, old_meta = _contents(src)
+    new_arrays, new_meta = dict(old_arrays, **(arrays or {})), dict(old_meta, **(meta or {}))
+    new_meta["params"] = dict(old_meta["params"], **(params or {}))
+    if keep_checksum:
+        np.savez(dst, meta=np.array(json.dumps(new_meta)), **new_arrays)
+    else:
+        fmt, version = new_meta.pop("format"), new_meta.pop("version")
+        new_meta.pop("sha256")
+        save_model_file(dst, fmt, version, new_arrays, new_meta)
+    return dst
+
+
+def test_chain_crf_model_files_are_checked_on_load(saved_crf, tmp_path):
+    from sklearn_struct import ChainCRF
+
+    crf, path, X = saved_crf
+    raw = path.read_bytes()
+    cases = {
+        "truncated": (raw[: len(raw) // 2], "truncated or corrupt"),
+        "flipped byte": (raw[:300] + bytes([raw[300] ^ 0xFF]) + raw[301:], "truncated or corrupt|bad checksum"),
+        "empty": (b"", "empty"),
+        "text": (b"coef = [1, 2, 3]\n", "not an .npz archive"),
+    }
+    for name, (content, message) in cases.items():
+        bad = tmp_path / f"{name}.npz"
+        bad.write_bytes(content)
+        with pytest.raises(ValueError, match=rf"{bad}.*({message})"):
+            ChainCRF.load(bad)
+    L = len(crf.classes_)
+    forged = [
+        (dict(arrays={"coef": crf.coef_ + 1e-3}, keep_checksum=True), "bad checksum"),
+        (dict(meta={"objective_": 0.5}, keep_checksum=True), "bad checksum"),
+        (dict(arrays={"intercept": np.zeros(7)}, keep_checksum=False), r"'intercept' has shape \(7,\), expected \(3,\)"),
+        (dict(arrays={"transition": np.zeros((L, L + 1))}, keep_checksum=False), "'transition' has shape"),
+        (dict(arrays={"coef": np.zeros((5, L))}, keep_checksum=False), "'coef' has shape"),
+        (dict(arrays={"coef": np.where(crf.coef_ == crf.coef_[0, 0], np.nan, crf.coef_)}, keep_checksum=False),
+         "'coef' holds nan at index"),
+        (dict(arrays={"coef": crf.coef_.astype(str)}, keep_checksum=False), "'coef' has dtype"),
+        (dict(arrays={"classes": np.array([2, 0, 1])}, keep_checksum=False), "sorted and distinct"),
+        (dict(params={"c2": -1.0}, keep_checksum=False), "'c2' parameter"),
+        (dict(params={"max_iter": 0}, keep_checksum=False), "'max_iter' parameter"),
+        (dict(params={"no_such": 1}, keep_checksum=False), "unknown ChainCRF parameters"),
+        (dict(meta={"objective_": float("nan")}, keep_checksum=False), "objective_ = nan"),
+        (dict(meta={"n_iter_": -1}, keep_checksum=False), "n_iter_ = -1"),
+        (dict(meta={"format": "sklearn_struct.NonLocalCRF"}, keep_checksum=False), "not a ChainCRF file"),
+        (dict(meta={"version": 99}, keep_checksum=False), "version 99"),
+    ]
+    for k, (edit, message) in enumerate(forged):
+        bad = _forge(path, tmp_path / f"forged{k}.npz", **edit)
+        with pytest.raises(ValueError, match=message) as info:
+            ChainCRF.load(bad)
+        assert str(bad) in str(info.value)
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        ChainCRF.load(tmp_path)
+    with pytest.raises(FileNotFoundError, match="missing.npz"):
+        ChainCRF.load(tmp_path / "missing.npz")
+    loaded = ChainCRF.load(path)
+    assert _same(loaded.predict(X), crf.predict(X))
+
+
+def test_chain_crf_reads_files_of_version_1(saved_crf, tmp_path):
+    import json
+
+    from sklearn_struct import ChainCRF
+
+    crf, path, X = saved_crf
+    arrays, meta = _contents(path)
+    meta.pop("sha256")
+    meta["version"] = 1
+    np.savez(tmp_path / "v1.npz", meta=np.array(json.dumps(meta)), **arrays)
+    assert _same(ChainCRF.load(tmp_path / "v1.npz").predict(X), crf.predict(X))
+
+
+# ---------------------------------------------------------------- issue #19: a full disk during save
+
+
+def test_save_on_a_full_disk_keeps_the_old_file_in_a_subprocess(tmp_path):
+    out = _run_isolated(f"""
+        import os, resource, signal, warnings
+        warnings.simplefilter("ignore")
+        import numpy as np
+        from sklearn_struct import ChainCRF
+        from sklearn_struct.datasets import make_chain_data
+        X, y = make_chain_data(6, n_features=4, n_labels=3, random_state=0)
+        path = {str(tmp_path / "crf.npz")!r}
+        ChainCRF(max_iter=5).fit(X, y).save(path)
+        old = open(path, "rb").read()
+        X, y = make_chain_data(6, n_features=300, n_labels=6, random_state=0)
+        big = ChainCRF(max_iter=2).fit(X, y)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
+        try:
+            big.save(path)
+            print("saved")
+        except OSError as exc:
+            print("OSError:", exc)
+        print("intact" if open(path, "rb").read() == old else "damaged")
+        print(sorted(os.listdir(os.path.dirname(path))))
+        print(ChainCRF.load(path).coef_.shape)
+    """)
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("OSError: [Errno 27] could not write") and "crf.npz" in lines[0], out
+    assert lines[1:] == ["intact", "['crf.npz']", "(4, 3)"], out
+
+
+def test_save_failing_mid_write_removes_its_temporary_file(saved_crf, tmp_path, monkeypatch):
+    import errno
+
+    from sklearn_struct.utils import _files
+
+    crf, path, _ = saved_crf
+    target = tmp_path / "crf.npz"
+    target.write_bytes(path.read_bytes())
+    old = target.read_bytes()
+
+    def full(fh):
+        fh.write(b"PK\x03\x04 partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match=f"could not write {target}: No space left"):
+        _files.atomic_write(target, full)
+    for interrupt in (KeyboardInterrupt, ValueError):
+        def stop(fh, interrupt=interrupt):
+            fh.write(b"partial")
+            raise interrupt
+
+        with pytest.raises(interrupt):
+            _files.atomic_write(target, stop)
+    assert target.read_bytes() == old and [p.name for p in tmp_path.iterdir()] == ["crf.npz"]
+    crf.save(target)
+    assert [p.name for p in tmp_path.iterdir()] == ["crf.npz"]
+    assert oct(target.stat().st_mode & 0o777) == oct(path.stat().st_mode & 0o777)

@@ -1,5 +1,6 @@
 """The constructor of every estimator here: store its arguments unchanged (scikit-learn's contract)."""
 
+import functools
 import inspect
 import numbers
 
@@ -42,3 +43,43 @@ def shared_constraints(*names):
     ['n_jobs', 'verbose']
     """
     return {name: _SHARED_CONSTRAINTS[name] for name in names}
+
+
+def atomic_fit(fit):
+    """Decorator of ``fit`` methods: the estimator changes only once the fit has finished.
+
+    ``fit`` runs on a working copy of the estimator (the same parameters and, for warm starts,
+    the same fitted attributes); when it returns, the copy's attributes replace the estimator's
+    all at once. A fit that raises (bad input found late, a non-finite objective, Ctrl-C in the
+    ``callback``) leaves the estimator exactly as it was: a fitted model keeps predicting as
+    before. ``fit`` must not change the previous fit's arrays in place.
+
+    Put it below ``@_fit_context(...)``, so that parameters are validated on the estimator itself.
+
+    Examples
+    --------
+    >>> class Model:
+    ...     @atomic_fit
+    ...     def fit(self, x):
+    ...         self.value_ = x
+    ...         if x < 0:
+    ...             raise KeyboardInterrupt
+    ...         return self
+    >>> model = Model().fit(1)
+    >>> try:
+    ...     model.fit(-1)
+    ... except KeyboardInterrupt:
+    ...     pass
+    >>> model.value_
+    1
+    """
+    @functools.wraps(fit)
+    def fit_then_commit(self, *args, **kwargs):
+        work = object.__new__(type(self))
+        work.__dict__.update(self.__dict__)
+        fit(work, *args, **kwargs)
+        self.__dict__.clear()
+        self.__dict__.update(work.__dict__)
+        return self
+
+    return fit_then_commit
