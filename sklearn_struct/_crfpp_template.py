@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval
 
 from ._featurizer import SequenceFeaturizer
+from .utils._files import text_lines
 from .utils._params import store_init_params
 from .utils.packing import lengths_to_offsets
 
@@ -203,8 +204,7 @@ def _template_lines(template, encoding):
         if not all(isinstance(t, str) for t in template):
             raise ValueError("template given as a list must hold str lines.")
         return list(template)
-    with open(template, encoding=encoding) as f:
-        return f.read().splitlines()
+    return [line for _, line in text_lines(template, encoding, what="template file")]
 
 
 def _check_column_sequences(X, n_columns):

@@ -607,3 +607,83 @@ def test_save_failing_mid_write_removes_its_temporary_file(saved_crf, tmp_path, 
     crf.save(target)
     assert [p.name for p in tmp_path.iterdir()] == ["crf.npz"]
     assert oct(target.stat().st_mode & 0o777) == oct(path.stat().st_mode & 0o777)
+
+
+# ---------------------------------------------------------------- issue #19: one reader for every text loader
+
+
+def _loaders():
+    from sklearn_struct.preprocessing import CRFppTemplateFeaturizer
+    from sklearn_struct import datasets as ds
+
+    def template(path, **kw):
+        return CRFppTemplateFeaturizer(path, **kw).fit([[("a", "b")]])
+
+    return {
+        "load_conll": (ds.load_conll, b"He PRP B-NP\nreckons VBZ B-VP\n"),
+        "load_conllu": (ds.load_conllu, b"1\tHe\the\tPRON\tPRP\t_\t2\tnsubj\t_\t_\n2\truns\trun\tVERB\tVBZ\t_\t0\troot\t_\t_\n\n"),
+        "load_arff_multilabel": (lambda p, **kw: ds.load_arff_multilabel(p, n_labels=1, **kw),
+                                 b"@relation r\n@attribute x numeric\n@attribute y {0,1}\n@data\n0.5,1\n"),
+        "load_libsvm_multilabel": (ds.load_libsvm_multilabel, b"0,1 1:0.5\n1 2:1.5\n"),
+        "read_landmark_file": (ds.read_landmark_file, b"1.0 2.0\n3.0 4.0\n"),
+        "read_letter_data": (ds.read_letter_data, b"1\ta\t-1\t1\t1\t0\t" + b"\t".join([b"0"] * 128) + b"\n"),
+        "CRFppTemplateFeaturizer": (template, b"U00:%x[0,0]\n"),
+    }
+
+
+@pytest.mark.parametrize("name", list(_loaders()))
+def test_every_text_loader_names_the_file_for_unreadable_input(name, tmp_path):
+    import gzip
+
+    load, good = _loaders()[name]
+    (tmp_path / "good").write_bytes(good)
+    load(tmp_path / "good")
+    (tmp_path / "good.gz").write_bytes(gzip.compress(good))
+    load(tmp_path / "good.gz")
+    long = gzip.compress(good * 2000)
+    (tmp_path / "cut.gz").write_bytes(long[: len(long) // 2])
+    with pytest.raises(ValueError, match=f"{tmp_path / 'cut.gz'} is truncated or corrupt"):
+        load(tmp_path / "cut.gz")
+    with pytest.raises(IsADirectoryError, match=f"{tmp_path} is a directory"):
+        load(tmp_path)
+    with pytest.raises(FileNotFoundError, match="missing"):
+        load(tmp_path / "missing")
+    (tmp_path / "latin1").write_bytes(good.replace(b"\n", b"\xe9\n", 1))
+    with pytest.raises(ValueError, match=f"{tmp_path / 'latin1'}.*(line 1|decode|not a number|could not)"):
+        load(tmp_path / "latin1")
+    if name in ("load_conll", "load_conllu", "CRFppTemplateFeaturizer"):
+        with pytest.raises(ValueError, match="encoding='no-such-codec' is not a known text encoding"):
+            load(tmp_path / "good", encoding="no-such-codec")
+
+
+def test_load_conllu_reads_other_encodings_and_names_the_line(tmp_path):
+    from sklearn_struct.datasets import load_conllu
+
+    text = "1\tcafé\tcafé\tNOUN\tNN\t_\t0\troot\t_\t_\n"
+    (tmp_path / "a.conllu").write_bytes(("# sent_id = 1\n" + text).encode("latin-1"))
+    with pytest.raises(ValueError, match=r"a.conllu, line 2: cannot decode as 'utf-8'"):
+        load_conllu(tmp_path / "a.conllu")
+    assert load_conllu(tmp_path / "a.conllu", encoding="latin-1").sentences[0][0]["form"] == "café"
+
+
+def test_load_libsvm_multilabel_names_the_bad_line(tmp_path):
+    from sklearn_struct.datasets import load_libsvm_multilabel
+
+    for content, message in [(b"", "holds no samples"), (b"\n\n", "holds no samples"),
+                             (b"0 1:1\n1 3:\n", r"line 2: '3:' is not an index:value pair"),
+                             (b"0,,1 1:2\n", r"line 1: label '' of '0,,1' is not a number"),
+                             (b"0 1:1\nx 1:2\n", r"line 2: label 'x'")]:
+        (tmp_path / "f.svm").write_bytes(content)
+        with pytest.raises(ValueError, match=f"{tmp_path / 'f.svm'}.*{message}"):
+            load_libsvm_multilabel(tmp_path / "f.svm")
+
+
+def test_read_landmark_file_says_empty(tmp_path):
+    from sklearn_struct.datasets import read_landmark_file
+
+    (tmp_path / "house1").write_text("")
+    with pytest.raises(ValueError, match="house1 holds no points"):
+        read_landmark_file(tmp_path / "house1")
+    (tmp_path / "house2").write_text("1 2\nnan 3\n")
+    with pytest.raises(ValueError, match="house2: point 1 is not finite"):
+        read_landmark_file(tmp_path / "house2")

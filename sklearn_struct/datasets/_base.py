@@ -1,9 +1,6 @@
 """Where data sets live: ``data_home``, else ``$SKLEARN_STRUCT_DATA``, else ``~/sklearn_struct_data``."""
 
-import contextlib
-import gzip
 import os
-import zlib
 from pathlib import Path
 
 __all__ = ["get_data_home", "find_data_file"]
@@ -40,20 +37,3 @@ def find_data_file(relative_paths, data_home=None):
         f"Data file not found (looked for: {tried}). Pass data_home=..., set SKLEARN_STRUCT_DATA, "
         f"or call the matching fetch_* function to download it."
     )
-
-
-@contextlib.contextmanager
-def _named_read_errors(path):
-    """Errors while parsing ``path`` as ValueErrors that name it.
-
-    A truncated or corrupt gzip stream (EOFError, zlib error) becomes "truncated or corrupt";
-    a parser's ValueError (including UnicodeDecodeError) that does not name the file gets its path.
-    """
-    try:
-        yield
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise ValueError(f"{path} is truncated or corrupt and cannot be read ({type(exc).__name__}: {exc}).") from None
-    except ValueError as exc:
-        if str(path) in str(exc):
-            raise
-        raise ValueError(f"{path}: cannot be parsed ({type(exc).__name__}: {str(exc)[:200]}).") from None

@@ -88,13 +88,3 @@ def _sha256(path):
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def _as_path(path):
-    """``path`` as a Path, or FileNotFoundError naming it (the loaders' common first step)."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or path-like object, got {type(path).__name__}.")
-    path = Path(os.path.expanduser(os.fspath(path)))
-    if not path.is_file():
-        raise FileNotFoundError(f"No such data file: {path}")
-    return path

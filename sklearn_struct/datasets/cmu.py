@@ -1,13 +1,15 @@
 """Loader for the CMU house and hotel landmark sequences (graph-matching benchmark)."""
 
+import io
 import re
 
 import numpy as np
 import scipy.io
 from sklearn.utils import Bunch
 
-from ._base import _named_read_errors, find_data_file
-from ._fetch import _as_path, fetch_file
+from ..utils._files import as_file_path, named_read_errors, read_bytes
+from ._base import find_data_file
+from ._fetch import fetch_file
 
 __all__ = ["load_cmu_house_hotel", "fetch_cmu_house_hotel", "read_landmark_file"]
 
@@ -106,9 +108,15 @@ def read_landmark_file(path):
     -------
     points : ndarray of shape (n_points, 2)
     """
-    path = _as_path(path)
-    with _named_read_errors(path):
-        points = np.loadtxt(path, dtype=np.float64, ndmin=2)
+    path = as_file_path(path)
+    raw = read_bytes(path)
+    if not raw.strip():
+        raise ValueError(f"{path} holds no points (the file is empty).")
+    with named_read_errors(path):
+        points = np.loadtxt(io.BytesIO(raw), dtype=np.float64, ndmin=2)
+    if not np.all(np.isfinite(points)):
+        row = int(np.argwhere(~np.isfinite(points))[0, 0])
+        raise ValueError(f"{path}: point {row} is not finite: {points[row].tolist()}.")
     if points.shape[1] != 2:
         raise ValueError(f"{path}: expected 2 columns (x y) per line, found {points.shape[1]}.")
     return points

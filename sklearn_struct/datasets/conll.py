@@ -1,14 +1,14 @@
 """Loaders for CoNLL / CRF++ column files: one token per line, blank line between sequences."""
 
-import codecs
-import gzip
 import numbers
 import operator
+import re
 
 from sklearn.utils import Bunch
 
-from ._base import _named_read_errors, find_data_file
-from ._fetch import _as_path, fetch_file
+from ..utils._files import as_file_path, text_lines
+from ._base import find_data_file
+from ._fetch import fetch_file
 
 __all__ = ["load_conll", "load_conll2000", "fetch_conll2000", "load_crfpp", "fetch_crfpp"]
 
@@ -18,6 +18,8 @@ CRFPP_URL = "https://raw.githubusercontent.com/taku910/crfpp/master/example/{tas
 # Encodings of the CRF++ example tasks (JapaneseNE is EUC-JP, seg is UTF-8, the rest ASCII).
 CRFPP_ENCODINGS = {"basenp": "ascii", "chunking": "ascii", "JapaneseNE": "euc_jp", "seg": "utf-8"}
 _SUBSETS = ("train", "test")
+_ASCII_SPACE_CHARS = " \t\n\r\x0b\x0c"  # what bytes.split() splits on; str.split() would also split on
+_ASCII_SPACE = re.compile(f"[{_ASCII_SPACE_CHARS}]+")  # U+3000 and other Unicode spaces inside tokens
 
 
 def load_conll(path, columns=None, encoding="utf-8", label_column=-1):
@@ -61,43 +63,31 @@ def load_conll(path, columns=None, encoding="utf-8", label_column=-1):
         message gives the line number), a line cannot be decoded with ``encoding``, or
         the file holds no tokens.
     """
-    path = _as_path(path)
-    try:
-        codecs.lookup(encoding)
-    except (LookupError, TypeError):
-        raise ValueError(f"encoding={encoding!r} is not a known text encoding.") from None
     n_columns = None if columns is None else len(columns)
     state = None  # (n_columns, label index, token getter), fixed by the first token line
     sequences, labels = [], []
     tokens, tags = [], []
-    with _named_read_errors(path), _open_binary(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            fields = raw.split()  # bytes.split: ASCII whitespace only, as CRF++ does
-            if not fields:
-                if tokens:
-                    sequences.append(tokens)
-                    labels.append(tags)
-                    tokens, tags = [], []
-                continue
-            if state is None:
-                n_columns = _check_first_line(fields, n_columns, path, lineno)
-                state = _column_plan(n_columns, label_column, columns)
-            elif len(fields) != state[0]:
-                raise ValueError(
-                    f"{path}, line {lineno}: expected {state[0]} columns (as on the first token "
-                    f"line), found {len(fields)}: {raw.strip()[:80]!r}"
-                )
-            try:
-                values = [v.decode(encoding) for v in fields]
-            except UnicodeDecodeError as exc:
-                raise ValueError(
-                    f"{path}, line {lineno}: cannot decode as {encoding!r} ({exc.reason}); pass the "
-                    f"file's encoding= (e.g. 'euc_jp' for CRF++'s JapaneseNE)."
-                ) from None
-            _, label_idx, get_token = state
-            tokens.append(get_token(values))
-            if label_idx is not None:
-                tags.append(values[label_idx])
+    path = as_file_path(path)
+    for lineno, line in text_lines(path, encoding):
+        fields = line.split() if line.isascii() else _ASCII_SPACE.split(line.strip(_ASCII_SPACE_CHARS))
+        if not fields or fields == [""]:
+            if tokens:
+                sequences.append(tokens)
+                labels.append(tags)
+                tokens, tags = [], []
+            continue
+        if state is None:
+            n_columns = _check_first_line(fields, n_columns, path, lineno)
+            state = _column_plan(n_columns, label_column, columns)
+        elif len(fields) != state[0]:
+            raise ValueError(
+                f"{path}, line {lineno}: expected {state[0]} columns (as on the first token "
+                f"line), found {len(fields)}: {line.strip()[:80]!r}"
+            )
+        _, label_idx, get_token = state
+        tokens.append(get_token(fields))
+        if label_idx is not None:
+            tags.append(fields[label_idx])
     if tokens:
         sequences.append(tokens)
         labels.append(tags)
@@ -233,13 +223,6 @@ def fetch_crfpp(task, subset="train", data_home=None, download_if_missing=True):
             download_if_missing=download_if_missing,
         )
     return load_crfpp(task, subset, data_home=data_home)
-
-
-def _open_binary(path):
-    """Open a plain or gzip file for reading bytes (gzip detected by its magic number)."""
-    with open(path, "rb") as f:
-        magic = f.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
 
 
 def _check_first_line(fields, n_columns, path, lineno):

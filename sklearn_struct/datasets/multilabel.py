@@ -1,5 +1,6 @@
 """Multi-label loaders: MULAN ARFF files (dense or sparse) and LIBSVM multi-label files."""
 
+import io
 import re
 
 import numpy as np
@@ -7,8 +8,9 @@ from sklearn.datasets import load_svmlight_file
 from sklearn.preprocessing import MultiLabelBinarizer
 from sklearn.utils import Bunch
 
-from ._base import _named_read_errors, find_data_file
-from ._fetch import _as_path, fetch_file
+from ..utils._files import as_file_path, named_read_errors, read_bytes, text_lines
+from ._base import find_data_file
+from ._fetch import fetch_file
 
 __all__ = [
     "load_arff_multilabel",
@@ -64,9 +66,8 @@ def load_arff_multilabel(path, n_labels):
         For a malformed header or row (the message gives the line number), an unsupported
         attribute type, or labels that are not 0/1.
     """
-    path = _as_path(path)
-    with open(path, encoding="utf-8", errors="replace") as f:
-        lines = f.read().splitlines()
+    path = as_file_path(path)
+    lines = [line for _, line in text_lines(path)]
     relation, attributes, first_data = _parse_header(lines, path)
     if not (isinstance(n_labels, (int, np.integer)) and 1 <= n_labels < len(attributes)):
         raise ValueError(
@@ -121,9 +122,15 @@ def load_libsvm_multilabel(path, n_features=None, classes=None):
         ``(n_samples, n_labels)`` in {0, 1}, ``target_names`` (the label values) and
         ``filename``.
     """
-    path = _as_path(path)
-    with _named_read_errors(path):
-        X, y = load_svmlight_file(str(path), n_features=n_features, multilabel=True)
+    path = as_file_path(path)
+    raw = read_bytes(path)
+    if not raw.strip():
+        raise ValueError(f"{path} holds no samples (the file is empty).")
+    try:
+        X, y = load_svmlight_file(io.BytesIO(raw), n_features=n_features, multilabel=True)
+    except ValueError as exc:
+        with named_read_errors(path):
+            raise ValueError(_libsvm_bad_line(raw, path) or str(exc)) from None
     y = [tuple(int(v) if float(v).is_integer() else v for v in labels) for labels in y]
     if classes is not None:
         unknown = sorted({v for labels in y for v in labels} - set(classes), key=str)
@@ -183,6 +190,31 @@ def fetch_yeast(subset="train", data_home=None, download_if_missing=True):
 def fetch_scene(subset="train", data_home=None, download_if_missing=True):
     """Load Scene, downloading it from the MULAN repository first if missing (see :func:`load_scene`)."""
     return _fetch_mulan("scene", subset, data_home, download_if_missing)
+
+
+def _libsvm_bad_line(raw, path):
+    """The first malformed line of a LIBSVM multi-label file, as a message naming it (None if none is)."""
+    for lineno, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        labels = [] if ":" in fields[0] else fields.pop(0).split(",")
+        for label in labels:
+            if not _is_number(label):
+                return f"{path}, line {lineno}: label {label!r} of {','.join(labels)!r} is not a number."
+        for pair in fields:
+            index, _, value = pair.partition(":")
+            if not index.isdigit() or not _is_number(value):
+                return f"{path}, line {lineno}: {pair!r} is not an index:value pair."
+    return None
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _mulan_file(name, subset):

@@ -1,13 +1,13 @@
 """Loader for the Taskar et al. OCR handwriting data (``letter.data``): words as sequences of letters."""
 
-import gzip
 import io
 
 import numpy as np
 from sklearn.utils import Bunch
 
-from ._base import _named_read_errors, find_data_file
-from ._fetch import _as_path, fetch_file
+from ..utils._files import as_file_path, named_read_errors, read_bytes
+from ._base import find_data_file
+from ._fetch import fetch_file
 
 __all__ = ["load_ocr_letters", "fetch_ocr_letters", "read_letter_data"]
 
@@ -80,14 +80,10 @@ def read_letter_data(path, dtype=np.float64):
     Letters are grouped into words by ``word_id`` and ordered by ``position``; the
     ``next_id`` links are checked against that order.
     """
-    path = _as_path(path)
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:2] == b"\x1f\x8b":
-        with _named_read_errors(path):
-            raw = gzip.decompress(raw)
+    raw = read_bytes(path)
+    path = as_file_path(path)
     # numpy parses the whole file at C speed; loadtxt errors name the offending line
-    with _named_read_errors(path):
+    with named_read_errors(path):
         numbers = np.loadtxt(io.BytesIO(raw), delimiter="\t", usecols=_NUMERIC_COLUMNS, dtype=np.int64, ndmin=2)
         letters = np.loadtxt(io.BytesIO(raw), delimiter="\t", usecols=[1], dtype=str, encoding="ascii", ndmin=1)
     if numbers.shape[0] == 0:

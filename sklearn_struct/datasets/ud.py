@@ -3,9 +3,8 @@
 import numpy as np
 from sklearn.utils import Bunch
 
+from ..utils._files import as_file_path, text_lines
 from ._base import find_data_file
-from ._fetch import _as_path
-from .conll import _open_binary
 
 __all__ = ["load_conllu", "load_ud", "make_dependency_treebank"]
 
@@ -45,7 +44,7 @@ def load_conllu(path, encoding="utf-8"):
         If a word line does not have 10 columns, its ID is not the next word number, or its
         head is not an integer in ``0..n`` (the message names the line).
     """
-    path = _as_path(path)
+    path = as_file_path(path)
     sentences, heads, deprels, sent_ids = [], [], [], []
     words, hs, rels, sent_id, start = [], [], [], None, 1
 
@@ -59,31 +58,29 @@ def load_conllu(path, encoding="utf-8"):
         deprels.append(rels)
         sent_ids.append(sent_id)
 
-    with _open_binary(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            line = raw.decode(encoding).rstrip("\r\n")
-            if not line.strip():
-                if words:
-                    close(lineno)
-                words, hs, rels, sent_id, start = [], [], [], None, lineno + 1
-                continue
-            if line.startswith("#"):
-                if line.startswith("# sent_id"):
-                    sent_id = line.split("=", 1)[-1].strip()
-                continue
-            cols = line.split("\t")
-            if len(cols) != 10:
-                raise ValueError(f"{path}, line {lineno}: {len(cols)} tab-separated columns, expected 10.")
-            if "-" in cols[0] or "." in cols[0]:  # multi-word token or empty node
-                continue
-            if cols[0] != str(len(words) + 1):
-                raise ValueError(f"{path}, line {lineno}: word ID {cols[0]!r}, expected {len(words) + 1}.")
-            try:
-                hs.append(int(cols[6]))
-            except ValueError:
-                raise ValueError(f"{path}, line {lineno}: HEAD {cols[6]!r} is not an integer.") from None
-            words.append(dict(zip(_FIELDS, cols[1:6])))
-            rels.append(cols[7])
+    for lineno, line in text_lines(path, encoding):
+        if not line.strip():
+            if words:
+                close(lineno)
+            words, hs, rels, sent_id, start = [], [], [], None, lineno + 1
+            continue
+        if line.startswith("#"):
+            if line.startswith("# sent_id"):
+                sent_id = line.split("=", 1)[-1].strip()
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10:
+            raise ValueError(f"{path}, line {lineno}: {len(cols)} tab-separated columns, expected 10.")
+        if "-" in cols[0] or "." in cols[0]:  # multi-word token or empty node
+            continue
+        if cols[0] != str(len(words) + 1):
+            raise ValueError(f"{path}, line {lineno}: word ID {cols[0]!r}, expected {len(words) + 1}.")
+        try:
+            hs.append(int(cols[6]))
+        except ValueError:
+            raise ValueError(f"{path}, line {lineno}: HEAD {cols[6]!r} is not an integer.") from None
+        words.append(dict(zip(_FIELDS, cols[1:6])))
+        rels.append(cols[7])
     if words:
         close(start)
     if not sentences:
