@@ -47,6 +47,7 @@ Two of the requested rules are not linear, and the templates use linear stand-in
 
 import copy
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -55,6 +56,7 @@ from sklearn.utils.validation import check_is_fitted
 from .energies import Energy, smoothed_hinge
 from .utils._params import store_init_params
 from .utils.packing import edge_offsets, segment_repeat, segment_sum
+from .utils.validation import check_int_array
 
 __all__ = [
     "ConstraintEnergy",
@@ -335,13 +337,26 @@ class LinearConstraint(Constraint):
             raise ValueError(f"{who}: bound must be a finite number, got {self.bound!r}.")
         t = _Term(n_labels, f"linear {self.sense} {self.bound}")
         for part, arr in (("node", t.node), ("first", t.first), ("last", t.last)):
-            for lab, c in (getattr(self, part) or {}).items():
-                arr[_label_set(lab, index_of, who)] += float(c)
-        for pair, c in (self.edge or {}).items():
+            for lab, c in _coefficients(self, part, who):
+                arr[_label_set(lab, index_of, who)] += c
+        for pair, c in _coefficients(self, "edge", who):
             if not (isinstance(pair, tuple) and len(pair) == 2):
                 raise ValueError(f"{who}: edge keys must be (from_label, to_label) pairs, got {pair!r}.")
-            t.edge[np.ix_(_label_set(pair[0], index_of, who), _label_set(pair[1], index_of, who))] += float(c)
+            t.edge[np.ix_(_label_set(pair[0], index_of, who), _label_set(pair[1], index_of, who))] += c
         return [t.at_least(self.bound) if self.sense == "at_least" else t.at_most(self.bound)]
+
+
+def _coefficients(rule, part, who):
+    """``(key, coefficient)`` pairs of the dict parameter ``part`` of ``rule``, each a finite number."""
+    value = getattr(rule, part)
+    if value is None:
+        return []
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{who}: {part} must be a dict label -> coefficient, got a {type(value).__name__}.")
+    for key, c in value.items():
+        if isinstance(c, bool) or not isinstance(c, numbers.Real) or not np.isfinite(c):
+            raise ValueError(f"{who}: {part}[{key!r}] = {c!r} is not a finite number.")
+    return [(key, float(c)) for key, c in value.items()]
 
 
 # --------------------------------------------------------------------------------------
@@ -571,12 +586,15 @@ class ConstraintEnergy(Energy):
         violations : ndarray of shape (n_sequences, n_terms)
         """
         check_is_fitted(self, "term_names_")
-        y = [np.asarray(v, dtype=np.int64) for v in y]
         L = self.n_labels_
+        if not isinstance(y, (list, tuple)) or not y:
+            raise ValueError("ConstraintEnergy.violations: y must be a non-empty list of encoded label sequences.")
+        y = [check_int_array(v, f"ConstraintEnergy.violations: y[{i}]", low=0, high=L) for i, v in enumerate(y)]
+        for i, v in enumerate(y):
+            if v.size == 0:
+                raise ValueError(f"ConstraintEnergy.violations: sequence {i} of y is empty.")
         offsets = np.concatenate([[0], np.cumsum([len(v) for v in y])]).astype(np.int64)
         flat = np.concatenate(y)
-        if flat.size and (flat.min() < 0 or flat.max() >= L):
-            raise ValueError(f"ConstraintEnergy.violations: labels must be encoded as 0 .. {L - 1}.")
         node = np.eye(L)[flat]
         inner = np.ones(flat.shape[0], dtype=bool)
         inner[offsets[1:] - 1] = False

@@ -227,6 +227,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
             seconds += time.perf_counter() - start
             model.refresh_norm()
             bound = objective_eq9(model, Xa, Y, delta, self.C, loss_weight)
+            if not np.isfinite(bound):
+                raise ValueError(f"DLPW: the training scores are not finite at epoch {epoch} (largest |x| = "
+                                 f"{np.abs(Xa.data).max():.3g}): the features overflow float64; rescale X.")
             exact = objective_eq7(model, Xa, Y, delta, self.C, loss_weight) if self.track_objective else np.nan
             curve.append((epoch, seconds, bound, exact))
             if progress(epoch, bound, seconds, **({"eq7": exact} if self.track_objective else {})):
@@ -324,6 +327,10 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         g = self._graph
         unary = _unary(Xa, self._W, g)
         pair = self._pairwise_full
+        bad = ~np.isfinite(unary.reshape(unary.shape[0], -1)).all(axis=1)
+        if bad.any():
+            raise ValueError(f"X: the scores of sample {int(np.flatnonzero(bad)[0])} are not finite (its features "
+                             "overflow float64 with the fitted weights); rescale X.")
 
         def solve(chunk):
             res = lp_map(g, unary[chunk], pair, max_iter=self.predict_max_iter, tol=self.predict_tol, check_input=False)
@@ -349,7 +356,13 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         self.pairwise_ = self._pairwise_full.copy()
 
     def _check_X(self, X, reset):
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset, ensure_all_finite=False)
+        try:
+            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset, ensure_all_finite=False)
+        except (TypeError, ValueError):
+            bad = _first_non_numeric(X)
+            if bad is None:
+                raise
+            raise ValueError(f"X must be a numeric array or sparse matrix (n_samples, n_features): {bad}.") from None
         data = X.data if sp.issparse(X) else X
         bad = ~np.isfinite(data)
         if bad.any():
@@ -525,6 +538,19 @@ def _as_2d_targets(y):
         for m, l in np.argwhere(np.vectorize(lambda v: v is None or (isinstance(v, float) and not np.isfinite(v)))(Y)):
             raise ValueError(f"y contains a missing value (None or NaN): sample {m}, column {l}.")
     return Y, one_d
+
+
+def _first_non_numeric(X):
+    """Which sample of the list ``X`` is not a row of numbers (dicts: use DictVectorizer first), or None."""
+    for i, row in enumerate(X if isinstance(X, (list, tuple)) else []):
+        hint = " (vectorize dicts with sklearn.feature_extraction.DictVectorizer)" if isinstance(row, dict) else ""
+        try:
+            ok = not isinstance(row, (dict, str, bytes)) and np.asarray(row, dtype=np.float64) is not None
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            return f"sample {i} is a {type(row).__name__}, not a row of numbers{hint}"
+    return None
 
 
 def _n_chunks(n_jobs):

@@ -273,8 +273,8 @@ def _token_parts(token, s, i):
     raise ValueError(f"X[{s}][{i}] must be a dict with 'form' and 'upos' or a (form, pos) tuple, got {token!r}.")
 
 
-def _check_sentences(X, y=None):
-    """Validated (forms, tags) per sentence and head arrays."""
+def _check_sentences(X, y=None, single_root=False):
+    """Validated (forms, tags) per sentence and head arrays (trees; with one root word if ``single_root``)."""
     if isinstance(X, (str, bytes)) or not hasattr(X, "__len__") or len(X) == 0:
         raise ValueError("X must be a non-empty list of sentences (lists of tokens).")
     sents = []
@@ -285,18 +285,41 @@ def _check_sentences(X, y=None):
     if y is None:
         return sents
     check_y_length(sents, y, "sentences")
-    return sents, [_check_training_heads(h, s, len(sent)) for s, (sent, h) in enumerate(zip(sents, y))]
+    return sents, [_check_training_heads(h, s, len(sent), single_root) for s, (sent, h) in enumerate(zip(sents, y))]
 
 
-def _check_training_heads(h, s, n):
-    """The head array ``y[s]`` of a sentence of ``n`` words (a tree: no self-loop), as int64."""
+def _check_training_heads(h, s, n, single_root):
+    """The head array ``y[s]`` of a sentence of ``n`` words, checked to be a tree rooted at 0, as int64."""
     h = np.asarray(h)
     if h.shape != (n,) or not np.issubdtype(h.dtype, np.integer):
         raise ValueError(f"y[{s}] must be {n} integer heads, got {h.shape} {h.dtype}.")
     h = h.astype(np.int64)
     if h.min() < 0 or h.max() > n or np.any(h == np.arange(1, n + 1)):
         raise ValueError(f"y[{s}] has a head outside 0..{n} or a self-loop.")
+    roots = np.flatnonzero(h == 0) + 1
+    if roots.size == 0 or (single_root and roots.size > 1):
+        raise ValueError(f"y[{s}] is not a tree with {'one root word' if single_root else 'a root'}: words "
+                         f"{roots.tolist()} attach to the root (single_root={single_root}).")
+    cycle = _cycle(h)
+    if cycle:
+        raise ValueError(f"y[{s}] is not a tree: words {cycle} form a cycle.")
     return h
+
+
+def _cycle(heads):
+    """Words ``1..n`` on a cycle of the head array (following heads never reaches 0), or []."""
+    state = np.zeros(heads.shape[0] + 1, dtype=np.int8)  # 0 unseen, 1 on the current path, 2 reaches the root
+    state[0] = 2
+    for start in range(1, heads.shape[0] + 1):
+        path, m = [], start
+        while state[m] == 0:
+            state[m] = 1
+            path.append(m)
+            m = int(heads[m - 1])
+        if state[m] == 1:
+            return path[path.index(m):]
+        state[path] = 2
+    return []
 
 
 def _encode(sents, words, tags):
@@ -425,7 +448,7 @@ class DependencyParserBP(BaseEstimator):
         self : DependencyParserBP
         """
         progress = Progress(type(self).__name__, self.verbose, self.callback, unit="epoch", objective="approximate NLL")
-        sents, heads = _check_sentences(X, y)
+        sents, heads = _check_sentences(X, y, single_root=self.single_root)
         forms = sorted({f.lower() for sent in sents for f, _ in sent})
         tags = sorted({t for sent in sents for _, t in sent})
         self.vocabulary_ = {f: i + 2 for i, f in enumerate(forms)}

@@ -687,3 +687,75 @@ def test_read_landmark_file_says_empty(tmp_path):
     (tmp_path / "house2").write_text("1 2\nnan 3\n")
     with pytest.raises(ValueError, match="house2: point 1 is not finite"):
         read_landmark_file(tmp_path / "house2")
+
+
+# ---------------------------------------------------------------- issue #19: constraints, graphs, trees, DLPW, LP
+
+
+def test_linear_constraint_checks_its_coefficients_and_violations_its_sequences():
+    from sklearn_struct.constraints import AtMostSegments, ConstraintEnergy, LinearConstraint
+
+    classes = np.array(["author", "title"])
+    for kwargs, message in [({"node": ["author"]}, "node must be a dict label -> coefficient, got a list"),
+                            ({"first": {"title": np.nan}}, r"first\['title'\] = nan is not a finite number"),
+                            ({"last": {"title": np.inf}}, r"last\['title'\] = inf is not a finite number"),
+                            ({"edge": {("author", "title"): "1"}}, "is not a finite number"),
+                            ({"node": {"title": True}}, "is not a finite number")]:
+        with pytest.raises(ValueError, match=message):
+            ConstraintEnergy([LinearConstraint(**kwargs)]).fit(None, 2, classes=classes)
+    energy = ConstraintEnergy([AtMostSegments("title", 1)]).fit(None, 2, classes=classes)
+    for y, message in [([np.array([0, 1]), np.array([], dtype=int)], "sequence 1 of y is empty"),
+                       ([], "non-empty list"), ([np.array([0, 2])], r"y\[0\]\[1\] = 2 is out of range"),
+                       ([np.array([0.5])], r"y\[0\] must hold integers")]:
+        with pytest.raises(ValueError, match=message):
+            energy.violations(y)
+    np.testing.assert_array_equal(energy.violations([np.array([1, 0, 1])]), [[1.0]])
+
+
+@pytest.mark.parametrize("kind", ["csr_matrix", "csr_array", "ndarray"])
+def test_pruned_bp_names_a_single_matrix_given_as_x(kind):
+    from sklearn_struct import PrunedBPMarginals
+
+    X = getattr(sp, kind)(np.eye(3)) if kind != "ndarray" else np.eye(3)
+    with pytest.raises(ValueError, match="X must be a list of per-graph"):
+        PrunedBPMarginals().fit(X, [np.zeros(3)])
+
+
+@pytest.mark.parametrize("heads, single_root, message", [
+    ([0, 3, 0], True, r"y\[1\] is not a tree with one root word: words \[1, 3\] attach to the root"),
+    ([2, 3, 1], False, r"y\[1\] is not a tree with a root: words \[\]"),
+    ([0, 3, 2], False, r"y\[1\] is not a tree: words \[2, 3\] form a cycle"),
+    ([2, 0, 4, 3], True, r"y\[1\] must be 3 integer heads"),
+])
+def test_dependency_parser_trains_only_on_trees(heads, single_root, message):
+    from sklearn_struct.parsing import DependencyParserBP
+
+    X = [[("a", "DET"), ("b", "NOUN")], [("c", "DET"), ("d", "NOUN"), ("e", "VERB")]]
+    with pytest.raises(ValueError, match=message):
+        DependencyParserBP(single_root=single_root, max_iter=1).fit(X, [np.array([2, 0]), np.array(heads)])
+    if not single_root:  # two roots are a tree when single_root=False
+        DependencyParserBP(single_root=False, max_iter=1, n_hash_bits=10).fit(X, [[2, 0], [0, 3, 0]])
+
+
+def test_dlpw_names_non_numeric_samples_and_overflowing_features():
+    from sklearn_struct import DLPWClassifier
+
+    X, Y = _multilabel_case(5, 3, 0)
+    with pytest.raises(ValueError, match="sample 0 is a dict, not a row of numbers .*DictVectorizer"):
+        DLPWClassifier().fit([{"a": 1.0}] * len(Y), Y)
+    with pytest.raises(ValueError, match="sample 2 is a str"):
+        DLPWClassifier().fit([[1.0], [2.0], "x"], Y[:3])
+    with pytest.raises(ValueError, match="training scores are not finite at epoch 1 .*rescale X"):
+        DLPWClassifier(max_epochs=3).fit(X * 1e300, Y)
+
+
+def test_lp_overflow_check_does_not_overflow_itself():
+    import warnings
+
+    from sklearn_struct.oracles.lp import lp_map, make_lp_graph
+
+    graph = make_lp_graph(np.array([[0, 1]]), np.array([2, 2]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="would overflow"):
+            lp_map(graph, np.full((1, 2, 2), 1e308), np.zeros((1, 2, 2)))

@@ -176,7 +176,7 @@ def check_lp_graph(graph):
 
 def _too_large(arr, name, terms):
     """Raise if ``terms`` entries of the size of ``arr``'s largest could overflow when summed."""
-    if arr.size and np.abs(arr).max() * terms > _MAX_ABS:
+    if arr.size and np.abs(arr).max() > _MAX_ABS / terms:  # divided: the product itself may overflow
         at = np.unravel_index(int(np.abs(arr).argmax()), arr.shape)
         raise ValueError(f"{name} holds {arr[at]:.3g} at index {tuple(int(i) for i in at)}: the dual sums "
                          f"{terms} such terms and would overflow; rescale the potentials.")

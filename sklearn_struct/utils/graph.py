@@ -7,6 +7,7 @@ sample, as :mod:`sklearn_struct.utils.validation` does for sequences.
 """
 
 import numpy as np
+import scipy.sparse as sp
 
 from .validation import as_nonempty_list, check_edge_list
 
@@ -116,8 +117,9 @@ def _as_sample_list(X):
             "X must be a list of graph samples (node_features, edges[, edge_features]); got a "
             "single sample: wrap it in a list, [sample]."
         )
-    if isinstance(X, (str, bytes)) or (isinstance(X, np.ndarray) and X.dtype != object):
-        raise ValueError("X must be a list of (node_features, edges[, edge_features]) tuples.")
+    if isinstance(X, (str, bytes)) or sp.issparse(X) or (isinstance(X, np.ndarray) and X.dtype != object):
+        got = "a sparse matrix" if sp.issparse(X) else type(X).__name__
+        raise ValueError(f"X must be a list of per-graph (node_features, edges[, edge_features]) tuples, got {got}.")
     return as_nonempty_list(X, "X", "graphs")
 
 
