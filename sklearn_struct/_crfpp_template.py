@@ -160,16 +160,24 @@ class CRFppTemplateFeaturizer(SequenceFeaturizer):
         return names
 
     def _fit(self, X):
-        unigram, bigram = parse_crfpp_template(_template_lines(self.template, self.encoding))
+        in_file = not isinstance(self.template, (list, tuple))
+        where = f"template {self.template}" if in_file else "template"
+        lines = _template_lines(self.template, self.encoding)
+        try:
+            unigram, bigram = parse_crfpp_template(lines)
+        except ValueError as exc:
+            if not in_file:
+                raise
+            raise ValueError(f"{self.template}: {exc}") from None
         if not unigram:
-            raise ValueError("template has no unigram ('U') template lines.")
+            raise ValueError(f"{where} has no unigram ('U') template lines.")
         seqs = _check_column_sequences(X, None)
         n_columns = len(seqs[0][0])
         for pieces, macros, lineno in unigram:
             for row, col in macros:
                 if col >= n_columns:
                     raise ValueError(
-                        f"template line {lineno}: %x[{row},{col}] reads column {col}, but the tokens "
+                        f"{where}, line {lineno}: %x[{row},{col}] reads column {col}, but the tokens "
                         f"have {n_columns} columns (0..{n_columns - 1})."
                     )
         strings, lengths = _expand(unigram, seqs)

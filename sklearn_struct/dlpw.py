@@ -542,7 +542,10 @@ def _as_2d_targets(y):
 
 def _first_non_numeric(X):
     """Which sample of the list ``X`` is not a row of numbers (dicts: use DictVectorizer first), or None."""
-    for i, row in enumerate(X if isinstance(X, (list, tuple)) else []):
+    rows = X if isinstance(X, (list, tuple)) else []
+    for i, row in enumerate(rows):
+        if i and hasattr(row, "__len__") and hasattr(rows[0], "__len__") and len(row) != len(rows[0]):
+            return f"sample {i} has {len(row)} features, sample 0 has {len(rows[0])}"
         hint = " (vectorize dicts with sklearn.feature_extraction.DictVectorizer)" if isinstance(row, dict) else ""
         try:
             ok = not isinstance(row, (dict, str, bytes)) and np.asarray(row, dtype=np.float64) is not None

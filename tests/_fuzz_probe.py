@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, n
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
+from _fuzz_probe_files import SECTIONS as FILE_SECTIONS  # noqa: E402  (model files, loaders, interrupted fits)
 
 MODULES = [
     "sklearn_struct", "sklearn_struct.energies", "sklearn_struct.datasets", "sklearn_struct.preprocessing",
@@ -1095,7 +1096,7 @@ def probe_hypothesis(p, max_examples):
 
 
 SECTIONS = ["chain", "linear", "loopy", "lp", "lp_learning", "matching", "utils", "metrics", "datasets",
-            "preprocessing", "energies", "estimators", "generic", "hypothesis"]
+            "preprocessing", "energies", "estimators", *FILE_SECTIONS, "generic", "hypothesis"]
 
 
 def main(max_examples=60, only=None):
@@ -1109,6 +1110,8 @@ def main(max_examples=60, only=None):
                     probe_generic(p, names)
                 elif section == "hypothesis":
                     probe_hypothesis(p, max_examples)
+                elif section in FILE_SECTIONS:
+                    FILE_SECTIONS[section](p)
                 else:
                     globals()[f"probe_{section}"](p)
             except Exception as exc:  # noqa: BLE001 - a probe that cannot even be set up is a finding too

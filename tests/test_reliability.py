@@ -759,3 +759,37 @@ def test_lp_overflow_check_does_not_overflow_itself():
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="would overflow"):
             lp_map(graph, np.full((1, 2, 2), 1e308), np.zeros((1, 2, 2)))
+
+
+# ---------------------------------------------------------------- issue #19: save / load round trips
+
+
+def test_chain_crf_round_trip_across_clone_and_warm_start(saved_crf, tmp_path):
+    from sklearn.base import clone
+
+    from sklearn_struct import ChainCRF
+
+    crf, path, X = saved_crf
+    _, y = _chain_case(4, 3, 0)
+    loaded = ChainCRF.load(path)
+    assert loaded.get_params() == crf.get_params()
+    for name in ("coef_", "intercept_", "transition_", "classes_", "n_features_in_", "n_iter_", "objective_"):
+        assert _same(getattr(loaded, name), getattr(crf, name)), name
+    loaded.save(tmp_path / "again.npz")  # saving what was loaded gives the same model
+    assert _same(_contents(tmp_path / "again.npz"), _contents(path))
+    # clone: the parameters travel, the fitted state does not; refitting gives the same model
+    fresh = clone(loaded)
+    assert fresh.get_params() == crf.get_params() and not hasattr(fresh, "coef_")
+    assert _same(fresh.fit(X, y).coef_, clone(crf).fit(X, y).coef_)
+    # warm start from the loaded model continues exactly where the saved one would
+    kwargs = {"warm_start": True, "max_iter": 3}
+    continued = ChainCRF.load(path).set_params(**kwargs).fit(X, y)
+    reference = clone(crf).set_params(**kwargs)
+    reference.coef_, reference.intercept_, reference.transition_ = crf.coef_, crf.intercept_, crf.transition_
+    reference.classes_, reference.n_features_in_ = crf.classes_, crf.n_features_in_
+    reference.fit(X, y)
+    np.testing.assert_array_equal(continued.coef_, reference.coef_)
+    np.testing.assert_array_equal(continued.transition_, reference.transition_)
+    continued.save(tmp_path / "continued.npz")
+    again = ChainCRF.load(tmp_path / "continued.npz")
+    assert again.warm_start and again.max_iter == 3 and _same(again.predict(X), continued.predict(X))
