@@ -7,6 +7,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
+from .utils._params import atomic_fit
+
 
 class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Base of the sequence featurizers; a subclass defines the steps on its own token form.
@@ -20,6 +22,7 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     _input_tag = "string"
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y=None):
         """Learn the feature columns from all tokens of all sequences.
 
@@ -38,6 +41,7 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit_transform(self, X, y=None):
         """Fit, then return the per-sequence feature matrices (one pass over the tokens).
 

@@ -30,7 +30,7 @@ from .oracles.matching import (
     exact_marginals,
     fw_bethe_marginals,
 )
-from .utils._params import store_init_params
+from .utils._params import atomic_fit, store_init_params
 from .utils.validation import check_matchings
 
 __all__ = ["MatchingSSVM", "bethe_log_likelihood", "double_loop_bethe_mle", "exact_log_likelihood", "exact_matching_mle"]
@@ -77,6 +77,7 @@ class MatchingSSVM(_LinearMatcherMixin, BaseEstimator):
         store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y):
         X, y = check_matchings(X, y)
         rng = check_random_state(self.random_state)

@@ -46,7 +46,7 @@ def shared_constraints(*names):
 
 
 def atomic_fit(fit):
-    """Decorator of ``fit`` methods: the estimator changes only once the fit has finished.
+    """Decorator of ``fit`` (and ``fit_transform``) methods: the estimator changes only once the fit has finished.
 
     ``fit`` runs on a working copy of the estimator (the same parameters and, for warm starts,
     the same fitted attributes); when it returns, the copy's attributes replace the estimator's
@@ -77,9 +77,9 @@ def atomic_fit(fit):
     def fit_then_commit(self, *args, **kwargs):
         work = object.__new__(type(self))
         work.__dict__.update(self.__dict__)
-        fit(work, *args, **kwargs)
+        out = fit(work, *args, **kwargs)
         self.__dict__.clear()
         self.__dict__.update(work.__dict__)
-        return self
+        return self if out is work else out  # fit returns the estimator, fit_transform its result
 
     return fit_then_commit
