@@ -77,49 +77,54 @@ def probe_model_files(p):
     tmp = p.tmp / "models"
     tmp.mkdir(exist_ok=True)
     for name, cls, fitted, X in _estimators_with_files():
-        good = tmp / f"{name}.npz"
-        p.valid(f"{name}.save", lambda: fitted.save(good))
-        p.valid(f"{name}.load", lambda: cls.load(good).predict(X),
-                lambda out: all(np.array_equal(a, b) for a, b in zip(out, fitted.predict(X))))
-        raw = good.read_bytes()
-        files = {
-            "empty": b"", "truncated": raw[: len(raw) // 2], "truncated-end": raw[:-10],
-            "flipped-byte": raw[:200] + bytes([raw[200] ^ 0x55]) + raw[201:], "text": b"not a model\n",
-            "npy": b"\x93NUMPY" + raw[6:100], "gzip": gzip.compress(raw),
-        }
-        for label, content in files.items():
-            path = tmp / f"{name}-{label}.npz"
-            path.write_bytes(content)
-            refuse(p, f"{name}.load", label, lambda path=path: cls.load(path), (str(path),), path=path)
-        first = fitted.coef_.shape
-        edits = {
-            "changed-weight": lambda d: _rewrite(good, d, edit_arrays={"coef": fitted.coef_ + 1e-9}),
-            "edited-header": lambda d: _rewrite(good, d, edit_meta={"n_iter_": 1}),
-            "intercept-7": lambda d: _forged(good, d, edit_arrays={"intercept": np.zeros(7)}),
-            "coef-shape": lambda d: _forged(good, d, edit_arrays={"coef": np.zeros((first[0] + 1, first[1]))}),
-            "coef-nan": lambda d: _forged(good, d, edit_arrays={"coef": np.full(first, np.nan)}),
-            "coef-strings": lambda d: _forged(good, d, edit_arrays={"coef": np.full(first, "a")}),
-            "no-coef": lambda d: _forged(good, d, edit_arrays={"coef": None}),
-            "classes-2d": lambda d: _forged(good, d, edit_arrays={"classes": np.zeros((3, 1))}),
-            "classes-repeated": lambda d: _forged(good, d, edit_arrays={"classes": np.zeros(3)}),
-            "param-negative": lambda d: _forged(good, d, edit_params={"c2": -1.0}),
-            "param-zero-iter": lambda d: _forged(good, d, edit_params={"max_iter": 0}),
-            "param-unknown": lambda d: _forged(good, d, edit_params={"bogus": 1}),
-            "objective-nan": lambda d: _forged(good, d, edit_meta={"objective_": float("nan")}),
-            "n-features-string": lambda d: _forged(good, d, edit_meta={"n_features_in_": "4"}),
-            "other-class": lambda d: _forged(good, d, edit_meta={"format": "sklearn_struct.NonLocalCRF"}),
-            "future-version": lambda d: _forged(good, d, edit_meta={"version": 99}),
-        }
-        for label, make in edits.items():
-            path = tmp / f"{name}-{label}.npz"
-            make(path)
-            refuse(p, f"{name}.load", label, lambda path=path: cls.load(path), (str(path),), path=path)
-        refuse(p, f"{name}.load", "directory", lambda: cls.load(tmp), (str(tmp),), path=tmp)
-        refuse(p, f"{name}.load", "missing", lambda: cls.load(tmp / "missing.npz"), ("missing.npz",),
-              path=tmp / "missing.npz")
-        refuse(p, f"{name}.load", "none", lambda: cls.load(None), ("path",))
-        refuse(p, f"{name}.save", "directory", lambda: fitted.save(tmp), (str(tmp),), path=tmp)
-        refuse(p, f"{name}.save", "not fitted", lambda: cls().save(tmp / "x.npz"), (name, "fitted"))
+        _probe_model_file(p, tmp, name, cls, fitted, X)
+
+
+def _probe_model_file(p, tmp, name, cls, fitted, X):
+    """A round trip, then every kind of bad file, for one estimator class."""
+    good = tmp / f"{name}.npz"
+    p.valid(f"{name}.save", lambda: fitted.save(good))
+    p.valid(f"{name}.load", lambda: cls.load(good).predict(X),
+            lambda out: all(np.array_equal(a, b) for a, b in zip(out, fitted.predict(X))))
+    raw = good.read_bytes()
+    files = {
+        "empty": b"", "truncated": raw[: len(raw) // 2], "truncated-end": raw[:-10],
+        "flipped-byte": raw[:200] + bytes([raw[200] ^ 0x55]) + raw[201:], "text": b"not a model\n",
+        "npy": b"\x93NUMPY" + raw[6:100], "gzip": gzip.compress(raw),
+    }
+    for label, content in files.items():
+        path = tmp / f"{name}-{label}.npz"
+        path.write_bytes(content)
+        refuse(p, f"{name}.load", label, lambda path=path: cls.load(path), (str(path),), path=path)
+    first = fitted.coef_.shape
+    edits = {
+        "changed-weight": lambda d: _rewrite(good, d, edit_arrays={"coef": fitted.coef_ + 1e-9}),
+        "edited-header": lambda d: _rewrite(good, d, edit_meta={"n_iter_": 1}),
+        "intercept-7": lambda d: _forged(good, d, edit_arrays={"intercept": np.zeros(7)}),
+        "coef-shape": lambda d: _forged(good, d, edit_arrays={"coef": np.zeros((first[0] + 1, first[1]))}),
+        "coef-nan": lambda d: _forged(good, d, edit_arrays={"coef": np.full(first, np.nan)}),
+        "coef-strings": lambda d: _forged(good, d, edit_arrays={"coef": np.full(first, "a")}),
+        "no-coef": lambda d: _forged(good, d, edit_arrays={"coef": None}),
+        "classes-2d": lambda d: _forged(good, d, edit_arrays={"classes": np.zeros((3, 1))}),
+        "classes-repeated": lambda d: _forged(good, d, edit_arrays={"classes": np.zeros(3)}),
+        "param-negative": lambda d: _forged(good, d, edit_params={"c2": -1.0}),
+        "param-zero-iter": lambda d: _forged(good, d, edit_params={"max_iter": 0}),
+        "param-unknown": lambda d: _forged(good, d, edit_params={"bogus": 1}),
+        "objective-nan": lambda d: _forged(good, d, edit_meta={"objective_": float("nan")}),
+        "n-features-string": lambda d: _forged(good, d, edit_meta={"n_features_in_": "4"}),
+        "other-class": lambda d: _forged(good, d, edit_meta={"format": "sklearn_struct.NonLocalCRF"}),
+        "future-version": lambda d: _forged(good, d, edit_meta={"version": 99}),
+    }
+    for label, make in edits.items():
+        path = tmp / f"{name}-{label}.npz"
+        make(path)
+        refuse(p, f"{name}.load", label, lambda path=path: cls.load(path), (str(path),), path=path)
+    refuse(p, f"{name}.load", "directory", lambda: cls.load(tmp), (str(tmp),), path=tmp)
+    refuse(p, f"{name}.load", "missing", lambda: cls.load(tmp / "missing.npz"), ("missing.npz",),
+          path=tmp / "missing.npz")
+    refuse(p, f"{name}.load", "none", lambda: cls.load(None), ("path",))
+    refuse(p, f"{name}.save", "directory", lambda: fitted.save(tmp), (str(tmp),), path=tmp)
+    refuse(p, f"{name}.save", "not fitted", lambda: cls().save(tmp / "x.npz"), (name, "fitted"))
 
 
 # ---------------------------------------------------------------------- loaders
@@ -173,74 +178,23 @@ def probe_loaders(p):
 # ---------------------------------------------------------------------- interrupted fits
 
 
-def _interrupt_cases():
-    from sklearn_struct import ChainCRF, DLPWClassifier, MLEStructMatcher, PrunedBPMarginals
-    from sklearn_struct.datasets import (
-        make_chain_data,
-        make_dependency_treebank,
-        make_ising_grid,
-        make_matchings,
-        make_multilabel_pairwise,
-    )
-    from sklearn_struct.parsing import DependencyParserBP
-    from sklearn_struct.utils.graph import images_to_graphs
-
-    def grid(seed, extra):
-        noisy, clean = make_ising_grid(n_images=1, n_noisy=2, shape=(4, 4), random_state=seed)[:2]
-        graphs = images_to_graphs(noisy)
-        if extra:
-            graphs = [(np.hstack([g[0], g[0][:, :1] ** 2]),) + tuple(g[1:]) for g in graphs]
-        return graphs, [c.ravel() for c in clean]
-
-    return [
-        ("ChainCRF", ChainCRF(max_iter=20), make_chain_data(5, n_features=4, n_labels=3, random_state=0),
-         make_chain_data(5, n_features=6, n_labels=4, random_state=1)),
-        ("PrunedBPMarginals", PrunedBPMarginals(max_iter=5), grid(0, False), grid(1, True)),
-        ("DLPWClassifier", DLPWClassifier(max_epochs=3), make_multilabel_pairwise(30, n_features=4, n_labels=3,
-                                                                                  random_state=0),
-         make_multilabel_pairwise(30, n_features=6, n_labels=4, random_state=1)),
-        ("MLEStructMatcher", MLEStructMatcher(max_iter=10, random_state=0),
-         make_matchings(3, n_nodes=4, n_features=3, random_state=0),
-         make_matchings(3, n_nodes=5, n_features=4, random_state=1)),
-        ("DependencyParserBP", DependencyParserBP(max_iter=2, n_hash_bits=10, random_state=0),
-         make_dependency_treebank(5, random_state=0), make_dependency_treebank(7, random_state=1)),
-    ]
-
-
 def _interrupt(iteration, objective, seconds):
     raise KeyboardInterrupt
 
 
-def _fingerprint(est):
-    """A comparable copy of the estimator's state: its attributes, deep-copied."""
-    return copy.deepcopy({k: v for k, v in vars(est).items() if k != "callback"})
-
-
-def _equal(a, b):
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape and bool(
-            np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
-    if sp.issparse(a) or sp.issparse(b):
-        return sp.issparse(a) and sp.issparse(b) and a.shape == b.shape and (a != b).nnz == 0
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
-    if hasattr(a, "__dict__") and not callable(a):
-        return type(a) is type(b) and _equal(vars(a), vars(b))
-    try:
-        return bool(a == b)
-    except (TypeError, ValueError):
-        return a is b
-
-
 def probe_interrupts(p):
-    for name, est, (X1, y1), (X2, y2) in _interrupt_cases():
+    from test_reliability import (  # one list of cases for the test and the probe
+        INTERRUPT_CASES,
+        same_state,
+    )
+
+    for name, factory in INTERRUPT_CASES:
+        est, (X1, y1), (X2, y2) = factory()
         p.visited.add(name)
         p.cases += 1
         try:
             est.fit(X1, y1)
-            before, predicted = _fingerprint(est), est.predict(X1)
+            before, predicted = copy.deepcopy(vars(est)), est.predict(X1)
             est.set_params(callback=_interrupt)
             try:
                 est.fit(X2, y2)
@@ -248,11 +202,12 @@ def probe_interrupts(p):
                 continue
             except KeyboardInterrupt:
                 pass
-            after = _fingerprint(est)
-            changed = sorted(k for k in set(before) | set(after) if not _equal(before.get(k), after.get(k)))
+            after = vars(est)
+            changed = sorted(k for k in set(before) | set(after)
+                             if k != "callback" and not (k in before and k in after and same_state(before[k], after[k])))
             if changed:
                 p.failures.append(f"{name}.fit [interrupted]: attributes changed: {changed}")
-            elif not _equal(est.predict(X1), predicted):
+            elif not same_state(est.predict(X1), predicted):
                 p.failures.append(f"{name}.fit [interrupted]: predictions changed")
         except Exception as exc:  # noqa: BLE001
             p.failures.append(f"{name}.fit [interrupted]: {type(exc).__name__}: {str(exc)[:160]}")
@@ -263,7 +218,11 @@ def probe_interrupts(p):
 
 def probe_new_inputs(p):
     from sklearn_struct import DLPWClassifier, PrunedBPMarginals
-    from sklearn_struct.constraints import AtMostSegments, ConstraintEnergy, LinearConstraint
+    from sklearn_struct.constraints import (
+        AtMostSegments,
+        ConstraintEnergy,
+        LinearConstraint,
+    )
     from sklearn_struct.datasets import make_multilabel_pairwise
     from sklearn_struct.parsing import DependencyParserBP
     from sklearn_struct.preprocessing import CRFppTemplateFeaturizer

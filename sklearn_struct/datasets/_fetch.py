@@ -11,7 +11,6 @@ import os
 import shutil
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 from ._base import get_data_home
 
