@@ -5,6 +5,7 @@ misleading message) and checks the exact behaviour now: a ValueError/TypeError n
 argument (and the index), or a finite, correct result.
 """
 
+import copy
 import subprocess
 import sys
 import textwrap
@@ -424,8 +425,6 @@ def _interrupt(iteration, objective, seconds):
 @pytest.mark.parametrize("warm_start", [False, True])
 @pytest.mark.parametrize("case", [factory for _, factory in INTERRUPT_CASES], ids=[n for n, _ in INTERRUPT_CASES])
 def test_an_interrupted_fit_leaves_the_fitted_estimator_as_it_was(case, warm_start):
-    import copy
-
     est, (X1, y1), (X2, y2) = case()
     name = type(est).__name__
     if warm_start and "warm_start" not in est.get_params():
@@ -735,6 +734,11 @@ def test_dlpw_names_non_numeric_samples_and_overflowing_features():
         DLPWClassifier().fit([[1.0], [2.0], "x"], Y[:3])
     with pytest.raises(ValueError, match="training scores are not finite at epoch 1 .*rescale X"):
         DLPWClassifier(max_epochs=3).fit(X * 1e300, Y)
+    clf = DLPWClassifier(max_epochs=3, tol=0).fit(X, Y)  # a fit failing late leaves the fitted model as it was
+    before = copy.deepcopy(vars(clf))
+    with pytest.raises(ValueError, match="not finite"):
+        clf.fit(X * 1e300, Y)
+    assert same_state(vars(clf), before)
 
 
 def test_lp_overflow_check_does_not_overflow_itself():
