@@ -195,7 +195,8 @@ class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"save needs labels that are numbers or strings; classes_ has dtype {classes.dtype}."
             )
-        params = {k: getattr(v, "item", lambda: v)() for k, v in self.get_params().items() if _is_json_value(v)}
+        params = {k: getattr(v, "item", lambda: v)()  # NumPy scalars as Python numbers
+                  for k, v in self.get_params().items() if _is_json_value(v)}
         meta = {"params": params, "n_features_in_": int(self.n_features_in_), "n_iter_": int(self.n_iter_),
                 "objective_": float(self.objective_)}
         arrays = {"coef": self.coef_, "intercept": self.intercept_, "transition": self.transition_, "classes": classes}
