@@ -10,7 +10,7 @@ import numbers
 from pathlib import Path
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
@@ -26,7 +26,7 @@ _FORMAT = "sklearn_struct.ChainCRF"
 _FORMAT_VERSION = 1
 
 
-class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
+class ChainCRF(ChainTagsMixin, BaseEstimator):
     """Linear-chain conditional random field trained by L-BFGS (the CRFsuite objective).
 
     Unary scores ``X @ W + b`` per token and a transition table ``A[from, to]``, trained by
