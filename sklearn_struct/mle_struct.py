@@ -109,8 +109,9 @@ class MLEStructMatcher(_LinearMatcherMixin, BaseEstimator):
     step : {"line", "decreasing"}, default="line"
         Exact line search (capped at 1/2 so that no block jumps next to a vertex), or ``2 / (t + 2)`` (fw) / ``2M / (2M + t)`` (bcfw), ``t`` from 1 so that
         iterates stay strictly inside the polytope.
-    max_iter : int, default=200
-        Maximum number of passes over the data (a bcfw pass is ``n_samples`` block steps).
+    max_iter : int, default=1000
+        Maximum number of passes over the data (a bcfw pass is ``n_samples`` block steps). Frank-Wolfe
+        converges as ``O(1/t)``: fits usually stop on ``tol`` well before this bound.
     tol : float >= 0, default=1e-3
         Stop when the duality gap divided by the number of left nodes in the training set is below
         ``tol``. For bcfw the sum of the blocks' last gaps is checked after each pass and, when below
@@ -175,7 +176,7 @@ class MLEStructMatcher(_LinearMatcherMixin, BaseEstimator):
         **shared_constraints("random_state", "n_jobs", "callback", "verbose"),
     }
 
-    def __init__(self, *, alpha=1.0, rho=1.0, solver="bcfw", step="line", max_iter=200, tol=1e-3, random_state=None,
+    def __init__(self, *, alpha=1.0, rho=1.0, solver="bcfw", step="line", max_iter=1000, tol=1e-3, random_state=None,
                  n_jobs=None, callback=None, verbose=0):
         store_init_params(self, locals())
 

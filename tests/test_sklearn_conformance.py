@@ -220,12 +220,12 @@ CASES = [
     ),
 ]
 CASES += [
-    Case("DLPWClassifier", lambda **p: DLPWClassifier(**{"C": 10.0, "max_epochs": 20, "random_state": 0, **p}), _multilabel_data,
-         {"C": [1.0, 10.0]}, _multilabel_front,
+    Case("DLPWClassifier", lambda **p: DLPWClassifier(**{"C": 0.125, "max_epochs": 20, "tol": 0, "random_state": 0, **p}), _multilabel_data,
+         {"C": [0.0125, 0.125]}, _multilabel_front,
          bad=[(np.full((4, 5), np.nan), np.zeros((4, 4), dtype=int), "(?i)nan|infinity"),
               (np.zeros((4, 5)), np.zeros((3, 4), dtype=int), "(?i)inconsistent|samples")],
          forms={"2D indicator array": np.asarray}),
-    Case("MLEStructMatcher", lambda **p: MLEStructMatcher(**{"alpha": 0.1, "max_iter": 50, "random_state": 0, **p}), _matching_data,
+    Case("MLEStructMatcher", lambda **p: MLEStructMatcher(**{"alpha": 0.1, "max_iter": 50, "tol": 2e-2, "random_state": 0, **p}), _matching_data,
          {"alpha": [0.1, 1.0]}, _matching_front,
          bad=[([], [], "empty|at least one"),
               ([np.zeros((3, 3, 2)), np.zeros((3, 3))], [np.arange(3), np.arange(3)], "(?i)example 1|X\\[1\\]"),
