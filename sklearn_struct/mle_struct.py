@@ -115,7 +115,8 @@ class MLEStructMatcher(_LinearMatcherMixin, BaseEstimator):
     tol : float >= 0, default=1e-3
         Stop when the duality gap divided by the number of left nodes in the training set is below
         ``tol``. For bcfw the sum of the blocks' last gaps is checked after each pass and, when below
-        the threshold, confirmed by an exact gap (one assignment per example).
+        the threshold, confirmed by an exact gap (one assignment per example). ``tol=0`` runs all
+        ``max_iter`` passes, without a convergence warning.
     random_state : int, RandomState instance or None, default=None
         Block order of bcfw.
     n_jobs : int, default=None
@@ -208,7 +209,7 @@ class MLEStructMatcher(_LinearMatcherMixin, BaseEstimator):
         self.time_curve_ = np.asarray(run["times"])
         self.coef_path_ = np.asarray(run["thetas"])
         self.converged_ = run["converged"]
-        if not self.converged_ and not progress.stopped:
+        if not self.converged_ and not progress.stopped and self.tol > 0:
             warnings.warn(
                 f"MLEStructMatcher did not reach tol={self.tol} in {self.max_iter} passes "
                 f"(gap per node {self.gap_curve_[-1] / problem.n_nodes:.3g}).",
