@@ -27,6 +27,7 @@ from sklearn_struct import MLEStructMatcher
 from sklearn_struct.datasets import load_cmu_house_hotel
 from sklearn_struct.preprocessing import PointSetPairFeatures
 
+# worked-example-start (doc/estimators shows the lines down to worked-example-end)
 points = load_cmu_house_hotel("house").points
 rng = np.random.default_rng(0)
 
@@ -48,6 +49,7 @@ with warnings.catch_warnings():  # the MAP matching settles long before the dual
     warnings.simplefilter("ignore", ConvergenceWarning)
     model.fit(X_train, y_train)
 print(f"test node accuracy at gap 90: {model.score(X_test, y_test):.3f}")
+# worked-example-end
 
 # %%
 k = int(np.argmin([np.mean(p == t) for p, t in zip(model.predict(X_test), y_test)]))  # the hardest pair

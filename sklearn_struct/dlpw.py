@@ -89,8 +89,12 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         Star-update passes per sample visit (R in the paper).
     max_epochs : int, default=100
         Passes over the training set.
-    tol : float, default=1e-4
-        Stop when an epoch lowers the eq. 9 bound by less than ``tol`` times its value.
+    tol : float, default=1e-3
+        Stop when ``n_iter_no_change`` epochs in a row lower the eq. 9 bound by less than ``tol``
+        times its best value (the rule of scikit-learn's ``SGDClassifier``, relative); ``tol=0``
+        runs all ``max_epochs`` without a convergence warning.
+    n_iter_no_change : int, default=5
+        Epochs without sufficient decrease before stopping.
     order : {"cyclic", "shuffle"}, default="cyclic"
         Sample order in each epoch (the paper's convergence proof assumes cyclic).
     average : bool, default=True
@@ -175,6 +179,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         "n_inner": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
         "order": [StrOptions({"cyclic", "shuffle"})],
         "average": ["boolean"],
         "fit_intercept": ["boolean"],
@@ -185,9 +190,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         **shared_constraints("n_jobs", "callback", "verbose", "random_state"),
     }
 
-    def __init__(self, *, C=0.1, edges=None, n_states=None, n_inner=10, max_epochs=100, tol=1e-4, order="cyclic",
-                 average=True, fit_intercept=True, dtype="float64", track_objective=False, predict_max_iter=1000,
-                 predict_tol=1e-6, n_jobs=None, callback=None, verbose=0, random_state=None):
+    def __init__(self, *, C=0.1, edges=None, n_states=None, n_inner=10, max_epochs=100, tol=1e-3, n_iter_no_change=5,
+                 order="cyclic", average=True, fit_intercept=True, dtype="float64", track_objective=False,
+                 predict_max_iter=1000, predict_tol=1e-6, n_jobs=None, callback=None, verbose=0, random_state=None):
         store_init_params(self, locals())
 
     # ------------------------------------------------------------------ fit
@@ -230,7 +235,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         C = float(self.C) * n  # the paper's C, on the mean loss
         loss_weight = 1.0 / Y.shape[1]
         g = model.graph
-        curve, seconds, t, prev = [], 0.0, 0, np.inf
+        curve, seconds, t, best, stale = [], 0.0, 0, np.inf, 0
         converged = False
         progress = Progress(type(self).__name__, self.verbose, self.callback, unit="epoch", objective="eq9 bound")
         for epoch in range(1, self.max_epochs + 1):
@@ -248,10 +253,11 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
             curve.append((epoch, seconds, bound, exact))
             if progress(epoch, bound, seconds, **({"eq7": exact} if self.track_objective else {})):
                 break
-            if 0 <= prev - bound <= self.tol * abs(bound):
+            stale = stale + 1 if bound > best - self.tol * abs(best) else 0
+            best = min(best, bound)
+            if stale >= self.n_iter_no_change and self.tol > 0:
                 converged = True
                 break
-            prev = bound
         if not converged and not progress.stopped and self.tol > 0:
             warnings.warn(f"DLPW did not converge in {self.max_epochs} epochs (tol={self.tol}); "
                           "increase max_epochs.", ConvergenceWarning)

@@ -55,7 +55,7 @@ def test_dask_backend_gives_the_same_result():
     clf = DLPWClassifier(C=0.125, max_epochs=10, tol=0, n_jobs=2, track_objective=True)
     ref = clf.fit(X, Y)
     pred, dec, curve = ref.predict(X), ref.decision_function(X), ref.objective_curve_[:, 2:]
-    with distributed.Client(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None):
+    with distributed.Client(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"):
         with joblib.parallel_backend("dask"):
             other = DLPWClassifier(C=0.125, max_epochs=10, tol=0, n_jobs=2, track_objective=True).fit(X, Y)
             np.testing.assert_array_equal(other.predict(X), pred)
