@@ -99,12 +99,11 @@ def _write_benchmark_results(app):
 
 
 def _say_which_examples_are_skipped(app):
+    """One line on stderr (shown even by ``sphinx -q``, and not a warning, which ``-W`` would fail on)."""
     if SKIPPED_EXAMPLES and _run_examples:
-        from sphinx.util import logging
-
-        logging.getLogger(__name__).info(
-            "SKLEARN_STRUCT_DATA is not set (or not a folder): the gallery shows %d examples that need the real "
-            "data without running them: %s", len(SKIPPED_EXAMPLES), ", ".join(SKIPPED_EXAMPLES))
+        print(f"note: SKLEARN_STRUCT_DATA is not set (or not a folder): the gallery shows {len(SKIPPED_EXAMPLES)} "
+              f"examples that need the real data without running them: {', '.join(SKIPPED_EXAMPLES)}",
+              file=sys.stderr)
 
 
 def setup(app):

@@ -76,7 +76,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    C : float, default=0.1
+    C : float, default=0.01
         Weight of the summed loss, as in ``LinearSVC``: the objective is
         ``1/2 ||w||^2 + C sum_m loss_m`` (eq. 7 with the paper's ``C`` equal to ``C * n_samples``).
         The default is chosen on yeast and scene by ``benchmarks/bench_dlpw_defaults.py``.
@@ -190,7 +190,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         **shared_constraints("n_jobs", "callback", "verbose", "random_state"),
     }
 
-    def __init__(self, *, C=0.1, edges=None, n_states=None, n_inner=10, max_epochs=100, tol=1e-3, n_iter_no_change=5,
+    def __init__(self, *, C=0.01, edges=None, n_states=None, n_inner=10, max_epochs=100, tol=1e-3, n_iter_no_change=5,
                  order="cyclic", average=True, fit_intercept=True, dtype="float64", track_objective=False,
                  predict_max_iter=1000, predict_tol=1e-6, n_jobs=None, callback=None, verbose=0, random_state=None):
         store_init_params(self, locals())

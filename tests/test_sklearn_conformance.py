@@ -225,7 +225,7 @@ CASES += [
          bad=[(np.full((4, 5), np.nan), np.zeros((4, 4), dtype=int), "(?i)nan|infinity"),
               (np.zeros((4, 5)), np.zeros((3, 4), dtype=int), "(?i)inconsistent|samples")],
          forms={"2D indicator array": np.asarray}),
-    Case("MLEStructMatcher", lambda **p: MLEStructMatcher(**{"alpha": 0.1, "max_iter": 50, "tol": 2e-2, "random_state": 0, **p}), _matching_data,
+    Case("MLEStructMatcher", lambda **p: MLEStructMatcher(**{"alpha": 0.1, "max_iter": 300, "tol": 2e-2, "random_state": 0, **p}), _matching_data,
          {"alpha": [0.1, 1.0]}, _matching_front,
          bad=[([], [], "empty|at least one"),
               ([np.zeros((3, 3, 2)), np.zeros((3, 3))], [np.arange(3), np.arange(3)], "(?i)example 1|X\\[1\\]"),
