@@ -31,7 +31,7 @@ from sklearn_struct.datasets import load_scene, load_yeast
 from sklearn_struct.metrics import hamming_loss_multilabel, subset_accuracy
 
 RESULTS = Path(__file__).parent / "results"
-C_GRID = [0.01, 0.03, 0.1, 0.3, 1.0]
+C_GRID = [0.001, 0.01, 0.1]
 DEFAULT_C = DLPWClassifier().C
 
 
