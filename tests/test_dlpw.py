@@ -217,3 +217,35 @@ def test_convergence_warning():
         warnings.simplefilter("error", ConvergenceWarning)
         with pytest.raises(ConvergenceWarning):
             DLPWClassifier(max_epochs=1, tol=1e-12).fit(X, Y)
+
+
+def test_epoch_average_is_the_mean_of_the_steps_weights():
+    """``average`` accumulates ``scale * (V, P)`` after every step: one pass with it equals the mean of the
+    weights read after each single-sample pass (the same steps, taken one call at a time)."""
+    X, Y = make_multilabel_pairwise(12, n_features=3, n_labels=3, random_state=2)
+    graph = make_lp_graph(np.array([[0, 1], [1, 2], [0, 2]]), np.full(3, 2))
+    Xa = _augment(X, True)
+    Y = Y.astype(np.int64)
+
+    def fresh():
+        return _Model(graph, Xa.shape[1]), np.zeros((12, 6, 2))
+
+    def epoch(model, delta, order, t, average=None):
+        return dlpw_epoch(np.asarray(order, dtype=np.int64), t, 5.0, 3, 1 / 3, Xa.indptr, Xa.indices, Xa.data, Y,
+                          model.V, model.P, model.state, graph.edges, graph.n_states, graph.indptr, graph.slots,
+                          delta, average=average)
+
+    model, delta = fresh()
+    sums = (np.zeros_like(model.V), np.zeros_like(model.P))
+    epoch(model, delta, range(12), 0, sums)
+    other, delta2 = fresh()
+    mean_V, mean_P = np.zeros_like(model.V), np.zeros_like(model.P)
+    for m in range(12):
+        epoch(other, delta2, [m], m)
+        mean_V += other.state[0] * other.V / 12
+        mean_P += other.state[0] * other.P / 12
+    np.testing.assert_allclose(sums[0] / 12, mean_V, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(sums[1] / 12, mean_P, rtol=1e-10, atol=1e-12)
+    assert np.abs(mean_V).sum() > 0
+    with pytest.raises(ValueError, match="average"):
+        epoch(model, delta, range(12), 12, (np.zeros((1, 1)), sums[1]))
