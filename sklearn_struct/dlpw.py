@@ -89,7 +89,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         Star-update passes per sample visit (R in the paper).
     max_epochs : int, default=1000
         Most passes over the training set (as ``SGDClassifier``'s ``max_iter``; fits stop on ``tol``
-        first: on yeast and scene after 60 to 300 epochs at the defaults).
+        first: on yeast and scene after 60 to 540 epochs at the defaults).
     tol : float, default=1e-3
         Stop when ``n_iter_no_change`` epochs in a row lower the eq. 9 bound by less than ``tol``
         times its best value (the rule of scikit-learn's ``SGDClassifier``, relative); ``tol=0``
