@@ -146,7 +146,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         Pegasos steps taken.
     objective_curve_ : ndarray of shape (``n_iter_``, 4)
         Per epoch: epoch, training seconds (evaluation excluded), eq. 9 bound with the current
-        messages, exact eq. 7 objective (NaN unless ``track_objective``).
+        messages, exact eq. 7 objective (NaN unless ``track_objective``), both at the weights the
+        epoch outputs (its average with ``average=True``).
     certified_ : ndarray of shape (n_samples,), bool
         Whether the prediction for each training sample is certified optimal.
     n_certified_ : int
