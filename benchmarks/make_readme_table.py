@@ -235,9 +235,15 @@ def _pruned_bp():
 
 
 def _cold_start():
-    slowest = max(_json("cold_start.json"), key=lambda r: r["cold_fit_predict_cpu_s"])
-    return [Row(f"cold start, slowest first fit + predict: {slowest['estimator']} (`cold_start`, goal < 5 s)",
-                "CPU s ↓", slowest["cold_fit_predict_cpu_s"], fmt=".1f")]
+    data = _json("cold_start.json")
+    rows = data["estimators"] if isinstance(data, dict) else data
+    slowest = max(rows, key=lambda r: r["cold_fit_predict_cpu_s"])
+    out = [Row(f"cold start, slowest first fit + predict: {slowest['estimator']} (`cold_start`, goal < 5 s)",
+               "CPU s ↓", slowest["cold_fit_predict_cpu_s"], fmt=".1f")]
+    if isinstance(data, dict) and not data["tour"]["error"]:
+        out.append(Row("cold start, first-ever quick tour (`cold_start`, goal < 20 s)", "CPU s ↓",
+                       data["tour"]["cold_cpu_s"], fmt=".1f"))
+    return out
 
 
 SECTIONS = [_conll, _ocr, _cgm, _citations, _parsing, _dlpw_figure1, _dlpw_accuracy, _mle_struct, _gp_struct,

@@ -24,6 +24,7 @@ from sklearn.base import clone
 from sklearn_struct import DependencyParserBP
 from sklearn_struct.datasets import load_ud
 
+# worked-example-start (doc/estimators shows the lines down to worked-example-end)
 train, test = load_ud("english", "dev"), load_ud("english", "test")
 parser = DependencyParserBP(projective=True, max_iter=2, random_state=0)
 parser.fit(train.sentences[:400], train.heads[:400])
@@ -32,6 +33,7 @@ pruned.__dict__.update({k: v for k, v in parser.__dict__.items() if k.endswith("
 short = [i for i, s in enumerate(test.sentences[:300]) if 9 <= len(s) <= 13]
 X, y = [test.sentences[i] for i in short], [test.heads[i] for i in short]
 print(f"UAS on {len(X)} short test sentences: full BP {parser.score(X, y):.3f}, MinJoint {pruned.score(X, y):.3f}")
+# worked-example-end
 
 # %%
 k = next(i for i, s in enumerate(X) if s[0]["form"].isalpha() and s[-1]["form"] == ".")

@@ -24,6 +24,7 @@ from sklearn_struct import ChainCRF, GPStructClassifier
 from sklearn_struct.datasets import load_crfpp
 from sklearn_struct.preprocessing import CRFppTemplateFeaturizer
 
+# worked-example-start (doc/estimators shows the lines down to worked-example-end)
 train, test = load_crfpp("basenp", "train"), load_crfpp("basenp", "test")
 feat = CRFppTemplateFeaturizer(train.template)
 X_train = feat.fit_transform(train.sequences[:50])
@@ -35,6 +36,7 @@ gp = GPStructClassifier(optimizer="lbfgs", n_inducing=50, n_samples=50, max_iter
 crf = ChainCRF(c2=1.0).fit(X_train, y_train)
 print(f"token accuracy on the test sentences: GP-struct {gp.score(X_test, test.labels):.4f}, "
       f"chain CRF {crf.score(X_test, test.labels):.4f}")
+# worked-example-end
 
 # %%
 k = 1

@@ -208,7 +208,14 @@ def fit_chain_crf(X, y_enc, n_labels, *, c2, max_iter, tol, all_possible_states=
 
 class ChainTagsMixin:
     """The scikit-learn tags of the chain estimators: lists of sequences (or one 3D array of
-    equal-length ones), dense or sparse, and ``y`` (one label array per sequence) to fit."""
+    equal-length ones), dense or sparse, and ``y`` (one label array per sequence) to fit.
+
+    Like sklearn-crfsuite's ``CRF``, a chain estimator is not a scikit-learn classifier (no
+    ``ClassifierMixin``, ``estimator_type`` None): a sample is a whole sequence, which has no
+    single class to stratify on, so an integer ``cv`` gets ``KFold`` over sequences. As a
+    classifier it would get ``StratifiedKFold``, whose ``type_of_target`` rejects the loaders'
+    lists of lists of labels ("legacy multi-label data representation").
+    """
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

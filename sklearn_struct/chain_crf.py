@@ -8,7 +8,7 @@ The model and its training live in :mod:`sklearn_struct._chain_crf` (shared with
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
@@ -25,7 +25,7 @@ _FORMAT = "sklearn_struct.ChainCRF"
 _FORMAT_VERSION = 2  # 2: with a checksum; files of version 1 still load
 
 
-class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
+class ChainCRF(ChainTagsMixin, BaseEstimator):
     """Linear-chain conditional random field trained by L-BFGS (the CRFsuite objective).
 
     Unary scores ``X @ W + b`` per token and a transition table ``A[from, to]``, trained by

@@ -46,11 +46,17 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     The labels ``y_1..y_d`` (the columns of ``y``) form a pairwise model scored by
     ``sum_i x . w_i[y_i] + sum_{ij in E} w_ij[y_i, y_j]`` (the paper's overcomplete
     representation: one weight vector per label and state, plus an intercept, and one free table
-    per edge). Training minimises ``1/2 ||w||^2 + C/n sum_m LP-hinge_m(w)`` where the loss-augmented
+    per edge). Training minimises ``1/2 ||w||^2 + C sum_m LP-hinge_m(w)`` where the loss-augmented
     MAP (normalised Hamming loss) is relaxed to the local polytope, by Algorithm 1 of the paper:
     for each sample in turn, ``n_inner`` passes of star updates on the sample's stored dual
     messages (warm-started from its previous visit), then a Pegasos step of size ``1/t`` with
-    ``lambda = 1/C`` and projection onto the ball of radius ``sqrt(C)``.
+    ``lambda = 1/(C n)`` and projection onto the ball of radius ``sqrt(C n)``.
+
+    ``C`` has scikit-learn's meaning: it multiplies the *summed* loss, as in ``LinearSVC`` and
+    ``LogisticRegression``, so the same ``C`` regularises alike whatever the number of samples
+    (the paper's ``C`` on the mean loss is ``C * n_samples``). Standardise ``X`` first
+    (``make_pipeline(StandardScaler(), DLPWClassifier())``): the Pegasos steps converge slowly on
+    features of very different scales.
 
     Two modes:
 
@@ -70,8 +76,10 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    C : float, default=1.0
-        Weight of the average loss (eq. 7): the objective is ``1/2 ||w||^2 + C/n sum_m loss_m``.
+    C : float, default=0.01
+        Weight of the summed loss, as in ``LinearSVC``: the objective is
+        ``1/2 ||w||^2 + C sum_m loss_m`` (eq. 7 with the paper's ``C`` equal to ``C * n_samples``).
+        The default is chosen on yeast and scene by ``benchmarks/bench_dlpw_defaults.py``.
     edges : array-like of shape (n_edges, 2), "complete" or None, default=None
         Label graph over the columns of ``y``; None or "complete" means all pairs.
     n_states : int, array-like of shape (n_labels,) or None, default=None
@@ -79,12 +87,23 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         ``0 <= y[:, l] < n_states[l]``.
     n_inner : int, default=10
         Star-update passes per sample visit (R in the paper).
-    max_epochs : int, default=100
-        Passes over the training set.
-    tol : float, default=1e-4
-        Stop when an epoch lowers the eq. 9 bound by less than ``tol`` times its value.
+    max_epochs : int, default=1000
+        Most passes over the training set (as ``SGDClassifier``'s ``max_iter``; fits stop on ``tol``
+        first: on yeast and scene after 60 to 540 epochs at the defaults).
+    tol : float, default=1e-3
+        Stop when ``n_iter_no_change`` epochs in a row lower the eq. 9 bound by less than ``tol``
+        times its best value (the rule of scikit-learn's ``SGDClassifier``, relative); ``tol=0``
+        runs all ``max_epochs`` without a convergence warning.
+    n_iter_no_change : int, default=5
+        Epochs without sufficient decrease before stopping.
     order : {"cyclic", "shuffle"}, default="cyclic"
         Sample order in each epoch (the paper's convergence proof assumes cyclic).
+    average : bool, default=True
+        Output (and test for convergence) the average of the weights over each epoch's Pegasos
+        steps, the iterate Pegasos' convergence guarantee is stated for, instead of the last
+        step's weights (``False``: the paper's Algorithm 1 as printed). The last iterate of the
+        ``1/t`` steps oscillates by ``O(C n ||x|| / t)``: on raw (unscaled) features it stays far
+        from the optimum for hundreds of epochs.
     fit_intercept : bool, default=True
         Add a constant feature (its weights are regularised like the others).
     dtype : {"float64", "float32"}, default="float64"
@@ -127,7 +146,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         Pegasos steps taken.
     objective_curve_ : ndarray of shape (``n_iter_``, 4)
         Per epoch: epoch, training seconds (evaluation excluded), eq. 9 bound with the current
-        messages, exact eq. 7 objective (NaN unless ``track_objective``).
+        messages, exact eq. 7 objective (NaN unless ``track_objective``), both at the weights the
+        epoch outputs (its average with ``average=True``).
     certified_ : ndarray of shape (n_samples,), bool
         Whether the prediction for each training sample is certified optimal.
     n_certified_ : int
@@ -147,7 +167,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     >>> from sklearn_struct import DLPWClassifier
     >>> from sklearn_struct.datasets import make_multilabel_pairwise
     >>> X, Y = make_multilabel_pairwise(200, n_features=5, n_labels=4, noise=0.2, random_state=0)
-    >>> clf = DLPWClassifier(C=100.0, max_epochs=50, tol=0).fit(X, Y)
+    >>> clf = DLPWClassifier(C=0.5, max_epochs=50, tol=0).fit(X, Y)
     >>> clf.predict(X[:3]).shape
     (3, 4)
     >>> bool(clf.score(X, Y) > 0.6), clf.n_certified_
@@ -161,7 +181,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         "n_inner": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
         "order": [StrOptions({"cyclic", "shuffle"})],
+        "average": ["boolean"],
         "fit_intercept": ["boolean"],
         "dtype": [StrOptions({"float64", "float32"})],
         "track_objective": ["boolean"],
@@ -170,9 +192,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         **shared_constraints("n_jobs", "callback", "verbose", "random_state"),
     }
 
-    def __init__(self, *, C=1.0, edges=None, n_states=None, n_inner=10, max_epochs=100, tol=1e-4, order="cyclic",
-                 fit_intercept=True, dtype="float64", track_objective=False, predict_max_iter=1000,
-                 predict_tol=1e-6, n_jobs=None, callback=None, verbose=0, random_state=None):
+    def __init__(self, *, C=0.01, edges=None, n_states=None, n_inner=10, max_epochs=1000, tol=1e-3, n_iter_no_change=5,
+                 order="cyclic", average=True, fit_intercept=True, dtype="float64", track_objective=False,
+                 predict_max_iter=1000, predict_tol=1e-6, n_jobs=None, callback=None, verbose=0, random_state=None):
         store_init_params(self, locals())
 
     # ------------------------------------------------------------------ fit
@@ -203,7 +225,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         Xa = _augment(X, self.fit_intercept)
         model = _Model(graph, Xa.shape[1])
         delta = np.zeros((Y.shape[0], 2 * graph.n_edges, graph.max_states), dtype=np.dtype(self.dtype))
-        self.objective_curve_, self.n_iter_, self.n_steps_ = self._train(Xa, Y, model, delta)
+        self.objective_curve_, self.n_iter_, self.n_steps_, model = self._train(Xa, Y, model, delta)
         self._set_weights(model)
         labels, certified = self._map(Xa)[:2]
         self.certified_ = certified
@@ -213,35 +235,39 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     def _train(self, Xa, Y, model, delta):
         rng = check_random_state(self.random_state)
         n = Y.shape[0]
+        C = float(self.C) * n  # the paper's C, on the mean loss
         loss_weight = 1.0 / Y.shape[1]
         g = model.graph
-        curve, seconds, t, prev = [], 0.0, 0, np.inf
+        curve, seconds, t, best, stale = [], 0.0, 0, np.inf, 0
         converged = False
         progress = Progress(type(self).__name__, self.verbose, self.callback, unit="epoch", objective="eq9 bound")
         for epoch in range(1, self.max_epochs + 1):
             order = rng.permutation(n) if self.order == "shuffle" else np.arange(n)
             start = time.perf_counter()
-            t = dlpw_epoch(order.astype(np.int64), t, float(self.C), int(self.n_inner), loss_weight, Xa.indptr,
+            sums = (np.zeros_like(model.V), np.zeros_like(model.P)) if self.average else None
+            t = dlpw_epoch(order.astype(np.int64), t, C, int(self.n_inner), loss_weight, Xa.indptr,
                            Xa.indices, Xa.data, Y, model.V, model.P, model.state, g.edges, g.n_states, g.indptr,
-                           g.slots, delta, check_input=False)
+                           g.slots, delta, average=sums, check_input=False)
             seconds += time.perf_counter() - start
             model.refresh_norm()
-            bound = objective_eq9(model, Xa, Y, delta, self.C, loss_weight)
+            out = model.averaged(*sums, n) if self.average else model
+            bound = objective_eq9(out, Xa, Y, delta, C, loss_weight)
             if not np.isfinite(bound):
                 raise ValueError(f"DLPW: the training scores are not finite at epoch {epoch} (largest |x| = "
                                  f"{np.abs(Xa.data).max():.3g}): the features overflow float64; rescale X.")
-            exact = objective_eq7(model, Xa, Y, delta, self.C, loss_weight) if self.track_objective else np.nan
+            exact = objective_eq7(out, Xa, Y, delta, C, loss_weight) if self.track_objective else np.nan
             curve.append((epoch, seconds, bound, exact))
             if progress(epoch, bound, seconds, **({"eq7": exact} if self.track_objective else {})):
                 break
-            if 0 <= prev - bound <= self.tol * abs(bound):
+            stale = stale + 1 if bound > best - self.tol * abs(best) else 0
+            best = min(best, bound)
+            if stale >= self.n_iter_no_change and self.tol > 0:
                 converged = True
                 break
-            prev = bound
         if not converged and not progress.stopped and self.tol > 0:
             warnings.warn(f"DLPW did not converge in {self.max_epochs} epochs (tol={self.tol}); "
                           "increase max_epochs.", ConvergenceWarning)
-        return np.array(curve, dtype=np.float64).reshape(-1, 4), epoch, t
+        return np.array(curve, dtype=np.float64).reshape(-1, 4), epoch, t, out
 
     # ------------------------------------------------------------------ predict
 
@@ -472,6 +498,13 @@ class _Model:
 
     def refresh_norm(self):
         self.state[1] = float(np.vdot(self.V, self.V) + np.vdot(self.P, self.P))
+
+    def averaged(self, sum_W, sum_P, n_steps):
+        """The model whose weights are ``(sum_W, sum_P) / n_steps`` (an epoch's averaged iterate)."""
+        avg = _Model(self.graph, self.V.shape[0])
+        avg.V, avg.P = sum_W / n_steps, sum_P / n_steps
+        avg.refresh_norm()
+        return avg
 
     @property
     def sq_norm(self):

@@ -4,13 +4,14 @@ import numbers
 import time
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.gaussian_process.kernels import DotProduct, Kernel
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._chain_crf import ChainTagsMixin
 from ._gp_struct_batch import FixedSamples, trusted_elbo
 from ._gp_struct_model import (
     SparsePrior, VarParams, elbo, gram, init_inducing, mc_estimate, pair_kl, sample_marginals, token_rows, unary_data_grad,
@@ -28,7 +29,7 @@ _DEFAULT_BLOCKS = {"lbfgs": (50, 10, 5), "saga": (3000, 1000, 0)}
 _ESS_RESAMPLE, _ESS_FLOOR = 0.5, 0.25  # gp-var-b: effective sample size fractions (new draw / infeasible step)
 
 
-class GPStructClassifier(ClassifierMixin, BaseEstimator):
+class GPStructClassifier(ChainTagsMixin, BaseEstimator):
     """Structured GP classifier for sequences, fitted by gray-box variational inference.
 
     The model of Galliani et al. (2017): one Gaussian process per label gives the unary
@@ -510,8 +511,6 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.sparse = True
         tags.non_deterministic = False
         return tags
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -306,7 +306,7 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
 # --------------------------------------------------------------------------------------
 
 
-class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
+class PrunedBPMarginals(BaseEstimator):
     """Pairwise CRF on graphs with marginals from loopy BP on a pruned graph.
 
     The model is a conditional random field over node labels ``y``::
@@ -532,6 +532,7 @@ class PrunedBPMarginals(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
+        tags.target_tags.required = True
         tags.non_deterministic = False
         return tags
 

@@ -25,7 +25,7 @@ def coupled_data():
 
 def test_beats_independent_logistic_regression_on_coupled_labels(coupled_data):
     X, Y, Xt, Yt = coupled_data
-    clf = DLPWClassifier(C=100.0, max_epochs=100).fit(X, Y)
+    clf = DLPWClassifier(C=0.2, max_epochs=100).fit(X, Y)
     br = MultiOutputClassifier(LogisticRegression()).fit(X, Y)
     ours, theirs = clf.score(Xt, Yt), float((br.predict(Xt) == Yt).all(axis=1).mean())
     assert ours >= theirs + 0.05, (ours, theirs)
@@ -42,7 +42,7 @@ def test_beats_independent_logistic_regression_on_coupled_labels(coupled_data):
 
 def test_objective_curve_bound_and_decrease(coupled_data):
     X, Y, _, _ = coupled_data
-    clf = DLPWClassifier(C=10.0, max_epochs=15, tol=0, track_objective=True).fit(X[:200], Y[:200])
+    clf = DLPWClassifier(C=0.05, max_epochs=15, tol=0, track_objective=True).fit(X[:200], Y[:200])
     curve = clf.objective_curve_
     assert curve.shape == (15, 4) and clf.n_iter_ == 15 and clf.n_steps_ == 15 * 200
     assert np.all(curve[:, 2] >= curve[:, 3] - 1e-9)  # eq. 9 bounds eq. 7
@@ -119,7 +119,7 @@ def test_general_mode_four_states_and_certificates():
 
     unary = X[:, :, None] * W[None]  # f_i(y_i, x) = x_i in position y_i
     Y, _ = icm(graph, unary, P, unary.argmax(axis=2))
-    clf = DLPWClassifier(C=100.0, edges=edges, n_states=4, max_epochs=60).fit(X[:200], Y[:200])
+    clf = DLPWClassifier(C=0.5, edges=edges, n_states=4, max_epochs=60).fit(X[:200], Y[:200])
     assert clf.n_states_.tolist() == [4] * d and len(clf.classes_) == d
     pred, cert = clf.predict_with_certificates(X[200:])
     assert pred.shape == (100, d) and cert.dtype == bool
@@ -136,7 +136,7 @@ def test_single_column_multiclass_and_string_labels():
     y = rng.integers(0, 3, size=300)
     X = centers[y] + rng.normal(size=(300, 2))
     labels = np.array(["a", "b", "c"])[y]
-    clf = DLPWClassifier(C=10.0).fit(X, labels)
+    clf = DLPWClassifier(C=10.0 / 300).fit(X, labels)
     assert clf.classes_.tolist() == ["a", "b", "c"] and clf.edges_.shape == (0, 2)
     lr = LogisticRegression().fit(X, labels).score(X, labels)
     assert clf.score(X, labels) >= lr - 0.02 and clf.n_certified_ == 300
@@ -145,19 +145,19 @@ def test_single_column_multiclass_and_string_labels():
 
 def test_float32_messages_sparse_input_and_reproducibility(coupled_data):
     X, Y, Xt, _ = coupled_data
-    a = DLPWClassifier(C=10.0, max_epochs=10, order="shuffle", random_state=0).fit(X, Y)
-    b = DLPWClassifier(C=10.0, max_epochs=10, order="shuffle", random_state=0).fit(sp.csr_matrix(X), Y)
+    a = DLPWClassifier(C=0.02, max_epochs=10, order="shuffle", random_state=0).fit(X, Y)
+    b = DLPWClassifier(C=0.02, max_epochs=10, order="shuffle", random_state=0).fit(sp.csr_matrix(X), Y)
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-10)
-    c = DLPWClassifier(C=10.0, max_epochs=10, order="shuffle", random_state=0, dtype="float32").fit(X, Y)
+    c = DLPWClassifier(C=0.02, max_epochs=10, order="shuffle", random_state=0, dtype="float32").fit(X, Y)
     np.testing.assert_allclose(a.coef_, c.coef_, atol=1e-3)
-    d = DLPWClassifier(C=10.0, max_epochs=10, order="shuffle", random_state=1).fit(X, Y)
+    d = DLPWClassifier(C=0.02, max_epochs=10, order="shuffle", random_state=1).fit(X, Y)
     assert not np.allclose(a.coef_, d.coef_)
     assert np.array_equal(a.predict(Xt), b.predict(sp.csr_matrix(Xt)))
 
 
 def test_decision_function_and_marginals_consistent_with_predict(coupled_data):
     X, Y, Xt, _ = coupled_data
-    clf = DLPWClassifier(C=100.0, max_epochs=20).fit(X, Y)
+    clf = DLPWClassifier(C=0.2, max_epochs=20).fit(X, Y)
     pred = clf.predict(Xt)
     assert np.array_equal((clf.decision_function(Xt) > 0).astype(int), pred)
     marg = clf.predict_marginals(Xt)
@@ -217,3 +217,35 @@ def test_convergence_warning():
         warnings.simplefilter("error", ConvergenceWarning)
         with pytest.raises(ConvergenceWarning):
             DLPWClassifier(max_epochs=1, tol=1e-12).fit(X, Y)
+
+
+def test_epoch_average_is_the_mean_of_the_steps_weights():
+    """``average`` accumulates ``scale * (V, P)`` after every step: one pass with it equals the mean of the
+    weights read after each single-sample pass (the same steps, taken one call at a time)."""
+    X, Y = make_multilabel_pairwise(12, n_features=3, n_labels=3, random_state=2)
+    graph = make_lp_graph(np.array([[0, 1], [1, 2], [0, 2]]), np.full(3, 2))
+    Xa = _augment(X, True)
+    Y = Y.astype(np.int64)
+
+    def fresh():
+        return _Model(graph, Xa.shape[1]), np.zeros((12, 6, 2))
+
+    def epoch(model, delta, order, t, average=None):
+        return dlpw_epoch(np.asarray(order, dtype=np.int64), t, 5.0, 3, 1 / 3, Xa.indptr, Xa.indices, Xa.data, Y,
+                          model.V, model.P, model.state, graph.edges, graph.n_states, graph.indptr, graph.slots,
+                          delta, average=average)
+
+    model, delta = fresh()
+    sums = (np.zeros_like(model.V), np.zeros_like(model.P))
+    epoch(model, delta, range(12), 0, sums)
+    other, delta2 = fresh()
+    mean_V, mean_P = np.zeros_like(model.V), np.zeros_like(model.P)
+    for m in range(12):
+        epoch(other, delta2, [m], m)
+        mean_V += other.state[0] * other.V / 12
+        mean_P += other.state[0] * other.P / 12
+    np.testing.assert_allclose(sums[0] / 12, mean_V, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(sums[1] / 12, mean_P, rtol=1e-10, atol=1e-12)
+    assert np.abs(mean_V).sum() > 0
+    with pytest.raises(ValueError, match="average"):
+        epoch(model, delta, range(12), 12, (np.zeros((1, 1)), sums[1]))

@@ -18,9 +18,9 @@ from typing import Callable
 import joblib
 import numpy as np
 import pytest
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
 from sklearn.exceptions import NotFittedError
-from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+from sklearn.model_selection import GridSearchCV, KFold, check_cv, cross_val_score
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
@@ -46,6 +46,7 @@ class Case:
     bad: list = field(default_factory=list)  # (X, y, regex) for fit
     random: bool = True  # has random_state
     parallel: bool = True  # has n_jobs
+    forms: dict = field(default_factory=lambda: dict(_LIST_FORMS))  # label form -> y converter
 
 
 def _outputs(est, X):
@@ -68,6 +69,20 @@ def _assert_same(a, b, rtol=1e-7, atol=1e-9):
 
 
 # ------------------------------------------------------------------------------- the cases
+def _lists_of_str(y):
+    """The loaders' label form (load_conll2000, load_crfpp): a list of lists of strings."""
+    return [[f"L{v}" for v in t] for t in y]
+
+
+def _lists_of_int(y):
+    return [[int(v) for v in t] for t in y]
+
+
+# the generators' and loaders' forms for lists of per-sample label arrays (sequences, graphs, matchings, heads)
+_LIST_FORMS = {"list of arrays": list, "list of lists of int": _lists_of_int}
+_SEQUENCE_FORMS = {**_LIST_FORMS, "list of lists of str": _lists_of_str}
+
+
 def _chain_data():
     X, y = make_chain_data(60, n_labels=3, n_features=6, min_length=3, max_length=8, random_state=0)
     return X[:40], y[:40], X[40:]
@@ -177,7 +192,7 @@ _SEQ_BAD = [
 ]
 CASES = [
     Case("ChainCRF", lambda **p: ChainCRF(**{"c2": 0.1, "max_iter": 30, **p}), _chain_data, {"c2": [0.1, 1.0]},
-         _chain_front, bad=_SEQ_BAD, random=False),
+         _chain_front, bad=_SEQ_BAD, random=False, forms=_SEQUENCE_FORMS),
     Case(
         "NonLocalCRF",
         lambda **p: NonLocalCRF(**{"c2": 0.1, "max_iter": 30, **p}),
@@ -186,6 +201,7 @@ CASES = [
         _chain_front,
         bad=_SEQ_BAD,
         random=False,
+        forms=_SEQUENCE_FORMS,
     ),
     Case(
         "PrunedBPMarginals",
@@ -200,14 +216,16 @@ CASES = [
             ([(np.zeros((3, 2)), [[0, 1]])], [np.array([0, 1])], "Sample 0"),
         ],
         random=False,
+        forms=_SEQUENCE_FORMS,
     ),
 ]
 CASES += [
-    Case("DLPWClassifier", lambda **p: DLPWClassifier(**{"C": 10.0, "max_epochs": 20, "random_state": 0, **p}), _multilabel_data,
-         {"C": [1.0, 10.0]}, _multilabel_front,
+    Case("DLPWClassifier", lambda **p: DLPWClassifier(**{"C": 0.125, "max_epochs": 20, "tol": 0, "random_state": 0, **p}), _multilabel_data,
+         {"C": [0.0125, 0.125]}, _multilabel_front,
          bad=[(np.full((4, 5), np.nan), np.zeros((4, 4), dtype=int), "(?i)nan|infinity"),
-              (np.zeros((4, 5)), np.zeros((3, 4), dtype=int), "(?i)inconsistent|samples")]),
-    Case("MLEStructMatcher", lambda **p: MLEStructMatcher(**{"alpha": 0.1, "max_iter": 50, "random_state": 0, **p}), _matching_data,
+              (np.zeros((4, 5)), np.zeros((3, 4), dtype=int), "(?i)inconsistent|samples")],
+         forms={"2D indicator array": np.asarray}),
+    Case("MLEStructMatcher", lambda **p: MLEStructMatcher(**{"alpha": 0.1, "max_iter": 300, "tol": 2e-2, "random_state": 0, **p}), _matching_data,
          {"alpha": [0.1, 1.0]}, _matching_front,
          bad=[([], [], "empty|at least one"),
               ([np.zeros((3, 3, 2)), np.zeros((3, 3))], [np.arange(3), np.arange(3)], "(?i)example 1|X\\[1\\]"),
@@ -217,7 +235,7 @@ CASES += [
          lambda **p: GPStructClassifier(**{"optimizer": "lbfgs", "n_inducing": 8, "n_samples": 20, "max_iter": 1,
                                             "block_iters": (3, 2, 0), "n_predict_samples": 20, "random_state": 0,
                                             **p}),
-         _chain_data, {"n_inducing": [5, 8]}, _chain_front, bad=_SEQ_BAD),
+         _chain_data, {"n_inducing": [5, 8]}, _chain_front, bad=_SEQ_BAD, forms=_SEQUENCE_FORMS),
     Case("DependencyParserBP", lambda **p: DependencyParserBP(**{"max_iter": 3, "n_hash_bits": 14, "random_state": 0,
                                                                  **p}),
          _parse_data, {"learning_rate": [0.05, 0.2]}, _parse_front,
@@ -258,15 +276,21 @@ def test_pickle_and_joblib_round_trips_predict_the_same(fitted, tmp_path):
     _assert_same(_outputs(joblib.load(tmp_path / "model.joblib"), Xt), expected, rtol=0, atol=0)
 
 
-def test_grid_search_and_cross_val_score(case):
+@pytest.mark.parametrize("cv", [3, None], ids=["cv=3", "cv=None"])
+def test_integer_cv_on_every_label_form(case, cv):
+    """Integer and default ``cv`` on each label form: ``KFold`` over samples (the structured
+    estimators are not classifiers, DLPW's 2-D targets are multi-label), never a crash in
+    ``type_of_target`` on lists of lists."""
     X, y, _ = case.data()
-    cv = KFold(3, shuffle=True, random_state=0)
-    scores = cross_val_score(case.make(), X, y, cv=cv)
-    assert scores.shape == (3,) and np.all((scores >= 0) & (scores <= 1))
-    search = GridSearchCV(case.make(), case.grid, cv=cv).fit(X, y)
     key = next(iter(case.grid))
-    assert search.best_params_[key] in case.grid[key]
-    assert 0 <= search.score(X, y) <= 1
+    for form, convert in case.forms.items():
+        yf = convert(y)
+        assert type(check_cv(cv, yf, classifier=is_classifier(case.make()))) is KFold, form
+        scores = cross_val_score(case.make(), X, yf, cv=cv)
+        assert scores.shape == (cv or 5,) and np.all((scores >= 0) & (scores <= 1)), form
+        search = GridSearchCV(case.make(), case.grid, cv=cv).fit(X, yf)
+        assert search.best_params_[key] in case.grid[key], form
+        assert 0 <= search.score(X, yf) <= 1, form
 
 
 def test_pipeline_with_a_featurizer_in_front(case):

@@ -5,7 +5,7 @@ The public functions in ``lp.py`` validate their input and call these on plain a
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 _NEG = -np.inf
 
@@ -172,63 +172,64 @@ def _lp_map_one(unary, pairwise, edges, n_states, indptr, slots, delta, gamma, t
 
 
 # --------------------------------------------------------------------------------------
-# Batched kernels (numba threads over samples)
+# Batched kernels: serial and nogil over a block of samples; lp.py runs blocks on threads
+# (oracles/_threads.py) instead of numba's parallel=True, whose compile cost dominated a first fit
 # --------------------------------------------------------------------------------------
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _star_passes_batch(n_passes, unary, pairwise, edges, n_states, indptr, slots, delta, max_deg, S):
-    for m in prange(unary.shape[0]):
-        gamma = np.empty((max(max_deg, 1), S))
-        total = np.empty(S)
+    gamma = np.empty((max(max_deg, 1), S))
+    total = np.empty(S)
+    for m in range(unary.shape[0]):
         _passes_one(n_passes, unary[m], pairwise, edges, n_states, indptr, slots, delta[m], gamma, total)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _dual_batch(unary, pairwise, edges, n_states, indptr, slots, delta, S, out):
-    for m in prange(unary.shape[0]):
-        buf = np.empty(S)
+    buf = np.empty(S)
+    for m in range(unary.shape[0]):
         out[m] = _dual_one(unary[m], pairwise, edges, n_states, indptr, slots, delta[m], buf)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _decode_batch(unary, n_states, indptr, slots, delta, S, Y):
-    for m in prange(unary.shape[0]):
-        buf = np.empty(S)
+    buf = np.empty(S)
+    for m in range(unary.shape[0]):
         _decode_one(unary[m], n_states, indptr, slots, delta[m], buf, Y[m])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _primal_batch(unary, pairwise, edges, Y, out):
-    for m in prange(unary.shape[0]):
+    for m in range(unary.shape[0]):
         out[m] = _primal_one(unary[m], pairwise, edges, Y[m])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _lp_map_batch(unary, pairwise, edges, n_states, indptr, slots, delta, max_deg, S, max_iter, tol,
                   Y, dual, primal, n_iter):
-    for m in prange(unary.shape[0]):
-        gamma = np.empty((max(max_deg, 1), S))
-        total = np.empty(S)
-        buf = np.empty(S)
+    gamma = np.empty((max(max_deg, 1), S))
+    total = np.empty(S)
+    buf = np.empty(S)
+    for m in range(unary.shape[0]):
         d, p, it = _lp_map_one(unary[m], pairwise, edges, n_states, indptr, slots, delta[m], gamma, total,
                                buf, Y[m], max_iter, tol)
         dual[m], primal[m], n_iter[m] = d, p, it
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _icm_batch(unary, pairwise, edges, n_states, indptr, slots, Y, max_sweeps, S, primal):
-    for m in prange(unary.shape[0]):
-        buf = np.empty(S)
+    buf = np.empty(S)
+    for m in range(unary.shape[0]):
         _icm_one(unary[m], pairwise, edges, n_states, indptr, slots, Y[m], max_sweeps, buf)
         primal[m] = _primal_one(unary[m], pairwise, edges, Y[m])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _pseudo_marginals_batch(unary, n_states, indptr, slots, delta, rtol, out):
     S = out.shape[2]
-    for m in prange(unary.shape[0]):
-        buf = np.empty(S)
+    buf = np.empty(S)
+    for m in range(unary.shape[0]):
         for i in range(n_states.shape[0]):
             _belief(i, unary[m], n_states, indptr, slots, delta[m], buf)
             best = _NEG
@@ -243,13 +244,13 @@ def _pseudo_marginals_batch(unary, n_states, indptr, slots, delta, rtol, out):
                 out[m, i, a] = 1.0 / count if (a < n_states[i] and buf[a] >= cut) else 0.0
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _max_marginals_batch(unary, pairwise, edges, n_states, indptr, slots, delta, max_deg, out):
     """out[m, i, a] = g(delta) - star_i(delta) + unary_i(a) + sum_e gamma_e(a): the dual bound with y_i = a."""
     S = out.shape[2]
-    for m in prange(unary.shape[0]):
+    buf = np.empty(S)
+    for m in range(unary.shape[0]):
         u, dm = unary[m], delta[m]
-        buf = np.empty(S)
         g = _dual_one(u, pairwise, edges, n_states, indptr, slots, dm, buf)
         for i in range(n_states.shape[0]):
             ni = n_states[i]
@@ -274,11 +275,11 @@ def _max_marginals_batch(unary, pairwise, edges, n_states, indptr, slots, delta,
                 out[m, i, a] += g - star
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _conditional_batch(unary, pairwise, edges, n_states, indptr, slots, Y, out):
     """out[m, i, a] = unary_i(a) + sum_{e = ik} pairwise_e(a, y_k): the score terms touching y_i = a."""
     S = out.shape[2]
-    for m in prange(unary.shape[0]):
+    for m in range(unary.shape[0]):
         for i in range(n_states.shape[0]):
             for a in range(S):
                 out[m, i, a] = unary[m, i, a] if a < n_states[i] else _NEG

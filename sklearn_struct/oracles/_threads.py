@@ -20,12 +20,11 @@ kernel directly in the calling thread.
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 import numba
 import numpy as np
 
-__all__ = ["threads_for", "n_threads_for", "run_chunks_in_threads", "token_chunks", "MIN_WORK_PER_THREAD"]
+__all__ = ["n_threads_for", "run_chunks_in_threads", "token_chunks", "MIN_WORK_PER_THREAD"]
 
 MIN_WORK_PER_THREAD = 2_000_000  # ~1 ms of arithmetic: large against a barrier's cost
 
@@ -37,21 +36,6 @@ _POOL_LOCK = threading.Lock()
 def n_threads_for(work):
     """``min(numba.get_num_threads(), work // MIN_WORK_PER_THREAD)``, at least 1."""
     return max(1, min(numba.get_num_threads(), int(work // MIN_WORK_PER_THREAD)))
-
-
-@contextmanager
-def threads_for(work):
-    """Run the enclosed numba ``prange`` calls with :func:`n_threads_for` ``(work)`` threads."""
-    available = numba.get_num_threads()
-    wanted = n_threads_for(work)
-    if wanted == available:
-        yield wanted
-        return
-    numba.set_num_threads(wanted)
-    try:
-        yield wanted
-    finally:
-        numba.set_num_threads(available)
 
 
 def _pool():

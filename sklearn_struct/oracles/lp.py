@@ -68,7 +68,7 @@ from ._lp_kernels import (
     _pseudo_marginals_batch,
     _star_passes_batch,
 )
-from ._threads import threads_for
+from ._threads import n_threads_for, run_chunks_in_threads
 from .loopy import build_adjacency
 
 __all__ = [
@@ -257,6 +257,14 @@ def _work(graph, n_samples, passes=1):
     return n_samples * passes * (2 * graph.n_edges * graph.max_states**2 + graph.n_nodes)
 
 
+def _in_blocks(n_samples, work, kernel):
+    """Call ``kernel(lo, hi)`` on contiguous blocks of samples, one block per thread that ``work`` pays
+    for (:func:`~sklearn_struct.oracles._threads.n_threads_for`); the serial nogil kernels run in parallel."""
+    n_blocks = max(1, min(n_threads_for(work), n_samples))
+    bounds = np.linspace(0, n_samples, n_blocks + 1).astype(np.int64)
+    run_chunks_in_threads(lambda c: kernel(bounds[c], bounds[c + 1]), n_blocks)
+
+
 # --------------------------------------------------------------------------------------
 # Public functions (validated wrappers around the kernels in _lp_kernels.py)
 # --------------------------------------------------------------------------------------
@@ -272,9 +280,9 @@ def star_passes(graph, unary, pairwise, delta, n_passes=1, *, check_input=True):
         if delta is None:
             raise TypeError("delta must be an ndarray of messages (updated in place), got None.")
     unary, pairwise, delta = _prep(graph, unary, pairwise, delta, check_input)
-    with threads_for(_work(graph, unary.shape[0], n_passes)):
-        _star_passes_batch(int(n_passes), unary, pairwise, graph.edges, graph.n_states, graph.indptr,
-                           graph.slots, delta, graph.max_degree, graph.max_states)
+    _in_blocks(unary.shape[0], _work(graph, unary.shape[0], n_passes), lambda lo, hi: _star_passes_batch(
+        int(n_passes), unary[lo:hi], pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, delta[lo:hi],
+        graph.max_degree, graph.max_states))
     return delta
 
 
@@ -282,9 +290,9 @@ def dual_values(graph, unary, pairwise, delta=None, *, check_input=True):
     """The dual function g(delta) of each sample (an upper bound on its LP and MAP values)."""
     unary, pairwise, delta = _prep(graph, unary, pairwise, delta, check_input)
     out = np.empty(unary.shape[0])
-    with threads_for(_work(graph, unary.shape[0])):
-        _dual_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, delta,
-                    graph.max_states, out)
+    _in_blocks(unary.shape[0], _work(graph, unary.shape[0]), lambda lo, hi: _dual_batch(
+        unary[lo:hi], pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, delta[lo:hi],
+        graph.max_states, out[lo:hi]))
     return out
 
 
@@ -292,8 +300,8 @@ def decode(graph, unary, delta=None, *, check_input=True):
     """Labelling ``argmax_a b_i(a)`` of the node beliefs, ``(n_samples, n_nodes)`` int64."""
     unary, _, delta = _prep(graph, unary, _NO_PAIRWISE, delta, check_input)
     Y = np.empty(unary.shape[:2], dtype=np.int64)
-    with threads_for(_work(graph, unary.shape[0])):
-        _decode_batch(unary, graph.n_states, graph.indptr, graph.slots, delta, graph.max_states, Y)
+    _in_blocks(unary.shape[0], _work(graph, unary.shape[0]), lambda lo, hi: _decode_batch(
+        unary[lo:hi], graph.n_states, graph.indptr, graph.slots, delta[lo:hi], graph.max_states, Y[lo:hi]))
     return Y
 
 
@@ -304,8 +312,8 @@ def primal_values(graph, unary, pairwise, Y, *, check_input=True):
         Y = _check_labels(graph, Y, unary.shape[0])
     Y = np.ascontiguousarray(Y, dtype=np.int64).reshape(unary.shape[0], graph.n_nodes)
     out = np.empty(unary.shape[0])
-    with threads_for(_work(graph, unary.shape[0])):
-        _primal_batch(unary, pairwise, graph.edges, Y, out)
+    _in_blocks(unary.shape[0], _work(graph, unary.shape[0]), lambda lo, hi: _primal_batch(
+        unary[lo:hi], pairwise, graph.edges, Y[lo:hi], out[lo:hi]))
     return out
 
 
@@ -363,9 +371,10 @@ def lp_map(graph, unary, pairwise, delta=None, *, max_iter=1000, tol=1e-7, local
     n = unary.shape[0]
     Y = np.empty((n, graph.n_nodes), dtype=np.int64)
     dual, primal, n_iter = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
-    with threads_for(_work(graph, n, 20)):
-        _lp_map_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, delta,
-                      graph.max_degree, graph.max_states, int(max_iter), float(tol), Y, dual, primal, n_iter)
+    _in_blocks(n, _work(graph, n, 20), lambda lo, hi: _lp_map_batch(
+        unary[lo:hi], pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, delta[lo:hi],
+        graph.max_degree, graph.max_states, int(max_iter), float(tol), Y[lo:hi], dual[lo:hi], primal[lo:hi],
+        n_iter[lo:hi]))
     certified = dual - primal <= tol * np.maximum(1.0, np.abs(dual))
     if local_search and not certified.all():
         rest = np.flatnonzero(~certified)
@@ -384,9 +393,9 @@ def icm(graph, unary, pairwise, Y, max_sweeps=100, *, check_input=True):
         Y = _check_labels(graph, Y, unary.shape[0])
     Y = np.array(Y, dtype=np.int64).reshape(unary.shape[0], graph.n_nodes)
     primal = np.empty(unary.shape[0])
-    with threads_for(_work(graph, unary.shape[0], 3)):
-        _icm_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, Y, int(max_sweeps),
-                   graph.max_states, primal)
+    _in_blocks(unary.shape[0], _work(graph, unary.shape[0], 3), lambda lo, hi: _icm_batch(
+        unary[lo:hi], pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, Y[lo:hi], int(max_sweeps),
+        graph.max_states, primal[lo:hi]))
     return Y, primal
 
 
@@ -402,8 +411,8 @@ def pseudo_marginals(graph, unary, delta, rtol=1e-6, *, check_input=True):
         rtol = check_scalar_param(rtol, "rtol", low=0.0)
     unary, _, delta = _prep(graph, unary, _NO_PAIRWISE, delta, check_input)
     out = np.empty(unary.shape)
-    with threads_for(_work(graph, unary.shape[0])):
-        _pseudo_marginals_batch(unary, graph.n_states, graph.indptr, graph.slots, delta, float(rtol), out)
+    _in_blocks(unary.shape[0], _work(graph, unary.shape[0]), lambda lo, hi: _pseudo_marginals_batch(
+        unary[lo:hi], graph.n_states, graph.indptr, graph.slots, delta[lo:hi], float(rtol), out[lo:hi]))
     return out
 
 
@@ -416,9 +425,9 @@ def max_marginals(graph, unary, pairwise, delta, *, check_input=True):
     """
     unary, pairwise, delta = _prep(graph, unary, pairwise, delta, check_input)
     out = np.empty(unary.shape)
-    with threads_for(_work(graph, unary.shape[0], 2)):
-        _max_marginals_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, delta,
-                             graph.max_degree, out)
+    _in_blocks(unary.shape[0], _work(graph, unary.shape[0], 2), lambda lo, hi: _max_marginals_batch(
+        unary[lo:hi], pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, delta[lo:hi],
+        graph.max_degree, out[lo:hi]))
     return out
 
 
@@ -432,8 +441,8 @@ def conditional_scores(graph, unary, pairwise, Y, *, check_input=True):
         Y = _check_labels(graph, Y, unary.shape[0])
     Y = np.ascontiguousarray(Y, dtype=np.int64).reshape(unary.shape[0], graph.n_nodes)
     out = np.empty(unary.shape)
-    with threads_for(_work(graph, unary.shape[0])):
-        _conditional_batch(unary, pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, Y, out)
+    _in_blocks(unary.shape[0], _work(graph, unary.shape[0]), lambda lo, hi: _conditional_batch(
+        unary[lo:hi], pairwise, graph.edges, graph.n_states, graph.indptr, graph.slots, Y[lo:hi], out[lo:hi]))
     return out
 
 

@@ -178,7 +178,7 @@ def _loss_augmented_unary(m, Xp, Xi, Xd, V, a, Y, loss_weight, n_states, out):
 
 
 def dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr, slots,
-               delta, *, check_input=True):
+               delta, *, average=None, check_input=True):
     """One pass of Algorithm 1 (DLPW) over the samples in ``order``; returns the new step count.
 
     For each sample ``m``: build the loss-augmented potentials from the current weights, run
@@ -197,6 +197,9 @@ def dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, e
     V, P, state : float64 weights updated in place (see :func:`pegasos_step`)
     edges, n_states, indptr, slots : the fields of an :class:`~sklearn_struct.oracles.lp.LPGraph`
     delta : ndarray of shape (n_samples, 2 * n_edges, S), messages updated in place
+    average : tuple (sum_W, sum_P) of float64 arrays shaped like ``V`` and ``P``, optional
+        If given, the weights ``w_t = scale * (V, P)`` after every step of the pass are added to
+        them in place (for the averaged iterate, the output Pegasos' guarantee is stated for).
     check_input : bool, default=True
         False skips the validation (the estimator passes arrays it built).
     """
@@ -204,8 +207,12 @@ def dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, e
         order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, delta = _check_epoch(
             order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, LPGraph(edges, n_states, indptr, slots),
             delta)
+        if average is not None and (average[0].shape != V.shape or average[1].shape != P.shape
+                                    or average[0].dtype != np.float64 or average[1].dtype != np.float64):
+            raise ValueError(f"average must be two float64 arrays of shapes {V.shape} and {P.shape}.")
+    sum_W, sum_P = average if average is not None else (np.zeros((0, 0)), np.zeros((0, 0, 0)))
     return _dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr,
-                       slots, delta)
+                       slots, delta, sum_W, sum_P)
 
 
 def _check_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, graph, delta):
@@ -230,8 +237,16 @@ def _check_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state,
 
 
 @njit(cache=True, nogil=True)
+def _add_scaled(a, src, dst):
+    """dst += a * src for 2D arrays, without a temporary."""
+    for i in range(src.shape[0]):
+        for j in range(src.shape[1]):
+            dst[i, j] += a * src[i, j]
+
+
+@njit(cache=True, nogil=True)
 def _dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr, slots,
-                delta):
+                delta, sum_W, sum_P):
     n_nodes, S, E = n_states.shape[0], P.shape[1], P.shape[0]
     unary = np.empty((n_nodes, S))
     pair = np.empty_like(P)
@@ -270,4 +285,7 @@ def _dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, 
         _step(float(t), C, Xi[lo:hi], Xd[lo:hi], node_g, edge_g, V, P, state)
         node_g[:] = 0.0
         edge_g[:] = 0.0
+        if sum_W.size:
+            _add_scaled(state[0], V, sum_W)
+            _add_scaled(state[0], P.reshape(E, S * S), sum_P.reshape(E, S * S))
     return t
