@@ -184,7 +184,10 @@ class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
         progress, X, y_enc, previous = start_chain_fit(self, X, y)
         dev = None
         if X_dev is not None:
-            X_dev, y_dev = check_sequences(X_dev, y_dev, n_features=self.n_features_in_)
+            try:
+                X_dev, y_dev = check_sequences(X_dev, y_dev, n_features=self.n_features_in_)
+            except ValueError as exc:
+                raise ValueError(f"X_dev, y_dev: {exc}") from None
             dev = (X_dev, _encode_dev(self.classes_, y_dev))
         *fitted, self.training_log_ = fit_chain_algorithm(X, y_enc, len(self.classes_), self.get_params(),
                                                           previous=previous, progress=progress, dev=dev)

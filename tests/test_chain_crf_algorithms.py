@@ -237,6 +237,8 @@ def test_bad_options_and_dev_sets_are_named(noisy):
         ChainCRF().fit(X, y, X_dev=X)
     with pytest.raises(ValueError, match="y_dev: Sequence 1: label 7"):
         ChainCRF().fit(X, y, X_dev=X[:2], y_dev=[y[0], np.full(len(y[1]), 7)])
+    with pytest.raises(ValueError, match="X_dev, y_dev: .*features"):
+        ChainCRF().fit(X, y, X_dev=[x[:, :5] for x in X[:2]], y_dev=y[:2])
     with pytest.raises(ValueError, match="c2 > 0"):
         ChainCRF(algorithm="l2sgd", c2=0.0).fit(X, y)
 
@@ -249,3 +251,18 @@ def test_max_iter_warns_only_when_it_stops_lbfgs(noisy):
         warnings.simplefilter("error")
         ChainCRF().fit(X, y)
         ChainCRF(algorithm="ap", max_iter=2).fit(X, y)  # epochs are the online algorithms' budget
+
+
+def test_default_fit_on_conll_converges_without_a_warning():
+    from sklearn_struct.datasets import load_conll2000
+    from sklearn_struct.preprocessing import WindowFeaturizer
+
+    try:
+        train = load_conll2000("train")
+    except (FileNotFoundError, OSError):
+        pytest.skip("CoNLL-2000 not available (set SKLEARN_STRUCT_DATA)")
+    X = WindowFeaturizer().fit_transform(train.sequences[:300])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        crf = ChainCRF().fit(X, train.labels[:300])
+    assert crf.training_log_[-1]["improvement"] < 1e-5 and crf.score(X, train.labels[:300]) > 0.9
