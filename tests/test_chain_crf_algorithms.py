@@ -266,3 +266,32 @@ def test_default_fit_on_conll_converges_without_a_warning():
         warnings.simplefilter("error")
         crf = ChainCRF().fit(X, train.labels[:300])
     assert crf.training_log_[-1]["improvement"] < 1e-5 and crf.score(X, train.labels[:300]) > 0.9
+
+
+@pytest.mark.parametrize("algorithm", ["lbfgs", "l2sgd", "ap", "pa", "arow"])
+def test_without_intercept_the_bias_stays_zero(noisy, algorithm):
+    X, y = noisy
+    crf = ChainCRF(algorithm=algorithm, c1=0.1 if algorithm == "lbfgs" else 0.0, fit_intercept=False,
+                   max_iter=20 if algorithm == "l2sgd" else None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        crf.fit(X, y)
+    assert np.all(crf.intercept_ == 0.0) and np.count_nonzero(crf.coef_) > 0 and crf.score(X, y) > 0.6
+
+
+def test_owlqn_reaches_crfsuites_objective(noisy):
+    """Without the intercept the model is CRFsuite's: same c1 / c2, same features, same optimum."""
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    from sklearn_struct.preprocessing import SequenceVectorizer
+
+    X, y = noisy
+    dicts = [[{f"f{j}": 1.0 for j in row.indices} for row in x] for x in X]
+    labels = [[f"L{v}" for v in seq] for seq in y]
+    ref = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.3, c2=0.1, all_possible_transitions=True, epsilon=1e-10,
+                               delta=1e-12, period=5).fit(dicts, labels)
+    ours = ChainCRF(c1=0.3, c2=0.1, fit_intercept=False, epsilon=1e-10, tol=1e-12, period=5)
+    ours.fit(SequenceVectorizer().fit_transform(dicts), labels)
+    crfsuite_loss = ref.training_log_.last_iteration["loss"]
+    assert ours.objective_ == pytest.approx(crfsuite_loss, rel=1e-5)
+    assert np.count_nonzero(ours.coef_) + np.count_nonzero(ours.transition_) == \
+        ref.training_log_.last_iteration["active_features"]
