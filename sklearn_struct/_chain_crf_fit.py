@@ -99,7 +99,7 @@ class _Log:
         if self.dev is not None:
             record.update(self.dev(theta))
         self.records.append(record)
-        shown = {k: v for k, v in record.items() if k not in ("iteration", "loss", "seconds")}
+        shown = {k: v for k, v in record.items() if k not in ("iteration", "loss", "seconds") and np.isfinite(v)}
         return self.progress(iteration, loss, seconds=record["seconds"], **shown)
 
 
