@@ -36,17 +36,23 @@ def _find_pair(pair_ptr, pair_label, f, label):
 
 @njit(cache=True, nogil=True)
 def sequence_scores(indptr, indices, data, pair_ptr, pair_label, theta, n_w, lo, hi, scale, out):
-    """Unary scores of tokens lo:hi into out[:hi - lo]: ``b + scale * (x_t . w)``."""
+    """Unary scores of tokens lo:hi into out[:hi - lo]: ``b + scale * (x_t . w)``.
+
+    Flat unsigned indexing, as in :mod:`sklearn_struct.oracles.linear`: numba then needs no
+    negative-index guard in the scattered inner loop.
+    """
     L = out.shape[1]
+    flat = out.reshape(-1)
     for t in range(hi - lo):
         r = lo + t
+        base = np.uint64(t) * np.uint64(L)
         for j in range(L):
-            out[t, j] = theta[n_w + j]
+            flat[base + np.uint64(j)] = theta[n_w + j]
         for k in range(indptr[r], indptr[r + 1]):
             f = indices[k]
             v = scale * data[k]
-            for p in range(pair_ptr[f], pair_ptr[f + 1]):
-                out[t, pair_label[p]] += v * theta[p]
+            for p in range(np.uint64(pair_ptr[f]), np.uint64(pair_ptr[f + 1])):
+                flat[base + np.uint64(pair_label[p])] += v * theta[p]
 
 
 @njit(cache=True, nogil=True)
