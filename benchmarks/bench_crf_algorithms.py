@@ -13,7 +13,7 @@ CPU time is the measure) and their ratio ours / crfsuite (issue #21's goal: <= 0
 split, and our ConvergenceWarnings (a default fit must converge without one).
 Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_crf_algorithms.py [--quick] [--rows 0,3]``
 (``--quick``: the first 2,000 training sentences, into ``crf_algorithms_quick.md``; ``--rows``:
-only these rows of ``RUNS``).
+only these rows of ``RUNS``, into ``crf_algorithms_rows_0_3.md`` etc.).
 """
 
 import sys
@@ -123,7 +123,8 @@ def main(quick=False, rows=None):
                          f"{status} |")
         print(lines[-2], lines[-1], sep="\n", flush=True)
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / ("crf_algorithms_quick.md" if quick else "crf_algorithms.md")
+    suffix = ("_quick" if quick else "") + ("_rows_" + "_".join(map(str, rows)) if rows else "")
+    out = RESULTS / f"crf_algorithms{suffix}.md"
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")
 
