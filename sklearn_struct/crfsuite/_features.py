@@ -13,7 +13,6 @@ An attribute named twice in one token adds its values (CRFsuite sums an item's c
 Attributes with value 0 are dropped: they add nothing to any score or gradient, as in CRFsuite.
 """
 
-import math
 import numbers
 
 import numpy as np
@@ -50,22 +49,42 @@ class AttributeVocabulary:
         X = _check_sequence_list(X, what)
         data, indices, indptr, lengths = [], [], [0], []
         index = self.index
+        add_col, add_value, end_row = indices.append, data.append, indptr.append
         for s, xseq in enumerate(X):
             lengths.append(_n_items(xseq, s, what))
             for t, item in enumerate(xseq):
-                for name, value in _item_attributes(item, s, t, what):
+                pairs = item.items() if type(item) is dict else _slow_pairs(item, s, t, what)
+                for key, value in pairs:
+                    kind = type(value)
+                    if kind is str and type(key) is str:
+                        name = key + _SEP + value
+                        value = 1.0
+                    elif (kind is float or kind is int or kind is bool) and type(key) is str:
+                        if not value:
+                            continue
+                        name = key
+                    else:
+                        for name, value in _slow_pairs({key: value}, s, t, what):
+                            col = index.get(name)
+                            if col is None and grow:
+                                col = index[name] = len(index)
+                            if col is not None:
+                                add_col(col)
+                                add_value(value)
+                        continue
                     col = index.get(name)
                     if col is None:
                         if not grow:
                             continue
                         col = index[name] = len(index)
-                    indices.append(col)
-                    data.append(value)
-                indptr.append(len(indices))
-        matrix = sp.csr_matrix((np.asarray(data, dtype=np.float64), np.asarray(indices, dtype=np.int64),
-                                np.asarray(indptr, dtype=np.int64)), shape=(len(indptr) - 1, len(index)))
+                    add_col(col)
+                    add_value(value)
+                end_row(len(indices))
+        data = np.asarray(data, dtype=np.float64)
+        indptr = np.asarray(indptr, dtype=np.int64)
+        _check_finite(data, indptr, lengths, what)
+        matrix = sp.csr_matrix((data, np.asarray(indices, dtype=np.int64), indptr), shape=(len(indptr) - 1, len(index)))
         matrix.sum_duplicates()
-        matrix.eliminate_zeros()
         return matrix, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
 
@@ -86,6 +105,21 @@ def _n_items(xseq, s, what):
     if isinstance(xseq, (str, bytes, dict)) or not hasattr(xseq, "__len__"):
         raise ValueError(f"{what}, sequence {s}: expected a list of token features, got {type(xseq).__name__}.")
     return len(xseq)
+
+
+def _slow_pairs(item, s, t, what):
+    """The non-zero (name, value) pairs of a token that is not a flat dict of str, bool and numbers."""
+    return [(name, value) for name, value in _item_attributes(item, s, t, what) if value != 0]
+
+
+def _check_finite(data, indptr, lengths, what):
+    """ValueError naming the first token with a non-finite attribute value."""
+    bad = np.flatnonzero(~np.isfinite(data))
+    if bad.size:
+        row = int(np.searchsorted(indptr, bad[0], side="right") - 1)
+        starts = np.cumsum([0] + list(lengths))
+        s = int(np.searchsorted(starts, row, side="right") - 1)
+        raise ValueError(f"{what}, sequence {s}, token {row - starts[s]}: attribute value {data[bad[0]]} is not finite.")
 
 
 def _item_attributes(item, s, t, what):
@@ -128,7 +162,4 @@ def _weight(value, name):
     if not isinstance(value, numbers.Real):
         raise TypeError(f"value of {name!r} must be a number, bool, str, bytes, dict or list, "
                         f"got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"value of {name!r} is {value}, not finite")
-    return value
+    return float(value)
