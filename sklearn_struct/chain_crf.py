@@ -11,14 +11,16 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.utils._param_validation import Interval
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._chain_crf import ChainTagsMixin, fit_chain_crf, predict_unary, start_chain_fit, token_score
+from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_score
+from ._chain_crf_fit import check_solver_options, fit_chain_algorithm
 from .oracles.chain import forward_backward, viterbi
 from .utils._params import shared_constraints, store_init_params
 from .utils.packing import edge_offsets, unpack_sequences
-from .utils.validation import check_sequences
+from .utils.validation import check_sequences, encode_sequence_labels
 
 __all__ = ["ChainCRF"]
 
@@ -27,37 +29,70 @@ _FORMAT_VERSION = 1
 
 
 class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
-    """Linear-chain conditional random field trained by L-BFGS (the CRFsuite objective).
+    """Linear-chain conditional random field with CRFsuite's objective and training algorithms.
 
-    Unary scores ``X @ W + b`` per token and a transition table ``A[from, to]``, trained by
-    minimising ``sum_i -log P(y_i | x_i) + c2 * (||W||^2 + ||A||^2)`` (the bias is not
-    penalised) with exact gradients from forward-backward, parallel over sequences.
+    Unary scores ``X @ W + b`` per token and a transition table ``A[from, to]``. The default,
+    ``algorithm="lbfgs"``, minimises CRFsuite's objective
+    ``sum_i -log P(y_i | x_i) + c1 * (|W|_1 + |A|_1) + c2 * (||W||^2 + ||A||^2)`` (the bias ``b``
+    is not penalised) with exact gradients from forward-backward: L-BFGS, or OWL-QN when
+    ``c1 > 0``. The other algorithms are CRFsuite's too: ``"l2sgd"`` (SGD on the same objective
+    with ``c1 = 0``), and the online large-margin learners ``"ap"`` (averaged perceptron),
+    ``"pa"`` (passive-aggressive) and ``"arow"`` (AROW), which ignore ``c1`` and ``c2``.
+
     With sparse features only the (attribute, label) pairs seen in training get a weight, as
-    in CRFsuite; ``all_possible_states=True`` gives every pair one.
+    in CRFsuite; ``all_possible_states=True`` gives every pair one. Likewise
+    ``all_possible_transitions=False`` gives weights only to label bigrams seen in training
+    (the others stay 0).
 
-    From sklearn-crfsuite: keep your token feature dicts and put
-    :class:`~sklearn_struct.preprocessing.SequenceVectorizer` in front,
-    ``make_pipeline(SequenceVectorizer(), ChainCRF(c2=0.1))``.
+    From sklearn-crfsuite: :mod:`sklearn_struct.crfsuite` takes token feature dicts directly;
+    here put :class:`~sklearn_struct.preprocessing.SequenceVectorizer` in front,
+    ``make_pipeline(SequenceVectorizer(), ChainCRF(c1=0.1, c2=0.1))``.
 
     Parameters
     ----------
+    algorithm : {"lbfgs", "l2sgd", "ap", "pa", "arow"}, default="lbfgs"
+        Training algorithm, with CRFsuite's names and meanings.
+    c1 : float, default=0.0
+        L1 coefficient (``"lbfgs"`` only: OWL-QN when > 0; gives exact zeros).
     c2 : float, default=1.0
-        L2 regularisation strength, as in CRFsuite (``c2 * ||theta||^2``).
+        L2 coefficient, as in CRFsuite (``c2 * ||theta||^2``; ``"lbfgs"`` and ``"l2sgd"``).
+    max_iter : int or None, default=None
+        Maximum number of iterations (epochs for the online algorithms). None: CRFsuite's
+        default, unlimited for ``"lbfgs"`` (its stopping rules decide), 1000 for ``"l2sgd"``
+        and 100 for ``"ap"``, ``"pa"``, ``"arow"``.
+    tol : float, default=1e-5
+        CRFsuite's ``delta`` (``"lbfgs"``, ``"l2sgd"``): stop when the objective improved by
+        less than this fraction over the last ``period`` iterations.
+    period : int, default=10
+        CRFsuite's ``period``: the number of iterations of the ``tol`` test.
+    epsilon : float, default=1e-5
+        ``"lbfgs"``: stop when ``||g|| / max(1, ||theta||) < epsilon`` (the pseudo-gradient
+        with ``c1 > 0``). ``"ap"``, ``"pa"``, ``"arow"``: stop when the epoch's loss per
+        sequence falls below it.
     all_possible_states : bool, default=False
         With sparse features, weights for every (attribute, label) pair (True) or only for
         the pairs that occur in the training data (False, CRFsuite's default).
-    max_iter : int, default=100
-        Maximum number of L-BFGS iterations.
-    tol : float, default=1e-5
-        Stop when the relative decrease of the objective falls below ``tol``.
+    all_possible_transitions : bool, default=True
+        Weights for every label bigram (True) or only for those seen in training (False,
+        CRFsuite's default; the others are fixed at 0).
+    solver_options : dict or None, default=None
+        Algorithm-specific settings, named as in CRFsuite. ``"lbfgs"``: ``num_memories`` (6),
+        ``linesearch`` (``"MoreThuente"``, ``"Backtracking"``, ``"StrongBacktracking"``; with
+        ``c1 > 0`` the orthant-wise backtracking search is used, as in CRFsuite),
+        ``max_linesearch`` (20). ``"l2sgd"``: ``calibration_eta`` (0.1), ``calibration_rate``
+        (2.0), ``calibration_samples`` (1000), ``calibration_candidates`` (10),
+        ``calibration_max_trials`` (20). ``"pa"``: ``pa_type`` (1; 0, 1 or 2), ``c`` (1.0),
+        ``error_sensitive`` (True), ``averaging`` (True). ``"arow"``: ``variance`` (1.0),
+        ``gamma`` (1.0). ``"ap"``: none.
     warm_start : bool, default=False
         Start the next ``fit`` (same features and labels) from the fitted parameters: continued
         training, e.g. ``max_iter`` more iterations.
     callback : callable or None, default=None
-        Called after every L-BFGS iteration as ``callback(iteration, objective, seconds)``;
+        Called after every iteration as ``callback(iteration, objective, seconds)``;
         returning True stops training there (no convergence warning is raised then).
     n_jobs : int, default=None
-        Number of joblib jobs over chunks of sequences (one chunk, threaded inside, when None).
+        ``"lbfgs"``: number of joblib jobs over chunks of sequences (one chunk, threaded
+        inside, when None). The other algorithms update after every sequence and run on one thread.
     verbose : int, default=0
         Print one line per iteration (objective and elapsed seconds) when > 0.
 
@@ -67,12 +102,18 @@ class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
     coef_ : ndarray of shape (n_features, n_classes)
     intercept_ : ndarray of shape (n_classes,)
     transition_ : ndarray of shape (n_classes, n_classes)
-        Transition log-potentials ``A[from, to]``.
+        Transition log-potentials ``A[from, to]`` (0 for bigrams that are no feature).
     n_features_in_ : int
     n_iter_ : int
-        L-BFGS iterations of the last fit.
+        Iterations (epochs) of the last fit.
     objective_ : float
-        Final value of the regularised objective.
+        Final value of the regularised objective (``"lbfgs"``, ``"l2sgd"``); for ``"ap"``,
+        ``"pa"``, ``"arow"`` the loss of the last epoch as CRFsuite defines it.
+    training_log_ : list of dict
+        One dict per iteration: ``iteration``, ``loss`` (the objective, or the epoch's loss),
+        ``seconds``, ``active_features`` (non-zero weights and transitions), ``error_norm`` and
+        ``improvement`` (``"lbfgs"``; ``improvement`` for ``"l2sgd"``), and ``dev_accuracy``,
+        ``dev_loss`` (negative log-likelihood) when ``fit`` was given a development set.
 
     See Also
     --------
@@ -83,6 +124,10 @@ class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
     ----------
     J. Lafferty, A. McCallum, F. Pereira. "Conditional Random Fields: Probabilistic Models for
     Segmenting and Labeling Sequence Data." ICML 2001.
+
+    N. Okazaki. "CRFsuite: a fast implementation of Conditional Random Fields." 2007.
+
+    G. Andrew, J. Gao. "Scalable training of L1-regularized log-linear models." ICML 2007.
 
     Examples
     --------
@@ -97,38 +142,52 @@ class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        "algorithm": [StrOptions({"lbfgs", "l2sgd", "ap", "pa", "arow"})],
+        "c1": [Interval(numbers.Real, 0, None, closed="left")],
         "c2": [Interval(numbers.Real, 0, None, closed="left")],
-        "all_possible_states": ["boolean"],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "period": [Interval(numbers.Integral, 1, None, closed="left")],
+        "epsilon": [Interval(numbers.Real, 0, None, closed="left")],
+        "all_possible_states": ["boolean"],
+        "all_possible_transitions": ["boolean"],
+        "solver_options": [dict, None],
         **shared_constraints("warm_start", "callback", "n_jobs", "verbose"),
     }
 
-    def __init__(self, *, c2=1.0, all_possible_states=False, max_iter=100, tol=1e-5, warm_start=False,
+    def __init__(self, *, algorithm="lbfgs", c1=0.0, c2=1.0, max_iter=None, tol=1e-5, period=10, epsilon=1e-5,
+                 all_possible_states=False, all_possible_transitions=True, solver_options=None, warm_start=False,
                  callback=None, n_jobs=None, verbose=0):
         store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Fit the CRF by L-BFGS.
+    def fit(self, X, y, X_dev=None, y_dev=None):
+        """Fit the CRF by ``algorithm``.
 
-        Minimises the penalised negative log-likelihood from zero, or with ``warm_start`` from
-        the parameters of the previous fit.
+        Starts from zero, or with ``warm_start`` from the parameters of the previous fit.
 
         Parameters
         ----------
         X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
         y : list of array-like of shape (n_tokens_i,)
             Labels of each token; any hashable values.
+        X_dev, y_dev : like X and y, default=None
+            A development set, evaluated after every iteration (see ``training_log_``).
 
         Returns
         -------
         self : ChainCRF
         """
+        check_solver_options(self.algorithm, self.solver_options)
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("X_dev and y_dev must be given together (a development set), got only one of them.")
         progress, X, y_enc, previous = start_chain_fit(self, X, y)
-        fitted = fit_chain_crf(X, y_enc, len(self.classes_), c2=self.c2, max_iter=self.max_iter, tol=self.tol,
-                               all_possible_states=self.all_possible_states, n_jobs=self.n_jobs,
-                               previous=previous, progress=progress)
+        dev = None
+        if X_dev is not None:
+            X_dev, y_dev = check_sequences(X_dev, y_dev, n_features=self.n_features_in_)
+            dev = (X_dev, _encode_dev(self.classes_, y_dev))
+        *fitted, self.training_log_ = fit_chain_algorithm(X, y_enc, len(self.classes_), self.get_params(),
+                                                          previous=previous, progress=progress, dev=dev)
         self.coef_, self.intercept_, self.transition_, self.n_iter_, self.objective_ = fitted
         return self
 
@@ -231,6 +290,16 @@ class ChainCRF(ChainTagsMixin, ClassifierMixin, BaseEstimator):
         model.n_features_in_, model.n_iter_ = meta["n_features_in_"], meta["n_iter_"]
         model.objective_ = meta["objective_"]
         return model
+
+
+def _encode_dev(classes, y_dev):
+    """Label indices of the development labels (ValueError naming a sequence with a label unseen in training)."""
+    encoder = LabelEncoder()
+    encoder.classes_ = classes
+    try:
+        return encode_sequence_labels(encoder, y_dev)
+    except ValueError as exc:
+        raise ValueError(f"y_dev: {exc}") from None
 
 
 def _is_json_value(value):

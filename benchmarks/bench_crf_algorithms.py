@@ -1,0 +1,129 @@
+"""CoNLL-2000 chunking: each CRFsuite training algorithm, ChainCRF against sklearn-crfsuite, one run.
+
+Both sides get the sklearn-crfsuite tutorial's token features (its ``word2features``: bias,
+lower-cased word, suffixes, case flags, POS and its prefix, the same for the neighbours,
+BOS / EOS): sklearn-crfsuite as the feature dicts, ChainCRF as the CSR matrices
+:class:`~sklearn_struct.preprocessing.SequenceVectorizer` makes of them. Each algorithm runs
+with the same settings on both sides (CRFsuite's defaults unless listed), one thread each
+(numba limited to one thread). Label bigrams: all transitions (the tutorial's setting).
+
+Reported per algorithm: fit seconds and the ratio ours / crfsuite (issue #21's goal:
+<= 0.5), iterations, token accuracy and chunk F1 (conlleval rules) on the official test
+split, and our ConvergenceWarnings (a default fit must converge without one).
+Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_crf_algorithms.py [--quick]``
+(``--quick``: the first 2,000 training sentences).
+"""
+
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numba
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_struct import ChainCRF
+from sklearn_struct.datasets import load_conll2000
+from sklearn_struct.metrics import chunk_f1_score, token_accuracy
+from sklearn_struct.preprocessing import SequenceVectorizer
+
+RESULTS = Path(__file__).parent / "results"
+# (name, algorithm, shared settings in crfsuite's names)
+RUNS = [
+    ("lbfgs c1=0.1 c2=0.1, 100 iter (tutorial)", "lbfgs", {"c1": 0.1, "c2": 0.1, "max_iterations": 100}),
+    ("lbfgs c1=0.1 c2=0.1 to convergence", "lbfgs", {"c1": 0.1, "c2": 0.1}),
+    ("lbfgs c2=1 to convergence (defaults)", "lbfgs", {"c2": 1.0}),
+    ("l2sgd c2=1", "l2sgd", {"c2": 1.0}),
+    ("ap, 100 epochs", "ap", {}),
+    ("pa (type 1), 100 epochs", "pa", {}),
+    ("arow, 100 epochs", "arow", {}),
+]
+OURS = {"max_iterations": "max_iter"}
+
+
+def word2features(sent, i):
+    """The sklearn-crfsuite tutorial's token features (CoNLL-2002 notebook), on CoNLL-2000 tokens."""
+    word, pos = sent[i]["word"], sent[i]["pos"]
+    features = {"bias": 1.0, "word.lower()": word.lower(), "word[-3:]": word[-3:], "word[-2:]": word[-2:],
+                "word.isupper()": word.isupper(), "word.istitle()": word.istitle(), "word.isdigit()": word.isdigit(),
+                "postag": pos, "postag[:2]": pos[:2]}
+    for offset, edge in ((-1, "BOS"), (1, "EOS")):
+        j = i + offset
+        if 0 <= j < len(sent):
+            other, other_pos = sent[j]["word"], sent[j]["pos"]
+            features.update({f"{offset:+d}:word.lower()": other.lower(), f"{offset:+d}:word.istitle()": other.istitle(),
+                             f"{offset:+d}:word.isupper()": other.isupper(), f"{offset:+d}:postag": other_pos,
+                             f"{offset:+d}:postag[:2]": other_pos[:2]})
+        else:
+            features[edge] = True
+    return features
+
+
+def sent2features(sent):
+    return [word2features(sent, i) for i in range(len(sent))]
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def run_crfsuite(algorithm, settings, train_dicts, y_train, test_dicts):
+    import sklearn_crfsuite
+
+    crf = sklearn_crfsuite.CRF(algorithm=algorithm, all_possible_transitions=True, **settings)
+    _, fit_s = timed(lambda: crf.fit(train_dicts, y_train))
+    n_iter = len(crf.training_log_.iterations) if crf.training_log_ is not None else -1
+    return [np.asarray(p) for p in crf.predict(test_dicts)], fit_s, n_iter, ""
+
+
+def run_ours(algorithm, settings, X_train, y_train, X_test):
+    params = {OURS.get(k, k): v for k, v in settings.items()}
+    crf = ChainCRF(algorithm=algorithm, all_possible_transitions=True, **params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        _, fit_s = timed(lambda: crf.fit(X_train, y_train))
+    status = "; ".join(str(w.message)[:60] for w in caught if issubclass(w.category, ConvergenceWarning))
+    return crf.predict(X_test), fit_s, crf.n_iter_, status or "no warning"
+
+
+def main(quick=False):
+    train, test = load_conll2000("train"), load_conll2000("test")
+    n_train = 2000 if quick else len(train.sequences)
+    train_dicts = [sent2features(s) for s in train.sequences[:n_train]]
+    test_dicts = [sent2features(s) for s in test.sequences]
+    y_train = [list(labels) for labels in train.labels[:n_train]]
+    y_test = [np.asarray(labels) for labels in test.labels]
+    vectorizer = SequenceVectorizer()
+    X_train, X_test = vectorizer.fit_transform(train_dicts), vectorizer.transform(test_dicts)
+    numba.set_num_threads(1)
+    for algorithm in ("lbfgs", "l2sgd", "ap", "pa", "arow"):  # compile outside the timings
+        ChainCRF(algorithm=algorithm, c1=0.1, max_iter=2).fit(X_train[:30], y_train[:30]).predict(X_test[:5])
+    lines = [
+        f"# CoNLL-2000: CRFsuite's training algorithms, ChainCRF vs sklearn-crfsuite ({n_train} training sentences)",
+        "",
+        "Tutorial features (word2features), all transitions, one thread each, same process. "
+        "Goal (issue #21): fit-time ratio <= 0.5.",
+        "",
+        "| algorithm | side | fit s | ratio ours/crfsuite | iterations | token acc | chunk F1 | status |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, algorithm, settings in RUNS:
+        cs = run_crfsuite(algorithm, settings, train_dicts, y_train, test_dicts)
+        us = run_ours(algorithm, settings, X_train, y_train, X_test)
+        for side, (pred, fit_s, n_iter, status) in (("crfsuite", cs), ("ours", us)):
+            ratio = f"**{us[1] / cs[1]:.2f}**" if side == "ours" else ""
+            lines.append(f"| {name} | {side} | {fit_s:.1f} | {ratio} | {n_iter} | "
+                         f"{100 * token_accuracy(y_test, pred):.2f} | {100 * chunk_f1_score(y_test, pred):.2f} | "
+                         f"{status} |")
+        print(lines[-2], lines[-1], sep="\n", flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / ("crf_algorithms_quick.md" if quick else "crf_algorithms.md")
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main(quick="--quick" in sys.argv)

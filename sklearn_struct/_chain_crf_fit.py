@@ -1,0 +1,175 @@
+"""ChainCRF's training algorithms behind one call: CRFsuite's five, their options, the training log.
+
+``algorithm`` is one of CRFsuite's: ``"lbfgs"`` (L-BFGS, OWL-QN when ``c1 > 0``:
+:mod:`sklearn_struct._chain_crf_lbfgs`), ``"l2sgd"`` (:mod:`sklearn_struct._chain_crf_sgd`),
+``"ap"``, ``"pa"``, ``"arow"`` (:mod:`sklearn_struct._chain_crf_online`). Each returns the flat
+parameters ``theta = (w, b, A)``; this module validates the algorithm's options, records one
+:attr:`training_log_` entry per iteration (evaluating the development set when given) and
+turns theta into ``coef_``, ``intercept_``, ``transition_``.
+"""
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import effective_n_jobs
+from sklearn.exceptions import ConvergenceWarning
+
+from ._chain_crf import ChainObjective, unpack_params
+from ._chain_crf_lbfgs import LINESEARCHES, minimize_crfsuite
+from ._chain_crf_online import TrainingData, fit_online, transition_mask
+from ._chain_crf_sgd import fit_l2sgd
+from .oracles.chain import forward_backward, viterbi
+from .oracles.linear import LinearFeatures
+from .utils.packing import pack_sequences, transition_pairs
+
+__all__ = ["SOLVER_OPTIONS", "check_solver_options", "fit_chain_algorithm", "DevSet"]
+
+# CRFsuite's options of each algorithm: (default, check, description of valid values)
+_POSITIVE_INT = (lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1, "an int >= 1")
+_POSITIVE = (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and v > 0 and np.isfinite(v),
+             "a finite number > 0")
+_BOOL = (lambda v: isinstance(v, (bool, np.bool_)) or (isinstance(v, numbers.Integral) and v in (0, 1)),
+         "a bool")
+SOLVER_OPTIONS = {
+    "lbfgs": {"num_memories": (6, *_POSITIVE_INT), "max_linesearch": (20, *_POSITIVE_INT),
+              "linesearch": ("MoreThuente", lambda v: v in LINESEARCHES, f"one of {list(LINESEARCHES)}")},
+    "l2sgd": {"calibration_eta": (0.1, *_POSITIVE), "calibration_rate": (2.0, *_POSITIVE),
+              "calibration_samples": (1000, *_POSITIVE_INT), "calibration_candidates": (10, *_POSITIVE_INT),
+              "calibration_max_trials": (20, *_POSITIVE_INT)},
+    "ap": {},
+    "pa": {"pa_type": (1, lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v in (0, 1, 2),
+                       "0, 1 or 2"),
+           "c": (1.0, *_POSITIVE), "error_sensitive": (True, *_BOOL), "averaging": (True, *_BOOL)},
+    "arow": {"variance": (1.0, *_POSITIVE), "gamma": (1.0, *_POSITIVE)},
+}
+DEFAULT_MAX_ITER = {"lbfgs": None, "l2sgd": 1000, "ap": 100, "pa": 100, "arow": 100}
+
+
+def check_solver_options(algorithm, options):
+    """The algorithm's options: CRFsuite's defaults updated by ``options``; ValueError naming a bad one."""
+    known = SOLVER_OPTIONS[algorithm]
+    options = {} if options is None else options
+    if not isinstance(options, dict):
+        raise ValueError(f"solver_options must be a dict or None, got {type(options).__name__}.")
+    out = {name: spec[0] for name, spec in known.items()}
+    for name, value in options.items():
+        if name not in known:
+            raise ValueError(f"solver_options: unknown option {name!r} for algorithm={algorithm!r}; "
+                             f"its options are {sorted(known)}.")
+        _, check, valid = known[name]
+        if not check(value):
+            raise ValueError(f"solver_options[{name!r}] must be {valid} for algorithm={algorithm!r}, got {value!r}.")
+        out[name] = value
+    return out
+
+
+class DevSet:
+    """A development set evaluated during training: token accuracy and negative log-likelihood."""
+
+    def __init__(self, X, y_enc, n_labels, pairs, sparse):
+        packed, self.offsets = pack_sequences(X)
+        packed = sp.csr_matrix(packed) if sparse else (packed.toarray() if sp.issparse(packed) else packed)
+        self.features = LinearFeatures(packed, n_labels, pairs=pairs if sparse else None)
+        self.y = np.concatenate(y_enc).astype(np.int64)
+        self.transitions = transition_pairs(self.y, self.offsets)
+        self.n_labels = n_labels
+
+    def __call__(self, theta):
+        w, b, A = unpack_params(theta, self.features.n_weights, self.n_labels)
+        unary = self.features.scores(w, bias=b)
+        labels, _ = viterbi(unary, A, self.offsets)
+        log_z, _, _ = forward_backward(unary, A, self.offsets, edge_marginals="none")
+        gold = unary[np.arange(self.y.shape[0]), self.y].sum() + A[self.transitions].sum()
+        return {"dev_accuracy": float(np.mean(labels == self.y)), "dev_loss": float(np.sum(log_z) - gold)}
+
+
+class _Log:
+    """The training log: one dict per iteration, printed / passed to the callback by ``progress``."""
+
+    def __init__(self, progress, bias_slice, dev=None):
+        self.progress, self.bias, self.dev = progress, bias_slice, dev
+        self.records = []
+
+    def __call__(self, iteration, loss, theta, **extra):
+        active = np.count_nonzero(theta) - np.count_nonzero(theta[self.bias])
+        record = {"iteration": int(iteration), "loss": float(loss), "seconds": self.progress.elapsed(),
+                  "active_features": int(active), **{k: float(v) for k, v in extra.items()}}
+        if self.dev is not None:
+            record.update(self.dev(theta))
+        self.records.append(record)
+        shown = {k: v for k, v in record.items() if k not in ("iteration", "loss", "seconds")}
+        return self.progress(iteration, loss, seconds=record["seconds"], **shown)
+
+
+def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, dev=None):
+    """Train a chain CRF by ``params["algorithm"]`` on validated, encoded sequences.
+
+    ``params`` holds ChainCRF's parameters; ``dev`` is ``(X_dev, y_dev_enc)`` or None. Returns
+    ``(coef, intercept, transition, n_iter, objective, training_log)``.
+    """
+    algorithm = params["algorithm"]
+    options = check_solver_options(algorithm, params["solver_options"])
+    max_iter = params["max_iter"] if params["max_iter"] is not None else DEFAULT_MAX_ITER[algorithm]
+    if algorithm == "lbfgs":
+        return _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev)
+    data = TrainingData(X, y_enc, n_labels, params["all_possible_states"], params["all_possible_transitions"])
+    theta0 = np.zeros(data.n_params) if previous is None else data.params_from(*previous)
+    log = _Log(progress, slice(data.n_weights, data.n_weights + n_labels), _dev(dev, n_labels, data.pairs, True))
+    rng = np.random.RandomState(0)  # CRFsuite's shuffles are reproducible too
+    if algorithm == "l2sgd":
+        theta, n_iter, hit_max = fit_l2sgd(data, theta0, c2=params["c2"], max_iter=max_iter, delta=params["tol"],
+                                           period=params["period"], options=options, rng=rng, report=log)
+        if hit_max and not progress.stopped:
+            _warn_max_iter("SGD", n_iter)
+        # the exact objective at the result (the epochs' losses mix weights of different steps)
+        objective = ChainObjective(X, y_enc, n_labels, params["c2"], all_possible_states=params["all_possible_states"])
+        objective = objective(theta)[0]
+    else:
+        theta, n_iter, objective = fit_online(data, algorithm, theta0, max_iter=max_iter, epsilon=params["epsilon"],
+                                              options=options, rng=rng, report=log)
+    return (*data.split_params(theta), n_iter, float(objective), log.records)
+
+
+def _dev(dev, n_labels, pairs, sparse):
+    return None if dev is None else DevSet(dev[0], dev[1], n_labels, pairs, sparse)
+
+
+def _warn_max_iter(name, n_iter):
+    warnings.warn(f"{name} did not converge for the CRF after {n_iter} iterations (max_iter); increase max_iter "
+                  "or tol.", ConvergenceWarning)
+
+
+def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev):
+    """L-BFGS / OWL-QN on ChainCRF's objective; transitions that are no feature stay at 0."""
+    n_jobs = params["n_jobs"]
+    objective = ChainObjective(X, y_enc, n_labels, params["c2"], n_chunks=max(1, effective_n_jobs(n_jobs)),
+                               n_jobs=n_jobs, all_possible_states=params["all_possible_states"])
+    n_w, L = objective.n_weights, n_labels
+    y = np.concatenate(y_enc)
+    offsets = np.concatenate([[0], np.cumsum([len(v) for v in y_enc])])
+    fixed = n_w + L + np.flatnonzero(~transition_mask(y, offsets, L, params["all_possible_transitions"]))
+    theta0 = np.zeros(objective.n_params) if previous is None else objective.params_from(*previous)
+    theta0[fixed] = 0.0
+
+    def fun(theta):
+        f, g = objective(theta)
+        g[fixed] = 0.0
+        return f, g
+
+    sparse = objective.features.pairs is not None
+    log = _Log(progress, slice(n_w, n_w + L), _dev(dev, L, objective.features.pairs, sparse))
+    result = minimize_crfsuite(
+        fun, theta0, c1=params["c1"], skip=(n_w, n_w + L), num_memories=options["num_memories"],
+        linesearch=options["linesearch"], max_linesearch=options["max_linesearch"], max_iter=max_iter,
+        delta=params["tol"], period=params["period"], epsilon=params["epsilon"],
+        callback=lambda k, f, x, error_norm, improvement: log(k, f, x, error_norm=error_norm,
+                                                              improvement=improvement))
+    if result["status"] == "max_iter":
+        _warn_max_iter("L-BFGS", result["nit"])
+    elif result["status"] == "linesearch" and result["nit"] == 0:
+        warnings.warn("L-BFGS: the line search found no decrease from the starting point.", ConvergenceWarning)
+    coef, intercept, transition = objective.split_params(result["x"])
+    return coef, intercept, transition, int(result["nit"]), float(result["fun"]), log.records
+

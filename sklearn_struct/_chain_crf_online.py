@@ -1,0 +1,114 @@
+"""The chain CRF's online training algorithms: averaged perceptron, passive-aggressive, AROW.
+
+Each epoch is one call of :func:`sklearn_struct.oracles._chain_online.online_epoch` over the
+sequences in a fresh random order (CRFsuite shuffles every epoch too); this module sets up
+the packed arrays, keeps the averaged weights and applies CRFsuite's stopping rule: stop
+when the epoch's summed loss divided by the number of sequences falls below ``epsilon``,
+or after ``max_iter`` epochs.
+
+* ``ap``: the averaged perceptron (Collins, "Discriminative training methods for hidden
+  Markov models", EMNLP 2002): on a wrong Viterbi path, ``w += phi(gold) - phi(viterbi)``; the
+  model is the average of the weights after every sequence. Loss: the fraction of wrong labels.
+* ``pa``: passive-aggressive (Crammer et al., "Online passive-aggressive algorithms", JMLR
+  2006) with CRFsuite's structured cost ``s(viterbi) - s(gold) + sqrt(#wrong labels)``
+  (``+ 1`` when not error-sensitive), types 0 / 1 / 2 (no slack, ``tau <= c``, squared slack);
+  averaged weights unless ``averaging=False``.
+* ``arow``: adaptive regularisation of weights (Crammer, Kulesza, Dredze, NIPS 2009) with a
+  diagonal covariance, updated on the features where the two paths differ; cost
+  ``s(viterbi) - s(gold) + #wrong labels``; no averaging (the mean is the model).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from .oracles._chain_online import ALGORITHMS, online_epoch
+from .oracles.linear import all_pairs, observed_pairs
+from .utils.packing import pack_sequences, transition_pairs
+
+__all__ = ["TrainingData", "fit_online"]
+
+
+class TrainingData:
+    """Packed CSR features, labels and the feature set of a chain CRF fit.
+
+    The parameter vector is laid out as the chain CRF's ``theta = (w, b, A)``: one weight per
+    (attribute, label) pair (those seen in training unless ``all_possible_states``; all for
+    dense features), ``n_labels`` biases, ``n_labels^2`` transitions, of which only
+    ``trans_ok`` are features (those seen in training unless ``all_possible_transitions``).
+    """
+
+    def __init__(self, X, y_enc, n_labels, all_possible_states, all_possible_transitions):
+        packed, offsets = pack_sequences(X)
+        sparse = sp.issparse(packed)
+        packed = sp.csr_matrix(packed, dtype=np.float64)
+        packed.sort_indices()
+        self.indptr, self.indices = packed.indptr.astype(np.int64), packed.indices.astype(np.int64)
+        self.data = packed.data
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.y = np.concatenate(y_enc).astype(np.int64)
+        self.n_labels, self.n_features = n_labels, packed.shape[1]
+        if sparse and not all_possible_states:
+            self.pairs = observed_pairs(packed, self.y, n_labels)
+        else:
+            self.pairs = all_pairs(packed.shape[1], n_labels)
+        self.trans_ok = transition_mask(self.y, self.offsets, n_labels, all_possible_transitions)
+        self.n_weights = int(self.pairs[0][-1])
+        self.n_params = self.n_weights + n_labels + n_labels * n_labels
+
+    @property
+    def n_sequences(self):
+        return self.offsets.shape[0] - 1
+
+    def kernel_args(self):
+        """The arrays every per-sequence kernel takes, in its order."""
+        return (self.indptr, self.indices, self.data, *self.pairs, self.n_weights, self.trans_ok, self.offsets,
+                self.y)
+
+    def params_from(self, coef, intercept, transition):
+        """Flat theta from dense (coef, intercept, transition); transitions that are no feature set to 0."""
+        rows = np.repeat(np.arange(self.n_features), np.diff(self.pairs[0]))
+        A = np.where(self.trans_ok, np.ravel(transition), 0.0)
+        return np.concatenate([np.asarray(coef)[rows, self.pairs[1]], intercept, A])
+
+    def split_params(self, theta):
+        """(coef (n_features, L) dense, intercept, transition) from the flat theta."""
+        L, n_w = self.n_labels, self.n_weights
+        coef = np.zeros((self.n_features, L))
+        coef[np.repeat(np.arange(self.n_features), np.diff(self.pairs[0])), self.pairs[1]] = theta[:n_w]
+        return coef, theta[n_w : n_w + L].copy(), theta[n_w + L :].reshape(L, L).copy()
+
+
+def transition_mask(y, offsets, n_labels, all_possible_transitions):
+    """Flat (L * L,) mask of the transitions that are features: all, or those seen in y."""
+    L = n_labels
+    if all_possible_transitions:
+        return np.ones(L * L, dtype=np.bool_)
+    mask = np.zeros(L * L, dtype=np.bool_)
+    src, dst = transition_pairs(y, offsets)
+    mask[src * L + dst] = True
+    return mask
+
+
+def fit_online(data, algorithm, theta0, *, max_iter, epsilon, options, rng, report):
+    """Train by ``algorithm`` in {"ap", "pa", "arow"} from ``theta0``; returns (theta, n_iter, last loss).
+
+    ``options`` are the algorithm's (validated) CRFsuite options; ``rng`` a RandomState for the
+    epoch orders; ``report(epoch, loss, theta)`` is called after every epoch with the model's
+    weights (averaged where the algorithm averages) and returns True to stop.
+    """
+    algo = ALGORITHMS[algorithm]
+    w = np.array(theta0, dtype=np.float64)
+    ws = np.zeros_like(w)
+    cov = np.full(w.shape[0], float(options.get("variance", 1.0)))
+    averaging = algorithm == "ap" or (algorithm == "pa" and options["averaging"])
+    u = 1
+    loss, epoch, theta = np.nan, 0, w
+    for epoch in range(1, max_iter + 1):
+        order = rng.permutation(data.n_sequences).astype(np.int64)
+        loss, u = online_epoch(algo, *data.kernel_args(), order, w, ws, cov, u, int(options.get("pa_type", 0)),
+                               float(options.get("c", 1.0)), bool(options.get("error_sensitive", True)),
+                               float(options.get("gamma", 1.0)))
+        theta = w - ws / u if averaging else w.copy()
+        if report(epoch, loss, theta) or loss / data.n_sequences < epsilon:
+            break
+    return theta, epoch, float(loss)
