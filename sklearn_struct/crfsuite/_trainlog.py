@@ -1,7 +1,7 @@
 """The training log of :class:`~sklearn_struct.crfsuite.CRF`, shaped like python-crfsuite's ``TrainLogParser``.
 
 python-crfsuite parses CRFsuite's text log into ``iterations`` (one dict per iteration: ``num``,
-``loss``, ``time``, ``feature_norm``, ``active_features``, and with held-out data ``scores`` per
+``loss``, ``time``, ``active_features``, and with held-out data ``scores`` per
 label, ``avg_precision``, ``avg_recall``, ``avg_f1``, ``item_accuracy(_float)``,
 ``instance_accuracy(_float)``), ``last_iteration`` and timings. Here the same dicts are filled
 directly from :class:`~sklearn_struct.ChainCRF`'s per-iteration records, and ``log`` holds the
@@ -16,7 +16,7 @@ import numpy as np
 LabelScore = namedtuple("LabelScore", "match model ref precision recall f1")
 
 # ChainCRF's record keys -> python-crfsuite's names (keys not listed are kept as they are)
-_ALIASES = {"iteration": "num", "objective": "loss", "seconds": "time"}
+_ALIASES = {"iteration": "num", "dev_accuracy": "item_accuracy_float"}
 
 
 class TrainingLog:
@@ -35,7 +35,7 @@ class TrainingLog:
     """
 
     def __init__(self, records=(), *, num_features=None, featgen_seconds=None, training_seconds=None):
-        self.iterations = [_crfsuite_record(r) for r in records]
+        self.iterations = [_crfsuite_record(r, p) for r, p in zip(records, [{}] + list(records))]
         self.last_iteration = self.iterations[-1] if self.iterations else None
         self.log = [format_iteration(r) + "\n" for r in self.iterations]
         self.featgen_num_features = num_features
@@ -47,8 +47,11 @@ class TrainingLog:
         return f"TrainingLog({len(self.iterations)} iterations)"
 
 
-def _crfsuite_record(record):
+def _crfsuite_record(record, previous):
+    """python-crfsuite's keys; ``time`` is the iteration's seconds (``seconds`` those since the start)."""
     out = {_ALIASES.get(k, k): v for k, v in dict(record).items()}
+    if "seconds" in out:
+        out["time"] = out["seconds"] - previous.get("seconds", 0.0)
     out.setdefault("scores", {})
     return out
 

@@ -3,10 +3,12 @@
 import numbers
 import os
 import time
+import warnings
 from pathlib import Path
 
+import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from ..chain_crf import ChainCRF
@@ -198,19 +200,21 @@ class CRF(BaseEstimator):
             keep = (rows.sum(axis=0).A1 >= self.min_freq).nonzero()[0]
             vocabulary.keep(keep)
             rows = rows[:, keep]
-        dev = {}
+        # labels numbered in order of first appearance, as CRFsuite numbers them: ties (all weights 0 at
+        # the start of the online algorithms) then break the same way
+        labels = _first_appearance(y)
+        codes = {label: k for k, label in enumerate(labels)}
+        dev, holdout = {}, None
         if X_dev is not None:
             dev_rows, dev_offsets = vocabulary.transform(X_dev, "X_dev")
-            dev = {"X_dev": split_rows(dev_rows, dev_offsets), "y_dev": _check_labels(y_dev, dev_offsets, "y_dev")}
-            X_dev_dicts = X_dev
+            holdout = (X_dev, _check_labels(y_dev, dev_offsets, "y_dev"))
+            dev = {"X_dev": split_rows(dev_rows, dev_offsets), "y_dev": _encode(holdout[1], codes, "y_dev")}
         featgen_seconds = time.perf_counter() - start
         chain = ChainCRF(**self._chain_params())
-        chain.fit(split_rows(rows, offsets), y, **dev)
-        labels = _first_appearance(y)
-        order = [list(chain.classes_).index(label) for label in labels]
-        model = CRFModel.from_weights(vocabulary.names(), labels, chain.coef_[:, order], chain.intercept_[order],
-                                      chain.transition_[order][:, order])
-        holdout = (X_dev_dicts, dev["y_dev"]) if dev else None
+        with warnings.catch_warnings():  # max_iterations is a budget in CRFsuite: reaching it is no failure
+            warnings.filterwarnings("ignore", message=".*did not converge.*max_iter", category=ConvergenceWarning)
+            chain.fit(split_rows(rows, offsets), _encode(y, codes, "y"), **dev)
+        model = CRFModel.from_weights(vocabulary.names(), labels, chain.coef_, chain.intercept_, chain.transition_)
         log = self._training_log(chain, model, holdout, featgen_seconds, time.perf_counter() - start - featgen_seconds)
         if self.model_filename is not None:
             model.save(self.model_filename)
@@ -226,8 +230,8 @@ class CRF(BaseEstimator):
                              f"algorithm {algorithm!r} (it has {sorted(_ALGORITHM_PARAMS[algorithm])}).")
         params = {_CHAIN_PARAMS[k]: getattr(self, k) for k in _CHAIN_PARAMS if k in given}
         options = {k: getattr(self, k) for k in _SOLVER_OPTIONS if k in given}
-        if "c1" in params and algorithm != "lbfgs":
-            params.pop("c1")
+        if algorithm in ("ap", "pa", "arow") and "epsilon" not in params:
+            params["epsilon"] = 0.0  # CRFsuite's default for the online algorithms (its log prints it): no early stop
         return dict(params, algorithm=algorithm, all_possible_states=bool(self.all_possible_states),
                     all_possible_transitions=bool(self.all_possible_transitions), solver_options=options or None)
 
@@ -387,6 +391,26 @@ def _check_labels(y, offsets, what):
             raise ValueError(f"{what}, sequence {i}: {len(labels)} labels for {offsets[i + 1] - offsets[i]} tokens.")
         out.append(list(labels))
     return out
+
+
+def _encode(y, codes, what):
+    """Label sequences as integer arrays; ValueError naming a label unseen in training."""
+    out = []
+    for i, labels in enumerate(y):
+        try:
+            out.append(np.array([codes[label] for label in labels], dtype=np.int64))
+        except (KeyError, TypeError):
+            unknown = [label for label in labels if label not in codes] if all(map(_hashable, labels)) else labels
+            raise ValueError(f"{what}, sequence {i}: labels {unknown[:3]} do not occur in y.") from None
+    return out
+
+
+def _hashable(value):
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _first_appearance(y):
