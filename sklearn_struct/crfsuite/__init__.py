@@ -9,4 +9,4 @@ in :class:`CRF`'s docstring and on the documentation page ``doc/crfsuite.md``.
 from . import metrics, scorers
 from .estimator import CRF
 
-__all__ = ["CRF", "metrics", "scorers"]
+__all__ = ["CRF"]

@@ -17,10 +17,11 @@ Examples
 from functools import wraps
 from itertools import chain
 
+import numpy as np
 from sklearn import metrics as _sk
 
 __all__ = ["flat_accuracy_score", "flat_precision_score", "flat_recall_score", "flat_f1_score",
-           "flat_fbeta_score", "flat_classification_report", "sequence_accuracy_score", "flatten"]
+           "flat_fbeta_score", "flat_classification_report", "sequence_accuracy_score"]
 
 
 def flatten(y):
@@ -42,7 +43,13 @@ def _flattens_y(metric):
 
 
 def _check_lengths(y_true, y_pred):
-    """ValueError naming the first sequence whose true and predicted lengths differ."""
+    """ValueError unless both are lists of label sequences of equal lengths (naming the first that is not)."""
+    for name, y in (("y_true", y_true), ("y_pred", y_pred)):
+        if isinstance(y, (str, bytes)) or not hasattr(y, "__len__"):
+            raise ValueError(f"{name} must be a list of label sequences, got {type(y).__name__}.")
+        for i, seq in enumerate(y):
+            if isinstance(seq, (str, bytes)) or not hasattr(seq, "__len__") or np.ndim(seq) != 1:
+                raise ValueError(f"{name}, sequence {i}: expected a 1D sequence of labels, got {type(seq).__name__}.")
     if len(y_true) != len(y_pred):
         raise ValueError(f"y_true has {len(y_true)} sequences but y_pred has {len(y_pred)}.")
     for i, (a, b) in enumerate(zip(y_true, y_pred)):
@@ -88,8 +95,7 @@ def flat_classification_report(y_true, y_pred, labels=None, **kwargs):
 
 def sequence_accuracy_score(y_true, y_pred):
     """Fraction of sequences predicted entirely right (0 for no sequences, as sklearn-crfsuite)."""
-    if len(y_true) != len(y_pred):
-        raise ValueError(f"y_true has {len(y_true)} sequences but y_pred has {len(y_pred)}.")
+    _check_lengths(y_true, y_pred)
     if not len(y_true):
         return 0
     matches = sum(list(a) == list(b) for a, b in zip(y_true, y_pred))

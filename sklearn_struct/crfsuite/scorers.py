@@ -8,7 +8,6 @@ from sklearn.metrics import make_scorer
 
 from . import metrics
 
-__all__ = ["flat_accuracy", "sequence_accuracy"]
 
 flat_accuracy = make_scorer(metrics.flat_accuracy_score)
 sequence_accuracy = make_scorer(metrics.sequence_accuracy_score)
