@@ -185,3 +185,13 @@ def test_model_selection_with_crfsuite_scorers():
     assert cross_val_score(CRF(max_iterations=30), X, y, cv=3, scoring=scorers.flat_accuracy).mean() > 0.6
     crf = clone(CRF("lbfgs", c1=0.1)).fit(X, y)
     assert crf.get_params()["c1"] == 0.1 and pickle.loads(pickle.dumps(crf)).predict(X) == crf.predict(X)
+
+
+def test_verbose_prints_one_line_per_iteration_and_the_holdout_table(capsys):
+    X, y = _weather(20)
+    crf = CRF(max_iterations=5, verbose=True).fit(X[:15], y[:15], X_dev=X[15:], y_dev=y[15:])
+    out = capsys.readouterr().out.splitlines()
+    iterations = [line for line in out if line.startswith("Iter ")]
+    assert len(iterations) == len(crf.training_log_.iterations) and "loss=" in iterations[0]
+    assert "Acc(item/seq)=" in iterations[-1]
+    assert any(line.split()[:1] == ["rainy"] for line in out)  # the per-label table of the last iteration
