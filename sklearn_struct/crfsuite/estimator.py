@@ -5,6 +5,7 @@ import os
 import time
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
@@ -88,7 +89,7 @@ class CRF(BaseEstimator):
     variance, gamma : float, default=None
         AROW settings.
     verbose : bool, default=False
-        Print one line per iteration (and the held-out per-label table at the end).
+        Print one line per iteration (and the held-out per-label table), when training ends.
     model_filename : str or path-like, default=None
         Where ``fit`` writes the model file; a CRF made with the name of an existing model
         file predicts with it without a fit.
@@ -190,9 +191,27 @@ class CRF(BaseEstimator):
         -------
         self : CRF
         """
+        start = time.perf_counter()
+        data = self._vectorise(X, y, X_dev, y_dev)
+        featgen_seconds = time.perf_counter() - start
+        chain = ChainCRF(**self._chain_params())
+        with warnings.catch_warnings():  # max_iterations is a budget in CRFsuite: reaching it is no failure
+            warnings.filterwarnings("ignore", message=".*did not converge.*max_iter", category=ConvergenceWarning)
+            chain.fit(data.X, data.y, **data.dev)
+        model = CRFModel.from_weights(data.names, data.labels, chain.coef_, chain.intercept_, chain.transition_)
+        log = self._training_log(chain, model, data.holdout, featgen_seconds,
+                                 time.perf_counter() - start - featgen_seconds)
+        if self.model_filename is not None:
+            model.save(self.model_filename)
+        self._set_fitted(model, chain, log)
+        return self
+
+    def _vectorise(self, X, y, X_dev, y_dev):
+        """Rows and encoded labels for ChainCRF: attributes by python-crfsuite's rules (``min_freq``
+        applied), labels numbered in order of first appearance as CRFsuite numbers them (so that ties,
+        e.g. all weights 0 at the start of the online algorithms, break the same way)."""
         if (X_dev is None) != (y_dev is None):
             raise ValueError("Pass both X_dev and y_dev to use the holdout data")
-        start = time.perf_counter()
         vocabulary = AttributeVocabulary()
         rows, offsets = vocabulary.fit_transform(X, "X")
         y = _check_labels(y, offsets, "y")
@@ -200,8 +219,6 @@ class CRF(BaseEstimator):
             keep = (rows.sum(axis=0).A1 >= self.min_freq).nonzero()[0]
             vocabulary.keep(keep)
             rows = rows[:, keep]
-        # labels numbered in order of first appearance, as CRFsuite numbers them: ties (all weights 0 at
-        # the start of the online algorithms) then break the same way
         labels = _first_appearance(y)
         codes = {label: k for k, label in enumerate(labels)}
         dev, holdout = {}, None
@@ -209,17 +226,8 @@ class CRF(BaseEstimator):
             dev_rows, dev_offsets = vocabulary.transform(X_dev, "X_dev")
             holdout = (X_dev, _check_labels(y_dev, dev_offsets, "y_dev"))
             dev = {"X_dev": split_rows(dev_rows, dev_offsets), "y_dev": _encode(holdout[1], codes, "y_dev")}
-        featgen_seconds = time.perf_counter() - start
-        chain = ChainCRF(**self._chain_params())
-        with warnings.catch_warnings():  # max_iterations is a budget in CRFsuite: reaching it is no failure
-            warnings.filterwarnings("ignore", message=".*did not converge.*max_iter", category=ConvergenceWarning)
-            chain.fit(split_rows(rows, offsets), _encode(y, codes, "y"), **dev)
-        model = CRFModel.from_weights(vocabulary.names(), labels, chain.coef_, chain.intercept_, chain.transition_)
-        log = self._training_log(chain, model, holdout, featgen_seconds, time.perf_counter() - start - featgen_seconds)
-        if self.model_filename is not None:
-            model.save(self.model_filename)
-        self._set_fitted(model, chain, log)
-        return self
+        return SimpleNamespace(X=split_rows(rows, offsets), y=_encode(y, codes, "y"), names=vocabulary.names(),
+                               labels=labels, dev=dev, holdout=holdout)
 
     def _chain_params(self):
         algorithm = self.algorithm or "lbfgs"
