@@ -99,7 +99,7 @@ class _Log:
         if self.dev is not None:
             record.update(self.dev(theta))
         self.records.append(record)
-        shown = {k: v for k, v in record.items() if k not in ("iteration", "loss", "seconds")}
+        shown = {k: v for k, v in record.items() if k not in ("iteration", "loss", "seconds") and np.isfinite(v)}
         return self.progress(iteration, loss, seconds=record["seconds"], **shown)
 
 
@@ -114,7 +114,8 @@ def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, 
     max_iter = params["max_iter"] if params["max_iter"] is not None else DEFAULT_MAX_ITER[algorithm]
     if algorithm == "lbfgs":
         return _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev)
-    data = TrainingData(X, y_enc, n_labels, params["all_possible_states"], params["all_possible_transitions"])
+    data = TrainingData(X, y_enc, n_labels, params["all_possible_states"], params["all_possible_transitions"],
+                        params["fit_intercept"])
     theta0 = np.zeros(data.n_params) if previous is None else data.params_from(*previous)
     log = _Log(progress, slice(data.n_weights, data.n_weights + n_labels), _dev(dev, n_labels, data.pairs, True))
     rng = np.random.RandomState(0)  # CRFsuite's shuffles are reproducible too
@@ -142,7 +143,8 @@ def _warn_max_iter(name, n_iter):
 
 
 def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev):
-    """L-BFGS / OWL-QN on ChainCRF's objective; transitions that are no feature stay at 0."""
+    """L-BFGS / OWL-QN on ChainCRF's objective; transitions that are no feature (and the bias without
+    ``fit_intercept``) stay at 0."""
     n_jobs = params["n_jobs"]
     objective = ChainObjective(X, y_enc, n_labels, params["c2"], n_chunks=max(1, effective_n_jobs(n_jobs)),
                                n_jobs=n_jobs, all_possible_states=params["all_possible_states"])
@@ -150,6 +152,8 @@ def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress
     y = np.concatenate(y_enc)
     offsets = np.concatenate([[0], np.cumsum([len(v) for v in y_enc])])
     fixed = n_w + L + np.flatnonzero(~transition_mask(y, offsets, L, params["all_possible_transitions"]))
+    if not params["fit_intercept"]:
+        fixed = np.concatenate([n_w + np.arange(L), fixed])
     theta0 = np.zeros(objective.n_params) if previous is None else objective.params_from(*previous)
     theta0[fixed] = 0.0
 

@@ -34,10 +34,11 @@ class TrainingData:
     The parameter vector is laid out as the chain CRF's ``theta = (w, b, A)``: one weight per
     (attribute, label) pair (those seen in training unless ``all_possible_states``; all for
     dense features), ``n_labels`` biases, ``n_labels^2`` transitions, of which only
-    ``trans_ok`` are features (those seen in training unless ``all_possible_transitions``).
+    ``trans_ok`` are features (those seen in training unless ``all_possible_transitions``); the
+    biases only if ``fit_intercept``.
     """
 
-    def __init__(self, X, y_enc, n_labels, all_possible_states, all_possible_transitions):
+    def __init__(self, X, y_enc, n_labels, all_possible_states, all_possible_transitions, fit_intercept=True):
         packed, offsets = pack_sequences(X)
         sparse = sp.issparse(packed)
         packed = sp.csr_matrix(packed, dtype=np.float64)
@@ -52,6 +53,7 @@ class TrainingData:
         else:
             self.pairs = all_pairs(packed.shape[1], n_labels)
         self.trans_ok = transition_mask(self.y, self.offsets, n_labels, all_possible_transitions)
+        self.use_bias = bool(fit_intercept)
         self.n_weights = int(self.pairs[0][-1])
         self.n_params = self.n_weights + n_labels + n_labels * n_labels
 
@@ -61,14 +63,15 @@ class TrainingData:
 
     def kernel_args(self):
         """The arrays every per-sequence kernel takes, in its order."""
-        return (self.indptr, self.indices, self.data, *self.pairs, self.n_weights, self.trans_ok, self.offsets,
-                self.y)
+        return (self.indptr, self.indices, self.data, *self.pairs, self.n_weights, self.trans_ok, self.use_bias,
+                self.offsets, self.y)
 
     def params_from(self, coef, intercept, transition):
         """Flat theta from dense (coef, intercept, transition); transitions that are no feature set to 0."""
         rows = np.repeat(np.arange(self.n_features), np.diff(self.pairs[0]))
         A = np.where(self.trans_ok, np.ravel(transition), 0.0)
-        return np.concatenate([np.asarray(coef)[rows, self.pairs[1]], intercept, A])
+        b = np.asarray(intercept) if self.use_bias else np.zeros(self.n_labels)
+        return np.concatenate([np.asarray(coef)[rows, self.pairs[1]], b, A])
 
     def split_params(self, theta):
         """(coef (n_features, L) dense, intercept, transition) from the flat theta."""

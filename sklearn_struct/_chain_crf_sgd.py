@@ -83,7 +83,8 @@ def fit_l2sgd(data, theta0, *, c2, max_iter, delta, period, options, rng, report
     for epoch in range(1, max_iter + 1):
         loss, t = _epoch(data, theta, rng.permutation(N).astype(np.int64), lam, t0, t, N)
         if not np.isfinite(loss):
-            raise FloatingPointError(f"l2sgd: the loss overflowed at epoch {epoch}; lower calibration_eta.")
+            raise ValueError(f"l2sgd: the loss overflowed at epoch {epoch}; rescale the features or lower "
+                             "solver_options['calibration_eta'].")
         if loss < best_loss:
             best, best_loss = theta.copy(), loss
         improvement = (history[0] - loss) / loss if len(history) == period else np.nan

@@ -237,6 +237,8 @@ def test_bad_options_and_dev_sets_are_named(noisy):
         ChainCRF().fit(X, y, X_dev=X)
     with pytest.raises(ValueError, match="y_dev: Sequence 1: label 7"):
         ChainCRF().fit(X, y, X_dev=X[:2], y_dev=[y[0], np.full(len(y[1]), 7)])
+    with pytest.raises(ValueError, match="X_dev, y_dev: .*features"):
+        ChainCRF().fit(X, y, X_dev=[x[:, :5] for x in X[:2]], y_dev=y[:2])
     with pytest.raises(ValueError, match="c2 > 0"):
         ChainCRF(algorithm="l2sgd", c2=0.0).fit(X, y)
 
@@ -249,3 +251,47 @@ def test_max_iter_warns_only_when_it_stops_lbfgs(noisy):
         warnings.simplefilter("error")
         ChainCRF().fit(X, y)
         ChainCRF(algorithm="ap", max_iter=2).fit(X, y)  # epochs are the online algorithms' budget
+
+
+def test_default_fit_on_conll_converges_without_a_warning():
+    from sklearn_struct.datasets import load_conll2000
+    from sklearn_struct.preprocessing import WindowFeaturizer
+
+    try:
+        train = load_conll2000("train")
+    except (FileNotFoundError, OSError):
+        pytest.skip("CoNLL-2000 not available (set SKLEARN_STRUCT_DATA)")
+    X = WindowFeaturizer().fit_transform(train.sequences[:300])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        crf = ChainCRF().fit(X, train.labels[:300])
+    assert crf.training_log_[-1]["improvement"] < 1e-5 and crf.score(X, train.labels[:300]) > 0.9
+
+
+@pytest.mark.parametrize("algorithm", ["lbfgs", "l2sgd", "ap", "pa", "arow"])
+def test_without_intercept_the_bias_stays_zero(noisy, algorithm):
+    X, y = noisy
+    crf = ChainCRF(algorithm=algorithm, c1=0.1 if algorithm == "lbfgs" else 0.0, fit_intercept=False,
+                   max_iter=20 if algorithm == "l2sgd" else None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        crf.fit(X, y)
+    assert np.all(crf.intercept_ == 0.0) and np.count_nonzero(crf.coef_) > 0 and crf.score(X, y) > 0.6
+
+
+def test_owlqn_reaches_crfsuites_objective(noisy):
+    """Without the intercept the model is CRFsuite's: same c1 / c2, same features, same optimum."""
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    from sklearn_struct.preprocessing import SequenceVectorizer
+
+    X, y = noisy
+    dicts = [[{f"f{j}": 1.0 for j in row.indices} for row in x] for x in X]
+    labels = [[f"L{v}" for v in seq] for seq in y]
+    ref = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.3, c2=0.1, all_possible_transitions=True, epsilon=1e-10,
+                               delta=1e-12, period=5).fit(dicts, labels)
+    ours = ChainCRF(c1=0.3, c2=0.1, fit_intercept=False, epsilon=1e-10, tol=1e-12, period=5)
+    ours.fit(SequenceVectorizer().fit_transform(dicts), labels)
+    crfsuite_loss = ref.training_log_.last_iteration["loss"]
+    assert ours.objective_ == pytest.approx(crfsuite_loss, rel=1e-5)
+    assert np.count_nonzero(ours.coef_) + np.count_nonzero(ours.transition_) == \
+        ref.training_log_.last_iteration["active_features"]

@@ -176,7 +176,7 @@ _SEQ_BAD = [
     (_X3, [np.zeros(3), np.zeros(3)], "Sequence 1"),
 ]
 CASES = [
-    Case("ChainCRF", lambda **p: ChainCRF(**{"c2": 0.1, "max_iter": 30, **p}), _chain_data, {"c2": [0.1, 1.0]},
+    Case("ChainCRF", lambda **p: ChainCRF(**{"c2": 0.1, "max_iter": 100, **p}), _chain_data, {"c2": [0.1, 1.0]},
          _chain_front, bad=_SEQ_BAD, random=False),
     Case(
         "NonLocalCRF",

@@ -6,7 +6,7 @@ vector laid out as the chain CRF's ``theta = (w, b, A)``: ``w[p]`` for the (attr
 pairs ``p`` (``pair_ptr`` / ``pair_label``, labels sorted within an attribute, see
 :mod:`sklearn_struct.oracles.linear`), the label bias ``b`` at ``n_w + l`` and the
 transitions ``A[i, j]`` at ``n_w + L + i L + j``; ``trans_ok[i L + j]`` says which
-transitions are features (the others stay 0). Features are the packed CSR rows
+transitions are features (the others stay 0), ``use_bias`` whether the bias is (else it stays 0). Features are the packed CSR rows
 (``indptr``, ``indices``, ``data``) of all tokens; ``offsets`` mark the sequences.
 
 Viterbi and forward-backward are those of :mod:`sklearn_struct.oracles.chain`, run on one
@@ -62,8 +62,8 @@ def _add(delta, mark, stamp, actives, n_act, idx, value):
 
 
 @njit(cache=True, nogil=True)
-def collect_path(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, lo, labels, c, delta, mark, stamp,
-                 actives, n_act):
+def collect_path(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bias, lo, labels, c, delta, mark,
+                 stamp, actives, n_act):
     """Add ``c * phi(x, labels)`` (the features on the label path of tokens lo:lo+len) to delta."""
     L = int(np.sqrt(trans_ok.shape[0]))
     for t in range(labels.shape[0]):
@@ -72,7 +72,8 @@ def collect_path(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, lo,
             p = _find_pair(pair_ptr, pair_label, indices[k], y)
             if p >= 0:
                 n_act = _add(delta, mark, stamp, actives, n_act, p, c * data[k])
-        n_act = _add(delta, mark, stamp, actives, n_act, n_w + y, c)
+        if use_bias:
+            n_act = _add(delta, mark, stamp, actives, n_act, n_w + y, c)
         if t > 0:
             q = labels[t - 1] * L + y
             if trans_ok[q]:
@@ -117,8 +118,8 @@ def _step_size(algo, cost, d, delta, actives, n_act, cov, pa_type, pa_c, gamma):
 
 
 @njit(cache=True, nogil=True)
-def online_epoch(algo, indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, offsets, y, order, w, ws, cov,
-                 u, pa_type, pa_c, error_sensitive, gamma):
+def online_epoch(algo, indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bias, offsets, y, order, w,
+                 ws, cov, u, pa_type, pa_c, error_sensitive, gamma):
     """One epoch of the averaged perceptron (algo 0), passive-aggressive (1) or AROW (2).
 
     For each sequence in ``order``: Viterbi under ``w``; if ``d > 0`` labels are wrong,
@@ -162,10 +163,10 @@ def online_epoch(algo, indptr, indices, data, pair_ptr, pair_label, n_w, trans_o
             d += pred[t] != gold[t]
         if d > 0:
             margin = score[0] - _path_score(unary, trans[0], gold)
-            n_act = collect_path(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, lo, gold, 1.0, delta,
-                                 mark, i, actives, 0)
-            n_act = collect_path(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, lo, pred[:n], -1.0,
-                                 delta, mark, i, actives, n_act)
+            n_act = collect_path(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bias, lo, gold, 1.0,
+                                 delta, mark, i, actives, 0)
+            n_act = collect_path(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bias, lo, pred[:n],
+                                 -1.0, delta, mark, i, actives, n_act)
             if algo == 0:
                 cost = d / n
             elif algo == 1:
@@ -187,7 +188,8 @@ def online_epoch(algo, indptr, indices, data, pair_ptr, pair_label, n_w, trans_o
 
 
 @njit(cache=True, nogil=True)
-def sgd_epoch(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, offsets, y, order, theta, lam, t0, t):
+def sgd_epoch(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bias, offsets, y, order, theta, lam, t0,
+              t):
     """One epoch of L2-regularised SGD on the CRF likelihood, Pegasos-style (Shalev-Shwartz et al. 2007).
 
     Step ``t`` (counted over all epochs) uses ``eta = 1 / (lam (t0 + t))`` on the loss
@@ -241,7 +243,7 @@ def sgd_epoch(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, offset
                 f = indices[k]
                 for p in range(pair_ptr[f], pair_ptr[f + 1]):
                     theta[p] -= v * node[t_, pair_label[p]]
-            for j in range(L):
+            for j in range(L if use_bias else 0):
                 theta[n_w + j] -= eta * node[t_, j]
             if t_ > 0:
                 direct[y[r - 1], yt] -= 1.0
