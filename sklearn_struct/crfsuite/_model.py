@@ -2,9 +2,9 @@
 
 A :class:`CRFModel` keeps what CRFsuite's model file keeps: the active attributes (those with a
 non-zero weight), the labels, the state weights ``(attribute, label)``, the transition weights
-``(label_from, label_to)``, plus the unpenalised per-label bias of
-:class:`~sklearn_struct.ChainCRF` (CRFsuite has none). Predictions run the chain oracle
-(Viterbi, forward-backward) on ``rows @ state + bias``.
+``(label_from, label_to)``, and a per-label bias (0 for :class:`~sklearn_struct.crfsuite.CRF`,
+whose model is CRFsuite's). Predictions run the chain oracle (Viterbi, forward-backward) on
+``rows @ state + bias``.
 """
 
 import io
@@ -167,13 +167,12 @@ class Tagger:
 
     def info(self):
         """The model's contents as ``pycrfsuite.Tagger.info()`` gives them: ``header``, ``labels``,
-        ``attributes``, ``transitions``, ``state_features`` (plus ``bias``, which CRFsuite has not)."""
+        ``attributes``, ``transitions``, ``state_features``."""
         m = self._model
         header = {"size": str(self._size), "num_attrs": str(len(m.attributes)), "num_labels": str(len(m.labels))}
         return SimpleNamespace(header=header, labels={label: str(i) for i, label in enumerate(m.labels)},
                                attributes={a: str(i) for i, a in enumerate(m.attributes)},
-                               transitions=m.transition_features(), state_features=m.state_features(),
-                               bias=dict(zip(m.labels, m.bias.tolist())))
+                               transitions=m.transition_features(), state_features=m.state_features())
 
     def _current(self):
         if self._xseq is None:

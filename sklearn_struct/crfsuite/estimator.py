@@ -45,6 +45,9 @@ def _positive(kind=numbers.Real, low=0, closed="neither"):
 class CRF(BaseEstimator):
     """Linear-chain CRF with sklearn-crfsuite's interface, trained by :class:`~sklearn_struct.ChainCRF`.
 
+    The model is CRFsuite's: state weights per (attribute, label) pair, transition weights, no
+    bias (``ChainCRF(fit_intercept=False)``), the same objective and training algorithms.
+
     ``import sklearn_struct.crfsuite as sklearn_crfsuite`` is the only line a sklearn-crfsuite
     user changes: the constructor has the same parameters in the same order with the same
     defaults (``None`` meaning CRFsuite's default), ``fit`` takes the same lists of lists of
@@ -52,7 +55,6 @@ class CRF(BaseEstimator):
     numbers and bools are values, nested dicts and lists prefix their keys with ``key:``, bytes are
     UTF-8) and the fitted model answers with the same attributes. Differences, all of them:
 
-    * the model has an unpenalised per-label bias (``bias_``), which CRFsuite has not;
     * ``min_freq`` drops attributes whose summed value over the training tokens is below it;
       CRFsuite drops each (attribute, label) pair and each transition whose count is below it;
     * ``tagger_`` is a :class:`~sklearn_struct.crfsuite._model.Tagger` with ``pycrfsuite.Tagger``'s
@@ -108,8 +110,6 @@ class CRF(BaseEstimator):
         ``{(label_from, label_to): weight}``, non-zero weights only.
     attributes_ : list of str
         Attributes with a non-zero weight; ``num_attributes_`` their number.
-    bias_ : dict
-        ``{label: bias}`` (not in sklearn-crfsuite: CRFsuite has no bias).
     size_ : int
         Size of the model file in bytes.
     training_log_ : TrainingLog
@@ -241,7 +241,8 @@ class CRF(BaseEstimator):
         if algorithm in ("ap", "pa", "arow") and "epsilon" not in params:
             params["epsilon"] = 0.0  # CRFsuite's default for the online algorithms (its log prints it): no early stop
         return dict(params, algorithm=algorithm, all_possible_states=bool(self.all_possible_states),
-                    all_possible_transitions=bool(self.all_possible_transitions), solver_options=options or None)
+                    all_possible_transitions=bool(self.all_possible_transitions), fit_intercept=False,
+                    solver_options=options or None)  # no bias: CRFsuite's model
 
     def _training_log(self, chain, model, holdout, featgen_seconds, training_seconds):
         records = [dict(r) for r in getattr(chain, "training_log_", [])]
@@ -365,17 +366,11 @@ class CRF(BaseEstimator):
         """``{(label_from, label_to): weight}`` of the non-zero transition weights (None before fit)."""
         return self._fitted("transition_features")
 
-    @property
-    def bias_(self):
-        """``{label: bias}``: the unpenalised per-label bias CRFsuite does not have (None before fit)."""
-        return self._fitted("bias")
-
     _classes = staticmethod(lambda m: list(m.labels))
     _num_attributes = staticmethod(lambda m: len(m.attributes))
     _attributes = staticmethod(lambda m: list(m.attributes))
     _state_features = staticmethod(lambda m: m.state_features())
     _transition_features = staticmethod(lambda m: m.transition_features())
-    _bias = staticmethod(lambda m: dict(zip(m.labels, m.bias.tolist())))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
