@@ -95,7 +95,7 @@ def sparsity(module, X_train, y_train, tutorial):
     return rows
 
 
-def main():
+def main(stages=("tutorial", "sparsity", "search")):
     import sklearn_crfsuite
     import sklearn_crfsuite.metrics  # noqa: F401  (the tutorial imports it as `from sklearn_crfsuite import metrics`)
 
@@ -113,18 +113,24 @@ def main():
     out = {"settings": SETTINGS, "n_iter": N_ITER, "cv": CV, "c1_values": C1_VALUES, "threads": 1,
            "machine": f"{platform.processor() or platform.machine()}, numba {numba.__version__}",
            "n_train": len(X_train), "n_test": len(X_test), "tutorial": {}, "search": {}, "sparsity": {}}
-    for name, module in sides.items():
+    if "tutorial" not in stages:  # a later stage alone: add it to the saved results of the earlier ones
+        out = json.loads((RESULTS / "crfsuite_tutorial.json").read_text())
+    for name, module in sides.items() if "tutorial" in stages else ():
         out["tutorial"][name] = tutorial_fit(module, X_train, y_train, X_test, y_test, labels)
         print(name, out["tutorial"][name], flush=True)
     save(out)
-    for name, module in sides.items():
+    for name, module in sides.items() if "sparsity" in stages else ():
         out["sparsity"][name] = sparsity(module, X_train, y_train, out["tutorial"][name])
         print(name, out["sparsity"][name], flush=True)
     save(out)
-    for name, module in sides.items():
-        out["search"][name] = search(module, X_train, y_train, X_test, y_test, labels)
-        print(name, {k: v for k, v in out["search"][name].items() if k != "candidates"}, flush=True)
-    save(out)
+    search_results = {name: search(module, X_train, y_train, X_test, y_test, labels)
+                      for name, module in (sides.items() if "search" in stages else ())}
+    if search_results:
+        if "tutorial" not in stages:  # re-read: the earlier stages may have been saved meanwhile
+            out = json.loads((RESULTS / "crfsuite_tutorial.json").read_text())
+        out["search"] = search_results
+        print({n: {k: v for k, v in r.items() if k != "candidates"} for n, r in search_results.items()}, flush=True)
+        save(out)
 
 
 def save(out):
@@ -209,4 +215,6 @@ def plot(out, path):
 
 
 if __name__ == "__main__":
-    main()
+    # e.g. `--stages search` runs the search alone and adds it to the saved results
+    main(sys.argv[sys.argv.index("--stages") + 1].split(",") if "--stages" in sys.argv else
+         ("tutorial", "sparsity", "search"))
