@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sklearn_struct import GPStructClassifier, NonLocalCRF
+from sklearn_struct import ChainCRF, GPStructClassifier
 from sklearn_struct.datasets import load_crfpp
 from sklearn_struct.preprocessing import CRFppTemplateFeaturizer
 
@@ -71,7 +71,7 @@ SETTINGS = (
     "predictions average the marginals over "
     f"{GP_COMMON['n_predict_samples']} posterior samples"
 )
-C2_GRID = (0.1, 1.0, 10.0)
+C2_GRID = (0.01, 0.1, 1.0, 10.0)
 
 
 def load_pool(task):
@@ -115,26 +115,58 @@ def run_crfs(Xtr, ytr, Xte, yte, feat, rng):
     out = {}
 
     def ours(c2, tr, va):
-        m = NonLocalCRF(c2=c2, max_iter=100).fit([Xtr[i] for i in tr], [ytr[i] for i in tr])
+        m = ChainCRF(c2=c2, max_iter=200).fit([Xtr[i] for i in tr], [ytr[i] for i in tr])
         return error_rate(m.predict([Xtr[i] for i in va]), [ytr[i] for i in va])
 
     c2 = cv_c2(ours, len(Xtr), rng)
     t = time.perf_counter()
-    crf = NonLocalCRF(c2=c2, max_iter=100).fit(Xtr, ytr)
-    out["crf (NonLocalCRF)"] = (error_rate(crf.predict(Xte), yte), time.perf_counter() - t, f"c2={c2}")
+    crf = ChainCRF(c2=c2, max_iter=200).fit(Xtr, ytr)
+    out["crf (ChainCRF)"] = (error_rate(crf.predict(Xte), yte), time.perf_counter() - t, f"c2={c2}")
     Dtr, Dte = to_dicts(feat, Xtr), to_dicts(feat, Xte)
 
     def suite(c2, tr, va):
-        m = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=c2, max_iterations=100)
+        m = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=c2, max_iterations=200)
         m.fit([Dtr[i] for i in tr], [list(ytr[i]) for i in tr])
         return error_rate([np.asarray(p) for p in m.predict([Dtr[i] for i in va])], [ytr[i] for i in va])
 
     c2 = cv_c2(suite, len(Xtr), rng)
     t = time.perf_counter()
-    m = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=c2, max_iterations=100).fit(Dtr, [list(y) for y in ytr])
+    m = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=c2, max_iterations=200).fit(Dtr, [list(y) for y in ytr])
     out["sklearn-crfsuite"] = (error_rate([np.asarray(p) for p in m.predict(Dte)], yte), time.perf_counter() - t,
                                f"c2={c2}")
     return out
+
+
+PAPER_POOL = {"basenp": 300, "chunking": 100, "seg": 36, "JapaneseNE": 100}  # paper_splits/PROVENANCE.txt
+
+
+def paper_split(task, fold):
+    """The GP-struct papers' protocol (``crfpp/paper_splits/PROVENANCE.txt``): the pool of sentences, fold
+    ``fold`` of the shared splits (first half trains, the rest tests), binary template features from the
+    dictionary of ``train.data`` (features seen at least 3 times) and ``train.data``'s label set (a label
+    seen only in the pool is mapped to the first label, sorted)."""
+    from sklearn_struct.datasets._base import find_data_file
+
+    tr, te = load_crfpp(task, "train"), load_crfpp(task, "test")
+    n_data = PAPER_POOL[task]
+    if task == "seg":
+        pool = list(zip(te.sequences, te.labels)) + list(zip(tr.sequences, tr.labels))[19:36]
+    else:
+        pool = list(zip(te.sequences, te.labels))[:n_data]
+    lines = find_data_file(f"crfpp/paper_splits/datasplit.n_data={n_data}.txt").read_text().split("\n")
+    order = np.array(lines[fold].split(), dtype=int) - 1
+    n_train = dict((t[0], t[2]) for t in TASKS)[task]
+    classes = np.unique(np.concatenate([np.asarray(y) for y in tr.labels]))
+    feat = CRFppTemplateFeaturizer(tr.template, encoding=tr.encoding, min_freq=3).fit(tr.sequences)
+
+    def part(idx):
+        X = feat.transform([pool[i][0] for i in idx])
+        y = [np.where(np.isin(np.asarray(pool[i][1]), classes), np.asarray(pool[i][1]), classes[0]) for i in idx]
+        return X, y
+
+    Xtr, ytr = part(order[:n_train])
+    Xte, yte = part(order[n_train:])
+    return feat, Xtr, ytr, Xte, yte
 
 
 def split_data(seqs, labels, template, n_train, seed):
@@ -147,29 +179,44 @@ def split_data(seqs, labels, template, n_train, seed):
     return feat, Xtr, [labels[i] for i in tr], Xte, [labels[i] for i in te]
 
 
-def table1(task, name, n_train, n_splits, methods=None):
+def table1(task, name, n_train, n_splits, methods=None, protocol="paper"):
     """The methods (default: all; ``"crf"`` stands for both CRFs) on ``n_splits`` splits of one task;
-    rows[method] = [(error %, fit s, note), ...]."""
-    seqs, labels, template = load_pool(task)
+    rows[method] = [(error %, fit s, note), ...]. ``protocol="paper"``: the papers' pool, splits and
+    train.data feature dictionary (:func:`paper_split`); ``"pooled"``: train+test pooled, random splits
+    (:func:`split_data`)."""
+    if protocol == "pooled":
+        seqs, labels, template = load_pool(task)
     methods = list(GP) + ["crf"] if methods is None else methods
     rows = {}
     for split in range(n_splits):
-        feat, Xtr, ytr, Xte, yte = split_data(seqs, labels, template, n_train, split)
+        if protocol == "paper":
+            feat, Xtr, ytr, Xte, yte = paper_split(task, split)
+        else:
+            feat, Xtr, ytr, Xte, yte = split_data(seqs, labels, template, n_train, split)
         res = {}
         for method in (m for m in GP if m in methods):
             t = time.perf_counter()
             gp = GPStructClassifier(random_state=split, **gp_params(method, n_train)).fit(Xtr, ytr)
             fit_s = time.perf_counter() - t
-            res[method] = (error_rate(gp.predict(Xte), yte), fit_s,
-                           f"ELBO {gp.elbo_curve_[0]:.0f} -> {gp.elbo_curve_[-1]:.0f} in {gp.n_iter_} iterations")
+            res[method] = (error_rate(gp.predict(Xte), yte), fit_s, gp_note(gp))
             gp.set_params(decode="viterbi_mean")
             res[method + " (viterbi_mean)"] = (error_rate(gp.predict(Xte), yte), fit_s, "same fit")
+            TRACES.setdefault(method, {})[f"{task}/{split}"] = dict(elbo=gp.elbo_curve_.tolist(),
+                                                                    seconds=gp.elbo_times_.tolist())
         if "crf" in methods:
             res.update(run_crfs(Xtr, ytr, Xte, yte, feat, np.random.RandomState(split)))
         for method, val in res.items():
             rows.setdefault(method, []).append(val)
-        print(task, split, {m: round(v[0], 2) for m, v in res.items()}, flush=True)
+        print(task, split, {m: (round(v[0], 2), round(v[1], 1)) for m, v in res.items()}, flush=True)
     return rows
+
+
+TRACES = {}  # method -> "task/split" -> ELBO trace of the fit (for the convergence plot)
+
+
+def gp_note(gp):
+    return (f"ELBO {gp.elbo_curve_[0]:.0f} -> {gp.elbo_curve_[-1]:.0f} in {gp.n_iter_} iterations, "
+            f"stop: {getattr(gp, 'stop_reason_', '?')}")
 
 
 def _cpu_seconds(func):
