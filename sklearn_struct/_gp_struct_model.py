@@ -72,6 +72,33 @@ def _sparse_gram(k, A, B, same):
     )
 
 
+def finite_gram(kernel, X, offsets, Z=None):
+    """``gram(kernel, X, Z)`` for packed sequences ``X``, or a ValueError naming the first sequence
+    and token whose kernel values (its latent scores' covariances) overflow or are NaN."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = gram(kernel, X, Z)
+    bad = ~np.isfinite(K).all(axis=1)
+    if bad.any():
+        row = int(np.argmax(bad))
+        seq = int(np.searchsorted(offsets, row, side="right") - 1)
+        raise ValueError(f"non-finite scores: kernel {kernel!r} gives non-finite values at sequence {seq}, token "
+                         f"{row - offsets[seq]} (feature values too large?).")
+    return K
+
+
+def check_feature_scale(Xp, offsets):
+    """ValueError naming the first sequence and token whose squared feature norm overflows (every
+    kernel's values, hence the latent scores, would be non-finite there)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = np.asarray(Xp.multiply(Xp).sum(axis=1)).ravel() if sp.issparse(Xp) else np.einsum("ij,ij->i", Xp, Xp)
+    bad = ~np.isfinite(sq)
+    if bad.any():
+        row = int(np.argmax(bad))
+        seq = int(np.searchsorted(offsets, row, side="right") - 1)
+        raise ValueError(f"non-finite scores: the features of sequence {seq}, token {row - offsets[seq]} are too "
+                         "large (their squared norm overflows).")
+
+
 def init_inducing(Xp, n_inducing, rng, n_iter=10):
     """k-means centres of the tokens (Lloyd's algorithm; sparse centres for sparse features)."""
     n = Xp.shape[0]
@@ -112,9 +139,7 @@ class SparsePrior:
             self.jitter.append(jitter * max(float(np.mean(np.diag(Kzz))), 1e-12))
             Kzz[np.diag_indices_from(Kzz)] += self.jitter[-1]
             Lz = _cholesky(Kzz, f"K(Z, Z) of kernel {kernel!r}")
-            Kxz = gram(kernel, Xp, Z)
-            if not np.all(np.isfinite(Kxz)):
-                raise ValueError(f"kernel {kernel!r} gives non-finite values on these features.")
+            Kxz = finite_gram(kernel, Xp, offsets, Z)
             self.B.append(sla.solve_triangular(Lz, Kxz.T, lower=True).T)
         self.B = np.ascontiguousarray(np.stack(self.B))
         self.offsets = offsets
@@ -124,7 +149,8 @@ class SparsePrior:
             for s in range(sl.start, sl.stop):
                 lo, hi = offsets[s], offsets[s + 1]
                 Bn = self.B[:, lo:hi]
-                Kt = np.stack([gram(k, Xp[lo:hi]) for k in kernels]) - Bn @ np.swapaxes(Bn, 1, 2)
+                Kt = np.stack([finite_gram(k, Xp[lo:hi], offsets[s:s + 2] - lo) for k in kernels])
+                Kt -= Bn @ np.swapaxes(Bn, 1, 2)
                 Kt = 0.5 * (Kt + np.swapaxes(Kt, 1, 2))
                 idx = np.arange(hi - lo)
                 Kt[:, idx, idx] += np.asarray(self.jitter)[:, None]
@@ -516,4 +542,10 @@ def sample_marginals(prior, p, seqs, n_samples, seed, n_jobs=None):
             out += part
         return out / K
 
-    return _per_sequence(prior, p, seqs, S, seed, n_jobs, work)
+    with np.errstate(all="ignore"):
+        out = _per_sequence(prior, p, seqs, S, seed, n_jobs, work)
+    for i, m in enumerate(out):
+        if not np.all(np.isfinite(m)):
+            raise ValueError(f"non-finite scores: the latent scores of sequence {seqs[i]} overflow (feature values "
+                             "too large?); its marginals are not finite.")
+    return out

@@ -58,6 +58,9 @@ class FitContext:
 
     def record(self, value):
         """Append to the ELBO curve and report; True when the callback asks to stop."""
+        if not self.curve and not np.isfinite(value):
+            raise ValueError("non-finite scores: the ELBO at the start of the fit is not finite (feature values "
+                             "too large, or a kernel that overflows on them).")
         self.curve.append(float(value))
         self.times.append(time.perf_counter() - self.start)
         return self.progress(len(self.curve) - 1, value, self.times[-1])
@@ -141,6 +144,7 @@ class Curvature:
 
     def __init__(self, memory=10):
         self.memory, self.s, self.y = memory, [], []
+        self.step = 1.0  # the last accepted step length (fraction of the quasi-Newton step)
 
     def direction(self, g):
         """Ascent direction ``H g`` by the two-loop recursion (``g`` itself with an empty memory)."""
@@ -164,12 +168,13 @@ class Curvature:
             del self.s[:-self.memory], self.y[:-self.memory]
 
 
-def lbfgs_block(ctx, p, which, n_iter, curvature, max_backtrack=12):
+def lbfgs_block(ctx, p, which, n_iter, curvature, max_backtrack=12, resample=ESS_RESAMPLE, trace=None):
     """``n_iter`` accepted L-BFGS steps on one parameter block (``"unary"`` or ``"pair"``) of the
     importance-weighted ELBO. Backtracking (Armijo) line search from the quasi-Newton step; a
     trial whose effective sample size falls below ``ESS_FLOOR`` or that overflows is rejected
     like a worse one (a trust region); a new sample set is drawn once the accepted point's
-    effective sample size falls below ``ESS_RESAMPLE``. Returns the number of rejected trials."""
+    effective sample size falls below ``resample``. The value of every accepted point (on its
+    sample set, starting with the first) is appended to ``trace`` (a list) when given. Returns the number of rejected trials."""
     get, put = (p.get_unary, p.set_unary) if which == "unary" else (p.get_pair, p.set_pair)
     grad_mode = True if which == "unary" else "pair"
 
@@ -181,6 +186,8 @@ def lbfgs_block(ctx, p, which, n_iter, curvature, max_backtrack=12):
     x = get()
     fixed = ctx.fixed_samples(p)
     value, g, ess = evaluate(fixed, x)
+    if trace is not None:
+        trace.append(value)
     rejected = 0
     for _ in range(n_iter):
         d = curvature.direction(g)
@@ -188,7 +195,9 @@ def lbfgs_block(ctx, p, which, n_iter, curvature, max_backtrack=12):
         if not slope > 0:
             curvature.s, curvature.y = [], []
             d, slope = g, g @ g
-        t = 1.0 if curvature.s else min(1.0, 0.1 / max(np.max(np.abs(g)), 1e-12))
+        # the first trial: the quasi-Newton step, but at most twice the last accepted fraction of it
+        # (the trust region usually binds before the unit step; starting there rejected most trials)
+        t = min(1.0, 2.0 * curvature.step) if curvature.s else min(1.0, 0.1 / max(np.max(np.abs(g)), 1e-12))
         for _ in range(max_backtrack):
             v_new, g_new, ess_new = evaluate(fixed, x + t * d)
             if np.isfinite(v_new) and v_new >= value + 1e-4 * t * slope:
@@ -199,8 +208,11 @@ def lbfgs_block(ctx, p, which, n_iter, curvature, max_backtrack=12):
             put(x)
             break
         curvature.update(t * d, g - g_new)
+        curvature.step = t
         x, value, g, ess = x + t * d, v_new, g_new, ess_new
-        if ess < ESS_RESAMPLE:
+        if trace is not None:
+            trace.append(value)
+        if ess < resample:
             fixed = ctx.fixed_samples(p)
             value, g, ess = evaluate(fixed, x)
     put(x)
@@ -244,7 +256,8 @@ def fit_batch(ctx, p, blocks, max_iter, tol):
     paper's rule), or after ``max_iter``; returns the parameters with the best monitor value.
     """
     monitor_seed = ctx.seed()
-    value = ctx.elbo(p, monitor_seed)[0]
+    with np.errstate(all="ignore"):
+        value = ctx.elbo(p, monitor_seed)[0]
     ctx.record(value)
     best, best_p, best_kernel = value, p.copy(), ctx.kernel
     memories = {"unary": Curvature(), "pair": Curvature()}
@@ -280,7 +293,8 @@ def fit_saga(ctx, p, blocks, max_iter, batch_size, learning_rate, learning_rate_
     """SAGA by blocks. Each global iteration ends with a full pass (the new SAGA table and the
     ELBO); if the ELBO fell by more than two Monte-Carlo standard errors of the difference,
     the iteration is undone and the step sizes are halved."""
-    table = _saga_table(ctx, p, ctx.seed())
+    with np.errstate(all="ignore"):
+        table = _saga_table(ctx, p, ctx.seed())
     ctx.record(table["value"])
     y, offsets = ctx.y, ctx.offsets
     starts = np.zeros(y.shape[0], dtype=bool)
@@ -292,9 +306,10 @@ def fit_saga(ctx, p, blocks, max_iter, batch_size, learning_rate, learning_rate_
     n_iter, reason = 0, "max_iter"
     for n_iter in range(1, max_iter + 1):
         trial = p.copy()
-        _saga_epochs(ctx, trial, {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in table.items()},
-                     blocks, state)
-        new = _saga_table(ctx, trial, ctx.seed())
+        with np.errstate(all="ignore"):  # an overflowing step gives a non-finite ELBO: undone below
+            _saga_epochs(ctx, trial, {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in table.items()},
+                         blocks, state)
+            new = _saga_table(ctx, trial, ctx.seed())
         noise = 2.0 * np.hypot(new["value_se"], table["value_se"])  # two standard errors of the difference
         if not np.isfinite(new["value"]) or new["value"] < table["value"] - noise:
             state["step_scale"] *= 0.5  # the iteration made the ELBO worse: undo it, smaller steps

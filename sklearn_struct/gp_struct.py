@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._gp_struct_model import SparsePrior, VarParams, gram, init_inducing, sample_marginals
+from ._gp_struct_model import SparsePrior, VarParams, check_feature_scale, gram, init_inducing, sample_marginals
 from ._gp_struct_optim import FitContext, fit_batch, fit_saga, start_from_map
 from .oracles.chain import viterbi
 from .utils.packing import pack_sequences
@@ -238,6 +238,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         if warm and (X[0].shape[1] != self.n_features_in_ or not np.array_equal(encoder.classes_, self.classes_)):
             raise ValueError("warm_start=True needs the same features and labels as the previous fit.")
         Xp, offsets = pack_sequences(X)
+        check_feature_scale(Xp, offsets)
         rng = check_random_state(self.random_state)
         if warm:
             kernel, Z = self.kernel_, self.inducing_inputs_
@@ -289,6 +290,7 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         X = check_sequences(X, n_features=self.n_features_in_)
         Xp, offsets = pack_sequences(X)
+        check_feature_scale(Xp, offsets)
         return SparsePrior(self.kernel_, self.inducing_inputs_, Xp, offsets, n_jobs=self.n_jobs), offsets
 
     def predict_marginals(self, X):
@@ -371,8 +373,9 @@ def _check_kernel(kernel, Xp):
     """Evaluate the kernel on two tokens: a ValueError (naming the kernel) if it does not fit the features."""
     sample = Xp[:2]
     try:
-        K = gram(kernel, sample)
+        with np.errstate(over="ignore", invalid="ignore"):
+            K = gram(kernel, sample)
     except (TypeError, AttributeError) as exc:
         raise ValueError(f"kernel {kernel!r} cannot be evaluated on these features: {exc}") from None
     if K.shape != (sample.shape[0], sample.shape[0]) or not np.all(np.isfinite(K)):
-        raise ValueError(f"kernel {kernel!r} gives an invalid Gram matrix on these features.")
+        raise ValueError(f"kernel {kernel!r} gives an invalid Gram matrix (non-finite scores) on these features.")
