@@ -425,7 +425,8 @@ def _per_sequence(prior, p, seqs, S, seed, n_jobs, work, samples=None):
     re-expressed under ``p``; joblib-parallel over chunks of sequences."""
     seqs = np.asarray(seqs, dtype=np.int64)
     seeds = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=len(seqs)) if samples is None else None
-    L = p.L
+    L = None if p.diagonal else p.L
+    scale = np.exp(p.logd)
     offsets = prior.offsets
 
     def run(sl):
@@ -435,7 +436,9 @@ def _per_sequence(prior, p, seqs, S, seed, n_jobs, work, samples=None):
         with _blas_controller().limit(limits=1, user_api="blas"):
             for i in range(sl.start, sl.stop):
                 s = int(seqs[i])
-                P = np.matmul(prior.B[None, :, offsets[s]:offsets[s + 1]], L)  # (K, Q, T, M)
+                Bn = prior.B[None, :, offsets[s]:offsets[s + 1]]
+                # P = B_n L (K, Q, T, M): a column scaling when L is diagonal (M times fewer flops)
+                P = Bn * scale[:, :, None, :] if p.diagonal else np.matmul(Bn, L)
                 draw = _SeqDraw(prior, p, P, s, S, None, samples[i]) if seeds is None else \
                     _SeqDraw(prior, p, P, s, S, seeds[i])
                 res.append(work(draw, i))
@@ -509,9 +512,18 @@ def unary_data_grad(B_rows, est, p):
     """Map per-token gradient parts to the whitened parameters: dm = B^T gb, dL = 2 B^T U.
 
     ``B_rows`` is (G, n, M) for the tokens of ``est``: one GEMM when the labels share a kernel.
+    With a diagonal covariance only the diagonal of ``dL`` is computed (the rest is zero).
     """
     K, Q, M = p.K, p.Q, p.M
     n = B_rows.shape[1]
+    if p.diagonal:
+        dm = np.einsum("gnm,nkq->kqm", B_rows, est["gb"]) if B_rows.shape[0] == 1 else \
+            np.einsum("qnm,nkq->kqm", B_rows, est["gb"])
+        Bk = B_rows[0][:, None, None, :] if B_rows.shape[0] == 1 else np.transpose(B_rows, (1, 0, 2))[:, None]
+        dL = np.zeros((K, Q, M, M))
+        idx = np.arange(M)
+        dL[..., idx, idx] = 2.0 * np.einsum("nkqm,nkqm->kqm", np.broadcast_to(Bk, est["U"].shape), est["U"])
+        return dm, dL
     if B_rows.shape[0] == 1:
         Bt = B_rows[0].T
         dm = (Bt @ est["gb"].reshape(n, K * Q)).reshape(M, K, Q).transpose(1, 2, 0)

@@ -138,6 +138,38 @@ def start_from_map(p, prior, y, offsets, rng):
     p.log_sb[:] = 0.5 * np.log(var_bin)
 
 
+def map_start_with_hyper_search(ctx, p, grid=(-2.0, -1.0, 0.0, 1.0, 2.0), step=np.log(4.0)):
+    """init="map" with one kernel hyperparameter (the default kernel's amplitude): the sparse MAP +
+    Laplace start at each log-hyperparameter ``theta0 + step * grid`` (then halved steps around the
+    best), keeping the one whose Monte-Carlo ELBO (common random numbers) is highest; ``ctx.kernel``
+    and ``ctx.prior`` are set to it. The ELBO's dependence on the amplitude is mostly this
+    start's (the trust region moves the amplitude by a few percent per global iteration)."""
+    theta0, bounds = kernel_theta(ctx.kernel)
+    seed = ctx.seed()
+    tried = {}
+
+    def evaluate(theta):
+        theta = np.clip(theta, bounds[:, 0], bounds[:, 1])
+        key = round(float(theta[0]), 6)
+        if key not in tried:
+            kernel = with_theta(ctx.kernel, theta)
+            prior = SparsePrior(kernel, ctx.Z, ctx.Xp, ctx.offsets, n_jobs=ctx.n_jobs)
+            q = p.copy()
+            start_from_map(q, prior, ctx.y, ctx.offsets, np.random.RandomState(seed))
+            with np.errstate(all="ignore"):
+                value = elbo(prior, q, np.arange(ctx.n_seq), ctx.y, ctx.n_samples, seed, ctx.likelihood, grad=False,
+                             n_jobs=ctx.n_jobs)[0]
+            tried[key] = (value if np.isfinite(value) else -np.inf, kernel, prior, q)
+        return key
+
+    best = max((evaluate(theta0 + step * g) for g in grid), key=lambda k: tried[k][0])
+    for g in (-0.5, 0.5):
+        evaluate(np.array([best + step * g]))
+    best = max(tried, key=lambda k: tried[k][0])
+    _, ctx.kernel, ctx.prior, q = tried[best]
+    p.__dict__.update(q.__dict__)
+
+
 # ----------------------------------------------------------------------------- gp-var-b
 class Curvature:
     """L-BFGS memory (``memory`` secant pairs) for *maximising*; kept across sample redraws."""

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._gp_struct_model import SparsePrior, VarParams, check_feature_scale, gram, init_inducing, sample_marginals
-from ._gp_struct_optim import FitContext, fit_batch, fit_saga, start_from_map
+from ._gp_struct_optim import FitContext, fit_batch, fit_saga, kernel_theta, map_start_with_hyper_search, start_from_map
 from .oracles.chain import viterbi
 from .utils.packing import pack_sequences
 from .utils.progress import Progress
@@ -255,14 +255,17 @@ class GPStructClassifier(ClassifierMixin, BaseEstimator):
             p = self.params_.copy()
         else:
             p = VarParams(self.n_components, Q, M, self.covariance == "diagonal", init_scale=0.1)
-            if self.init == "map":
-                start_from_map(p, prior, y_all, offsets, rng)
-            elif self.n_components > 1:  # break the symmetry between components
-                p.m += 0.1 * rng.standard_normal(p.m.shape)
         ctx = FitContext(prior, kernel, Z, Xp, offsets, y_all, rng, self.n_samples, self.likelihood,
                          self.control_variate, self.n_jobs,
                          Progress(type(self).__name__, self.verbose, self.callback, objective="ELBO", start=start),
                          start)
+        if not warm and self.init == "map":
+            if self.optimizer == "lbfgs" and blocks[2] and kernel_theta(kernel)[0].size == 1:
+                map_start_with_hyper_search(ctx, p)
+            else:
+                start_from_map(p, prior, y_all, offsets, rng)
+        elif not warm and self.n_components > 1:  # break the symmetry between components
+            p.m += 0.1 * rng.standard_normal(p.m.shape)
         if self.optimizer == "lbfgs":
             res = fit_batch(ctx, p, blocks, self.max_iter, self.tol)
         else:
