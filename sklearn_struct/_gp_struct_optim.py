@@ -27,6 +27,7 @@ from .oracles.chain import forward_backward
 from .utils.optimize import lbfgs
 
 ESS_RESAMPLE, ESS_FLOOR = 0.5, 0.25  # gp-var-b: effective sample size fractions (new draw / infeasible step)
+GROWTH = 2.0  # gp-var-b: first trial step at most GROWTH x the last accepted fraction of the quasi-Newton step
 
 
 @dataclass
@@ -229,7 +230,7 @@ def lbfgs_block(ctx, p, which, n_iter, curvature, max_backtrack=12, resample=ESS
             d, slope = g, g @ g
         # the first trial: the quasi-Newton step, but at most twice the last accepted fraction of it
         # (the trust region usually binds before the unit step; starting there rejected most trials)
-        t = min(1.0, 2.0 * curvature.step) if curvature.s else min(1.0, 0.1 / max(np.max(np.abs(g)), 1e-12))
+        t = min(1.0, GROWTH * curvature.step) if curvature.s else min(1.0, 0.1 / max(np.max(np.abs(g)), 1e-12))
         for _ in range(max_backtrack):
             v_new, g_new, ess_new = evaluate(fixed, x + t * d)
             if np.isfinite(v_new) and v_new >= value + 1e-4 * t * slope:

@@ -232,7 +232,7 @@ def chain_data():
 
 
 @pytest.mark.parametrize("params", [
-    dict(optimizer="lbfgs", block_iters=(20, 10, 0), max_iter=3),
+    dict(optimizer="lbfgs", init="map", block_iters=(20, 10, 0), max_iter=3),
     dict(optimizer="saga", block_iters=(100, 30, 0), max_iter=4, batch_size=10, learning_rate=3e-3,
          learning_rate_cov=3e-4),
 ])
@@ -243,7 +243,8 @@ def test_fits_a_chain_better_than_a_unary_classifier(chain_data, params):
     gp = GPStructClassifier(n_inducing=20, n_samples=50, random_state=0, **params).fit(Xtr, ytr)
     acc = gp.score(Xte, yte)
     assert acc > base + 0.02, (acc, base)
-    assert gp.elbo_curve_[-1] > gp.elbo_curve_[0]
+    # from the MAP start the ELBO may stop rising at once (the stopping rule; the best parameters are kept)
+    assert gp.elbo_curve_[-1] > gp.elbo_curve_[0] or gp.stop_reason_ == "elbo"
     assert gp.n_iter_ >= 1 and len(gp.elbo_curve_) == gp.n_iter_ + 1
     marg = gp.predict_marginals(Xte[:3])
     for m, x in zip(marg, Xte[:3]):
