@@ -96,8 +96,9 @@ def sparse_map(prior, y, offsets, Q, max_iter=200):
 
     Minimises ``-sum_n log p(y_n | B v, m_bin) + |v|^2 / 2 + |m_bin|^2 / 2`` by L-BFGS with the
     likelihood's exact gradients (forward-backward): a CRF on the whitened inducing features.
-    Returns the means ``v`` (Q, M), ``m_bin`` (Q, Q) and Laplace variances (diagonal of the
-    inverse Hessian, Gauss-Newton diagonal): ``var_v`` (Q, M), ``var_bin`` (Q, Q).
+    Returns the means ``v`` (Q, M), ``m_bin`` (Q, Q), Laplace variances (inverse of the Gauss-Newton
+    Hessian's diagonal): ``var_v`` (Q, M), ``var_bin`` (Q, Q), and the curvature ``p (1 - p)`` of every
+    token's unary score (N, Q) at the MAP.
     """
     G, N, M = prior.B.shape
     onehot = np.zeros((N, Q))
@@ -124,17 +125,33 @@ def sparse_map(prior, y, offsets, Q, max_iter=200):
     curv = node * (1.0 - node)  # Gauss-Newton diagonal of each unary score
     B2 = prior.B**2
     h_v = (B2[0].T @ curv).T if G == 1 else np.einsum("qnm,nq->qm", B2, curv)
-    return v, mb, 1.0 / (1.0 + h_v), 1.0 / (1.0 + edge * (1.0 - edge / max(edge.sum(), 1.0)))
+    return v, mb, 1.0 / (1.0 + h_v), 1.0 / (1.0 + edge * (1.0 - edge / max(edge.sum(), 1.0))), curv
+
+
+def _laplace_cholesky(prior, curv, j):
+    """Cholesky factor of label ``j``'s Laplace covariance ``(I + B^T diag(curv_j) B)^{-1}`` (Gauss-Newton,
+    the labels' coupling through the softmax left out)."""
+    B = prior.B[0 if prior.B.shape[0] == 1 else j]
+    H = np.eye(B.shape[1]) + B.T @ (curv[:, j, None] * B)
+    S = np.linalg.inv(H)
+    return np.linalg.cholesky(0.5 * (S + S.T) + 1e-10 * np.eye(B.shape[1]))
 
 
 def start_from_map(p, prior, y, offsets, rng):
-    """Set the variational parameters to the sparse MAP means and Laplace (diagonal) variances."""
-    v, mb, var_v, var_bin = sparse_map(prior, y, offsets, p.Q)
+    """Set the variational parameters to the sparse MAP means and Laplace covariances (their
+    diagonal with ``covariance="diagonal"``, the full per-label Gauss-Newton inverse otherwise)."""
+    v, mb, var_v, var_bin, curv = sparse_map(prior, y, offsets, p.Q)
     p.m[:] = v[None]
     if p.K > 1:  # break the symmetry between components
         p.m += np.sqrt(var_v)[None] * rng.standard_normal(p.m.shape)
     p.logd[:] = 0.5 * np.log(var_v)[None]
     p.Loff[:] = 0.0
+    if not p.diagonal:
+        low = np.tril_indices(p.M, -1)
+        for j in range(p.Q):
+            L = _laplace_cholesky(prior, curv, j)
+            p.logd[:, j] = np.log(np.diag(L))[None]
+            p.Loff[:, j][:, low[0], low[1]] = L[low][None]
     p.mb[:] = mb
     p.log_sb[:] = 0.5 * np.log(var_bin)
 

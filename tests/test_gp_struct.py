@@ -387,12 +387,23 @@ def test_sparse_map_is_the_enumerated_optimum_and_laplace_variances_shrink():
     from sklearn_struct._gp_struct_optim import sparse_map
 
     prior, _, y = _two_sequences(1, False)
-    v, mb, var_v, var_bin = sparse_map(prior, y, prior.offsets, 3)
+    v, mb, var_v, var_bin, curv = sparse_map(prior, y, prior.offsets, 3)
     x = np.concatenate([v.ravel(), mb.ravel()])
     g = _fd(lambda z: _enumerated_map_objective(prior, y, prior.offsets, 3, z), x)
     assert np.abs(g).max() < 1e-4, g
     assert np.abs(x).max() > 0.05  # not the prior mean
     assert np.all((var_v > 0) & (var_v < 1)) and np.all((var_bin > 0) & (var_bin <= 1))
+    # covariance="full": each label's L L^T is the Gauss-Newton inverse (I + B^T diag(p (1 - p)) B)^{-1}
+    from sklearn_struct._gp_struct_optim import start_from_map
+
+    p = VarParams(1, 3, 3, False)
+    start_from_map(p, prior, y, prior.offsets, np.random.RandomState(0))
+    B = prior.B[0]
+    for j in range(3):
+        S = p.L[0, j] @ p.L[0, j].T
+        np.testing.assert_allclose(S, np.linalg.inv(np.eye(3) + B.T @ (curv[:, j, None] * B)), rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(np.diag(np.linalg.inv(S)), 1.0 / var_v[j], rtol=1e-6)  # the diagonal start's
+    np.testing.assert_allclose(p.m[0], v)
 
 
 def _ctx(X, y, n_samples=30, seed=0, kernel=None):
