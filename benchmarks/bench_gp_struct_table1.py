@@ -198,7 +198,7 @@ def split_data(seqs, labels, template, n_train, seed):
     return feat, Xtr, [labels[i] for i in tr], Xte, [labels[i] for i in te]
 
 
-def table1(task, name, n_train, n_splits, methods=None, protocol="paper", on_split=None):
+def table1(task, name, n_train, n_splits, methods=None, protocol="paper", on_split=None, splits=None):
     """The methods (default: all; ``"crf"`` stands for both CRFs) on ``n_splits`` splits of one task;
     rows[method] = [(error %, fit s, note), ...]. ``protocol="paper"``: the papers' pool, splits and
     train.data feature dictionary (:func:`paper_split`); ``"pooled"``: train+test pooled, random splits
@@ -208,7 +208,8 @@ def table1(task, name, n_train, n_splits, methods=None, protocol="paper", on_spl
     gp_methods = list(GP_PAPER if protocol == "paper" else GP)
     methods = gp_methods + ["crf"] if methods is None else methods
     rows = {}
-    for split in range(n_splits):
+    splits = range(n_splits) if splits is None else splits
+    for done, split in enumerate(splits, 1):
         if protocol == "paper":
             feat, Xtr, ytr, Xte, yte = paper_split(task, split)
         else:
@@ -231,7 +232,7 @@ def table1(task, name, n_train, n_splits, methods=None, protocol="paper", on_spl
             rows.setdefault(method, []).append(val)
         print(task, split, {m: (round(v[0], 2), round(v[1], 1)) for m, v in res.items()}, flush=True)
         if on_split is not None:  # save every finished split (a run cut short keeps what it measured)
-            on_split(rows, split + 1)
+            on_split(rows, done)
     return rows
 
 
@@ -312,7 +313,7 @@ def fmt(vals):
 CRF_ROWS = ("crf (ChainCRF)", "crf (NonLocalCRF)", "sklearn-crfsuite")  # the pooled rows predate ChainCRF
 
 
-def _goal_lines(rows, names):
+def _goal_lines(rows, names, ids):
     lines = ["", "Goal check (each GP variant at or below the paper's error for that variant on every task; the best "
              "GP at or below our CRF):", ""]
     crf_rows = [c for c in CRF_ROWS if c in rows]
@@ -321,11 +322,12 @@ def _goal_lines(rows, names):
             if n not in rows.get(method, {}):
                 continue
             ours = np.mean([v[0] for v in rows[method][n]])
-            k = len(rows[method][n])
+            split_ids = ids[method][n]
             paper = PAPER[method][i][0]
-            # the CRFs on the same splits as the GP row
-            crfs = [np.mean([v[0] for v in rows[c][n][:k]]) for c in crf_rows if n in rows[c]]
-            lines.append(f"- {method} / {n} ({k} splits): {ours:.2f} vs paper {paper:.2f} -> "
+            # the CRFs on the same splits as the GP row (the CRF rows hold every split, in order)
+            crfs = [np.mean([rows[c][n][j][0] for j in split_ids]) for c in crf_rows if n in rows[c]]
+            lines.append(f"- {method} / {n} (splits {', '.join(map(str, split_ids))}): {ours:.2f} vs paper "
+                         f"{paper:.2f} -> "
                          f"{'met' if ours <= paper else 'NOT met'}; vs CRFs on the same splits "
                          + " / ".join(f"{c:.2f}" for c in crfs)
                          + f" -> {'at or below ours' if crfs and ours <= crfs[0] else 'above ours'}")
@@ -348,13 +350,14 @@ PROTOCOL_TEXT = {
                "splits with the paper's training sizes (150 / 50 / 20 / 50 sequences), all other pooled sequences "
                "held out, features from the training split's vocabulary."),
     "paper": ("**The papers' protocol** (`crfpp/paper_splits/PROVENANCE.txt`, from pygpstruct): the pool of "
-              "sentences, the shared splits (first half trains, the other half tests; {n} of the 5 folds here) and "
+              "sentences, the shared splits (first half trains, the other half tests; the folds run for each row are listed in "
+              "the goal check) and "
               "binary template features from the dictionary of train.data (features seen at least 3 times: 2,143 / "
               "2,112 / 691 / 6,030)."),
 }
 
 
-def table_lines(rows, n_splits, settings, protocol):
+def table_lines(rows, n_splits, settings, protocol, ids):
     names = [t[1] for t in TASKS]
     title = "papers' protocol" if protocol == "paper" else "pooled protocol"
     lines = [
@@ -373,7 +376,7 @@ def table_lines(rows, n_splits, settings, protocol):
         lines.append(f"| {method} (ours) | " + " | ".join(cells) + f" | {secs:.1f} |")
     for method, vals in PAPER.items():
         lines.append(f"| {method} (paper) | " + " | ".join(f"{m:.2f} ({s:.2f})" for m, s in vals) + " | - |")
-    return lines + ["", TABLE1_RUN[protocol]] + _goal_lines(rows, names)
+    return lines + ["", TABLE1_RUN[protocol]] + _goal_lines(rows, names, ids)
 
 
 def scaling_lines(scale, curve):
@@ -414,8 +417,33 @@ def plot_figure1(curve):
     fig.savefig(RESULTS / "gp_struct_figure1.png", dpi=100)
 
 
-def _part(task, protocol):
-    return RESULTS / f"gp_struct_table1_{protocol}_{task}.json"
+def _part(task, protocol, splits=None):
+    extra = "" if splits is None else "_splits" + "-".join(map(str, splits))
+    return RESULTS / f"gp_struct_table1_{protocol}_{task}{extra}.json"
+
+
+def _merged_part(task, protocol):
+    """The task's part file merged with its extra split parts (``*_splits*.json``): each method's rows
+    in split order (a part without ``splits`` holds splits 0, 1, ...)."""
+    main = _part(task, protocol)
+    parts = ([main] if main.exists() else []) + sorted(RESULTS.glob(f"{main.stem}_splits*.json"))
+    if not parts:
+        return None
+    merged, by_split = {}, {}
+    for path in parts:
+        data = json.loads(path.read_text())
+        for key in ("settings",):
+            merged.setdefault(key, data.get(key))
+        for method, vals in data["rows"].items():
+            idx = data.get("splits", list(range(len(vals))))
+            for i, v in zip(idx, vals):
+                by_split.setdefault(method, {})[i] = v
+        for method, per in data.get("traces", {}).items():
+            merged.setdefault("traces", {}).setdefault(method, {}).update(per)
+    merged["rows"] = {m: [d[i] for i in sorted(d)] for m, d in by_split.items()}
+    merged["split_ids"] = {m: sorted(d) for m, d in by_split.items()}
+    merged["n_splits"] = min(len(v) for v in merged["rows"].values())
+    return merged
 
 
 def _table_name(protocol):
@@ -426,21 +454,23 @@ def report():
     """Merge the per-task parts and the scaling / figure runs into the tables (md + json) and the plots."""
     for protocol in ("paper", "pooled"):
         rows, n_splits, settings, traces = {}, None, SETTINGS_PAPER if protocol == "paper" else SETTINGS, {}
+        ids = {}
         for task, name, _ in TASKS:
-            part = _part(task, protocol)
-            if part.exists():
-                data = json.loads(part.read_text())
+            data = _merged_part(task, protocol)
+            if data is not None:
                 n_splits = data["n_splits"] if n_splits is None else min(n_splits, data["n_splits"])
                 settings = data.get("settings", settings)
                 for method, vals in data["rows"].items():
                     rows.setdefault(method, {})[name] = vals
+                    ids.setdefault(method, {})[name] = data["split_ids"][method]
                 for method, per in data.get("traces", {}).items():
                     traces.setdefault(method, {}).update(per)
         if rows:
-            lines = table_lines(rows, n_splits, settings, protocol)
+            lines = table_lines(rows, n_splits, settings, protocol, ids)
             (RESULTS / f"{_table_name(protocol)}.md").write_text("\n".join(lines) + "\n")
             (RESULTS / f"{_table_name(protocol)}.json").write_text(json.dumps(
-                dict(protocol=protocol, n_splits=n_splits, rows=rows, paper=PAPER, settings=settings), indent=1))
+                dict(protocol=protocol, n_splits=n_splits, rows=rows, split_ids=ids, paper=PAPER, settings=settings),
+                indent=1))
             print("\n".join(lines))
         if traces:
             plot_convergence(traces)
@@ -484,10 +514,13 @@ def main():
         wanted = sys.argv[3].split(",") if len(sys.argv) > 3 else [t[0] for t in TASKS]
         methods = sys.argv[4].split(",") if len(sys.argv) > 4 and sys.argv[4] != "all" else None
         protocol = sys.argv[5] if len(sys.argv) > 5 else "paper"
+        # optional sixth argument: only these splits (e.g. "4" or "3,4"), saved to their own part file
+        # (a second process can run them beside the first; report merges the parts in split order)
+        splits = [int(k) for k in sys.argv[6].split(",")] if len(sys.argv) > 6 else None
         for task, name, n_train in TASKS:
             if task in wanted:
                 TRACES.clear()
-                part = _part(task, protocol)
+                part = _part(task, protocol, splits)
                 old = json.loads(part.read_text()) if methods is not None and part.exists() else None
 
                 def save(rows, done, part=part, old=old, protocol=protocol):
@@ -496,10 +529,10 @@ def main():
                         rows = {**{m: v for m, v in old["rows"].items() if m not in rows}, **rows}
                         traces = {**old.get("traces", {}), **traces}
                     settings = SETTINGS_PAPER if protocol == "paper" else SETTINGS
-                    part.write_text(json.dumps(dict(n_splits=done, rows=rows, settings=settings, traces=traces),
-                                               indent=1))
+                    part.write_text(json.dumps(dict(n_splits=done, rows=rows, settings=settings, traces=traces,
+                                                    splits=list(splits or range(n_splits))[:done]), indent=1))
 
-                table1(task, name, n_train, n_splits, methods, protocol, on_split=save)
+                table1(task, name, n_train, n_splits, methods, protocol, on_split=save, splits=splits)
     elif what in ("scaling", "figure1"):
         data = scaling() if what == "scaling" else figure1()
         (RESULTS / f"gp_struct_{what}.part.json").write_text(json.dumps(data, indent=1))
