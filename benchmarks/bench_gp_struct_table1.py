@@ -342,8 +342,12 @@ TABLE1_RUN = {
                "by the Cholesky factors) stopped those fits after one global iteration. Every other gp-var-b fit ran "
                "all 8 iterations, so the fix does not change it. Fit seconds are inflated by three to four benchmark "
                "processes sharing the two cores. The CRF rows are NonLocalCRF's base CRF (ChainCRF's objective)."),
-    "paper": ("Fit seconds are wall time with five other agents' jobs on the two cores (load average 8-11), run "
-              "under nice 10; CPU time is a fraction of it."),
+    "paper": ("Fit seconds are wall time with five other agents' jobs on the two cores (load average 9-20), run "
+              "under nice 10 (five processes: one per task, one for split 4 of chunking and base NP). CPU time is "
+              "a small fraction of it: the processes' CPU totals give about 80 CPU seconds per base NP or chunking "
+              "fit (337 s for 4 base NP fits, 315 s for 4 chunking fits, each process including a cut-off fifth "
+              "fit), and two scratch fits of 6 global iterations took 48 / 53 CPU s (chunking / Japanese NE). "
+              "Code: commit bb1437e (the later commits change tests, full-covariance starts and this script only)."),
 }
 PROTOCOL_TEXT = {
     "pooled": ("**Pooled protocol** (the harder generalisation test): CRF++ train and test pooled, {n} random "
