@@ -72,6 +72,33 @@ def _sparse_gram(k, A, B, same):
     )
 
 
+def finite_gram(kernel, X, offsets, Z=None):
+    """``gram(kernel, X, Z)`` for packed sequences ``X``, or a ValueError naming the first sequence
+    and token whose kernel values (its latent scores' covariances) overflow or are NaN."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = gram(kernel, X, Z)
+    bad = ~np.isfinite(K).all(axis=1)
+    if bad.any():
+        row = int(np.argmax(bad))
+        seq = int(np.searchsorted(offsets, row, side="right") - 1)
+        raise ValueError(f"non-finite scores: kernel {kernel!r} gives non-finite values at sequence {seq}, token "
+                         f"{row - offsets[seq]} (feature values too large?).")
+    return K
+
+
+def check_feature_scale(Xp, offsets):
+    """ValueError naming the first sequence and token whose squared feature norm overflows (every
+    kernel's values, hence the latent scores, would be non-finite there)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = np.asarray(Xp.multiply(Xp).sum(axis=1)).ravel() if sp.issparse(Xp) else np.einsum("ij,ij->i", Xp, Xp)
+    bad = ~np.isfinite(sq)
+    if bad.any():
+        row = int(np.argmax(bad))
+        seq = int(np.searchsorted(offsets, row, side="right") - 1)
+        raise ValueError(f"non-finite scores: the features of sequence {seq}, token {row - offsets[seq]} are too "
+                         "large (their squared norm overflows).")
+
+
 def init_inducing(Xp, n_inducing, rng, n_iter=10):
     """k-means centres of the tokens (Lloyd's algorithm; sparse centres for sparse features)."""
     n = Xp.shape[0]
@@ -112,9 +139,7 @@ class SparsePrior:
             self.jitter.append(jitter * max(float(np.mean(np.diag(Kzz))), 1e-12))
             Kzz[np.diag_indices_from(Kzz)] += self.jitter[-1]
             Lz = _cholesky(Kzz, f"K(Z, Z) of kernel {kernel!r}")
-            Kxz = gram(kernel, Xp, Z)
-            if not np.all(np.isfinite(Kxz)):
-                raise ValueError(f"kernel {kernel!r} gives non-finite values on these features.")
+            Kxz = finite_gram(kernel, Xp, offsets, Z)
             self.B.append(sla.solve_triangular(Lz, Kxz.T, lower=True).T)
         self.B = np.ascontiguousarray(np.stack(self.B))
         self.offsets = offsets
@@ -124,7 +149,8 @@ class SparsePrior:
             for s in range(sl.start, sl.stop):
                 lo, hi = offsets[s], offsets[s + 1]
                 Bn = self.B[:, lo:hi]
-                Kt = np.stack([gram(k, Xp[lo:hi]) for k in kernels]) - Bn @ np.swapaxes(Bn, 1, 2)
+                Kt = np.stack([finite_gram(k, Xp[lo:hi], offsets[s:s + 2] - lo) for k in kernels])
+                Kt -= Bn @ np.swapaxes(Bn, 1, 2)
                 Kt = 0.5 * (Kt + np.swapaxes(Kt, 1, 2))
                 idx = np.arange(hi - lo)
                 Kt[:, idx, idx] += np.asarray(self.jitter)[:, None]
@@ -399,7 +425,8 @@ def _per_sequence(prior, p, seqs, S, seed, n_jobs, work, samples=None):
     re-expressed under ``p``; joblib-parallel over chunks of sequences."""
     seqs = np.asarray(seqs, dtype=np.int64)
     seeds = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=len(seqs)) if samples is None else None
-    L = p.L
+    L = None if p.diagonal else p.L
+    scale = np.exp(p.logd)
     offsets = prior.offsets
 
     def run(sl):
@@ -409,7 +436,9 @@ def _per_sequence(prior, p, seqs, S, seed, n_jobs, work, samples=None):
         with _blas_controller().limit(limits=1, user_api="blas"):
             for i in range(sl.start, sl.stop):
                 s = int(seqs[i])
-                P = np.matmul(prior.B[None, :, offsets[s]:offsets[s + 1]], L)  # (K, Q, T, M)
+                Bn = prior.B[None, :, offsets[s]:offsets[s + 1]]
+                # P = B_n L (K, Q, T, M): a column scaling when L is diagonal (M times fewer flops)
+                P = Bn * scale[:, :, None, :] if p.diagonal else np.matmul(Bn, L)
                 draw = _SeqDraw(prior, p, P, s, S, None, samples[i]) if seeds is None else \
                     _SeqDraw(prior, p, P, s, S, seeds[i])
                 res.append(work(draw, i))
@@ -483,9 +512,18 @@ def unary_data_grad(B_rows, est, p):
     """Map per-token gradient parts to the whitened parameters: dm = B^T gb, dL = 2 B^T U.
 
     ``B_rows`` is (G, n, M) for the tokens of ``est``: one GEMM when the labels share a kernel.
+    With a diagonal covariance only the diagonal of ``dL`` is computed (the rest is zero).
     """
     K, Q, M = p.K, p.Q, p.M
     n = B_rows.shape[1]
+    if p.diagonal:
+        dm = np.einsum("gnm,nkq->kqm", B_rows, est["gb"]) if B_rows.shape[0] == 1 else \
+            np.einsum("qnm,nkq->kqm", B_rows, est["gb"])
+        Bk = B_rows[0][:, None, None, :] if B_rows.shape[0] == 1 else np.transpose(B_rows, (1, 0, 2))[:, None]
+        dL = np.zeros((K, Q, M, M))
+        idx = np.arange(M)
+        dL[..., idx, idx] = 2.0 * np.einsum("nkqm,nkqm->kqm", np.broadcast_to(Bk, est["U"].shape), est["U"])
+        return dm, dL
     if B_rows.shape[0] == 1:
         Bt = B_rows[0].T
         dm = (Bt @ est["gb"].reshape(n, K * Q)).reshape(M, K, Q).transpose(1, 2, 0)
@@ -516,4 +554,10 @@ def sample_marginals(prior, p, seqs, n_samples, seed, n_jobs=None):
             out += part
         return out / K
 
-    return _per_sequence(prior, p, seqs, S, seed, n_jobs, work)
+    with np.errstate(all="ignore"):
+        out = _per_sequence(prior, p, seqs, S, seed, n_jobs, work)
+    for i, m in enumerate(out):
+        if not np.all(np.isfinite(m)):
+            raise ValueError(f"non-finite scores: the latent scores of sequence {seqs[i]} overflow (feature values "
+                             "too large?); its marginals are not finite.")
+    return out

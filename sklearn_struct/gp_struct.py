@@ -5,20 +5,16 @@ import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context, clone
-from sklearn.gaussian_process.kernels import DotProduct, Kernel
+from sklearn.gaussian_process.kernels import ConstantKernel, DotProduct, Kernel
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._chain_crf import ChainTagsMixin
-from ._gp_struct_batch import FixedSamples, trusted_elbo
-from ._gp_struct_model import (
-    SparsePrior, VarParams, elbo, gram, init_inducing, mc_estimate, pair_kl, sample_marginals, token_rows, unary_data_grad,
-    unary_kl,
-)
+from ._gp_struct_model import SparsePrior, VarParams, check_feature_scale, gram, init_inducing, sample_marginals
+from ._gp_struct_optim import FitContext, fit_batch, fit_saga, kernel_theta, map_start_with_hyper_search, start_from_map
 from .oracles.chain import viterbi
-from .utils.optimize import lbfgs
 from .utils.packing import pack_sequences
 from .utils.progress import Progress
 from .utils.validation import check_sequences, encode_sequence_labels
@@ -26,7 +22,6 @@ from .utils.validation import check_sequences, encode_sequence_labels
 __all__ = ["GPStructClassifier"]
 
 _DEFAULT_BLOCKS = {"lbfgs": (50, 10, 5), "saga": (3000, 1000, 0)}
-_ESS_RESAMPLE, _ESS_FLOOR = 0.5, 0.25  # gp-var-b: effective sample size fractions (new draw / infeasible step)
 
 
 class GPStructClassifier(ChainTagsMixin, BaseEstimator):
@@ -54,7 +49,8 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
     ``q_theta(f_s) / q_theta0(f_s)`` of samples drawn at ``theta0``, whose gradient at
     ``theta0`` is the score-function estimate with the sample mean as control variate; the
     set is redrawn when its effective sample size falls below half of ``n_samples``, and
-    steps taking it below a quarter are shortened. Predictions average forward-backward
+    steps taking it below a quarter are shortened; the L-BFGS memory (curvature pairs, each
+    from two gradients of one sample set) is kept across redraws. Predictions average forward-backward
     marginals over posterior samples.
 
     Parameters
@@ -63,15 +59,25 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         Covariance of the label GPs (``sklearn.gaussian_process.kernels`` objects): one
         kernel shared by every label, or a list of ``n_classes`` kernels, one per label in
         the order of ``classes_`` (the paper's ``kappa_j``; their hyperparameters are fitted
-        separately by ``optimizer="lbfgs"``). None means ``DotProduct(sigma_0=1)`` (linear,
-        for sparse NLP features). On sparse features DotProduct, isotropic RBF,
+        separately by ``optimizer="lbfgs"``). None means
+        ``ConstantKernel(1) * DotProduct(sigma_0=1, sigma_0_bounds="fixed")``: linear, for sparse
+        NLP features, with a learnable amplitude (the prior variance of the weights, fitted by
+        the hyperparameter block of ``optimizer="lbfgs"``; fixed at 1 by SAGA, as in the paper). On sparse features DotProduct, isotropic RBF,
         ConstantKernel, WhiteKernel and their sums / products work.
     likelihood : {"chain", "piecewise"}, default="chain"
     optimizer : {"saga", "lbfgs"}, default="saga"
-    n_inducing : int, default=100
-        Inducing inputs M (the paper used 500).
+    n_inducing : int, default=500
+        Inducing inputs M (the paper's 500), at most the number of training tokens.
     n_components : int, default=1
         Mixture components K of the posterior.
+    init : {"prior", "map"}, default="prior"
+        Start of the variational parameters. ``"prior"``: zero means, covariances ``0.1^2 I``
+        (gray-box: the likelihood is only evaluated). ``"map"``: the means at the sparse MAP
+        solution (L-BFGS on the whitened inducing values with the likelihood's exact gradients,
+        i.e. a CRF on the inducing features with the ``N(0, I)`` prior as its L2 penalty) and
+        diagonal covariances from its Laplace (Gauss-Newton) curvature. A departure from the
+        gray-box recipe: the likelihood's gradients are used once, at the start; the
+        optimisers then use only likelihood values.
     covariance : {"full", "diagonal"}, default="full"
     n_samples : int, default=200
         Monte-Carlo samples per sequence and component in each ELBO estimate.
@@ -95,8 +101,10 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
     control_variate : bool, default=True
         Use the control variate in the gradient estimates.
     tol : float, default=1e-5
-        L-BFGS stops when the ELBO changes by less than ``tol`` (relative) between global
-        iterations, or the variational means of the unaries by less than 1e-3 on average.
+        L-BFGS stops when a global iteration raises the ELBO by less than ``tol`` (relative),
+        or the variational means of the unaries change by less than 1e-3 on average. The
+        ELBO watched is the Monte-Carlo estimate with one seed for the whole fit (common random
+        numbers), so the change is the parameters' effect, not fresh sampling noise.
     n_predict_samples : int, default=200
         Posterior samples averaged in :meth:`predict_marginals`.
     decode : {"marginal", "viterbi_mean"}, default="marginal"
@@ -122,6 +130,9 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         The kernel (or the per-label kernels) with the fitted hyperparameters.
     n_iter_ : int
         Global iterations run.
+    stop_reason_ : str
+        Why the fit stopped: ``"elbo"`` or ``"means"`` (converged, ``optimizer="lbfgs"``),
+        ``"max_iter"`` or ``"callback"``.
     elbo_curve_ : ndarray of shape (``n_iter_ + 1``,)
         ELBO estimate at the start and after each global iteration.
     elbo_times_ : ndarray of shape (``n_iter_ + 1``,)
@@ -156,6 +167,7 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         "optimizer": [StrOptions({"saga", "lbfgs"})],
         "n_inducing": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "init": [StrOptions({"prior", "map"})],
         "covariance": [StrOptions({"full", "diagonal"})],
         "n_samples": [Interval(numbers.Integral, 2, None, closed="left")],
         "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
@@ -174,8 +186,8 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, kernel=None, *, likelihood="chain", optimizer="saga", n_inducing=100, n_components=1,
-                 covariance="full", n_samples=200, max_iter=5, block_iters=None, batch_size=1,
+    def __init__(self, kernel=None, *, likelihood="chain", optimizer="saga", n_inducing=500, n_components=1,
+                 init="prior", covariance="full", n_samples=200, max_iter=5, block_iters=None, batch_size=1,
                  learning_rate=1e-4, learning_rate_cov=1e-5, control_variate=True, tol=1e-5,
                  n_predict_samples=200, decode="marginal", warm_start=False, random_state=None, n_jobs=None,
                  callback=None, verbose=0):
@@ -184,6 +196,7 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         self.optimizer = optimizer
         self.n_inducing = n_inducing
         self.n_components = n_components
+        self.init = init
         self.covariance = covariance
         self.n_samples = n_samples
         self.max_iter = max_iter
@@ -206,6 +219,10 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
     def fit(self, X, y):
         """Fit the variational posterior (and, with L-BFGS, the kernel hyperparameters).
 
+        The fitted attributes are set only once the fit has finished: a fit interrupted (an
+        exception, e.g. KeyboardInterrupt, raised from ``callback``) leaves a previously fitted
+        model as it was.
+
         Parameters
         ----------
         X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
@@ -222,31 +239,48 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         if warm and (X[0].shape[1] != self.n_features_in_ or not np.array_equal(encoder.classes_, self.classes_)):
             raise ValueError("warm_start=True needs the same features and labels as the previous fit.")
         Xp, offsets = pack_sequences(X)
+        check_feature_scale(Xp, offsets)
         rng = check_random_state(self.random_state)
-        if not warm:
-            self.kernel_ = _fresh_kernels(self.kernel, len(encoder.classes_))
-            for kernel in self.kernel_ if isinstance(self.kernel_, list) else [self.kernel_]:
-                _check_kernel(kernel, Xp)
-            self.inducing_inputs_ = init_inducing(Xp, self.n_inducing, rng)
-        self.classes_ = encoder.classes_
-        self.n_features_in_ = X[0].shape[1]
-        y_all = np.concatenate(encode_sequence_labels(encoder, y)).astype(np.int64)
-        Q, M = len(self.classes_), self.inducing_inputs_.shape[0]
-        if not warm:
-            p = VarParams(self.n_components, Q, M, self.covariance == "diagonal", init_scale=0.1)
-            if self.n_components > 1:  # break the symmetry between components
-                p.m += 0.1 * rng.standard_normal(p.m.shape)
-            self.params_ = p
-        self._fit_state = dict(Xp=Xp, offsets=offsets, y=y_all, rng=rng, start=time.perf_counter())
-        self._fit_state["progress"] = Progress(type(self).__name__, self.verbose, self.callback, objective="ELBO",
-                                               start=self._fit_state["start"])
-        self._prior = SparsePrior(self.kernel_, self.inducing_inputs_, Xp, offsets, n_jobs=self.n_jobs)
-        if self.optimizer == "lbfgs":
-            self._fit_lbfgs(blocks)
+        if warm:
+            kernel, Z = self.kernel_, self.inducing_inputs_
         else:
-            self._fit_saga(blocks)
+            kernel = _fresh_kernels(self.kernel, len(encoder.classes_))
+            for k in kernel if isinstance(kernel, list) else [kernel]:
+                _check_kernel(k, Xp)
+            Z = init_inducing(Xp, self.n_inducing, rng)
+        y_all = np.concatenate(encode_sequence_labels(encoder, y)).astype(np.int64)
+        Q, M = len(encoder.classes_), Z.shape[0]
+        start = time.perf_counter()
+        prior = SparsePrior(kernel, Z, Xp, offsets, n_jobs=self.n_jobs)
+        if warm:
+            p = self.params_.copy()
+        else:
+            p = VarParams(self.n_components, Q, M, self.covariance == "diagonal", init_scale=0.1)
+        ctx = FitContext(prior, kernel, Z, Xp, offsets, y_all, rng, self.n_samples, self.likelihood,
+                         self.control_variate, self.n_jobs,
+                         Progress(type(self).__name__, self.verbose, self.callback, objective="ELBO", start=start),
+                         start)
+        if not warm and self.init == "map":
+            if self.optimizer == "lbfgs" and blocks[2] and kernel_theta(kernel)[0].size == 1:
+                map_start_with_hyper_search(ctx, p)
+            else:
+                start_from_map(p, prior, y_all, offsets, rng)
+        elif not warm and self.n_components > 1:  # break the symmetry between components
+            p.m += 0.1 * rng.standard_normal(p.m.shape)
+        if self.optimizer == "lbfgs":
+            res = fit_batch(ctx, p, blocks, self.max_iter, self.tol)
+        else:
+            step_scale = self.step_scale_ if warm and hasattr(self, "step_scale_") else 1.0
+            res = fit_saga(ctx, p, blocks, self.max_iter, self.batch_size, self.learning_rate,
+                           self.learning_rate_cov, step_scale)
+        # the fit has finished: store the result
+        self.kernel_, self.inducing_inputs_, self.params_ = res.kernel, Z, res.params
+        self.classes_, self.n_features_in_ = encoder.classes_, X[0].shape[1]
+        self.n_iter_, self.elbo_curve_, self.elbo_times_ = res.n_iter, res.elbo_curve, res.elbo_times
+        self.stop_reason_ = res.stop_reason
+        if self.optimizer == "saga":
+            self.step_scale_ = res.step_scale
         self._predict_seed = int(rng.randint(np.iinfo(np.int32).max))
-        del self._fit_state, self._prior
         return self
 
     def _blocks(self):
@@ -255,202 +289,12 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
             raise ValueError(f"block_iters must be 3 non-negative ints (unary, pairwise, hyperparameters), got {blocks!r}.")
         return blocks
 
-    def _elbo(self, p, seed, grad=True, seqs=None):
-        """MC ELBO (full data) and its gradient as (unary vector, pairwise vector)."""
-        st = self._fit_state
-        n_seq = st["offsets"].shape[0] - 1
-        seqs = np.arange(n_seq) if seqs is None else seqs
-        return elbo(self._prior, p, seqs, st["y"], self.n_samples, seed, self.likelihood, grad=grad,
-                    control_variate=self.control_variate, n_jobs=self.n_jobs)
-
-    def _record(self, value):
-        """Append to the ELBO curve and report; True when the callback asks to stop."""
-        self.elbo_curve_.append(value)
-        self.elbo_times_.append(time.perf_counter() - self._fit_state["start"])
-        return self._fit_state["progress"](len(self.elbo_curve_) - 1, value, self.elbo_times_[-1])
-
-    def _finish(self, n_iter):
-        self.n_iter_ = n_iter
-        self.elbo_curve_ = np.asarray(self.elbo_curve_)
-        self.elbo_times_ = np.asarray(self.elbo_times_)
-
-    # ------------------------------------------------------------------ gp-var-b
-    def _fit_lbfgs(self, blocks):
-        rng = self._fit_state["rng"]
-        p = self.params_
-        self.elbo_curve_, self.elbo_times_ = [], []
-        value = self._elbo(p, int(rng.randint(2**31 - 1)), grad=False)[0]
-        self._record(value)
-        best, best_p = value, p.copy()
-        n_iter = 0
-        for n_iter in range(1, self.max_iter + 1):
-            old_means = p.m.copy()
-            if blocks[0]:
-                self._lbfgs_block(p, p.get_unary, p.set_unary, 0, blocks[0])
-            if blocks[1]:
-                self._lbfgs_block(p, p.get_pair, p.set_pair, 1, blocks[1])
-            if blocks[2] and _theta(self.kernel_)[0].size:
-                self._hyper_block(p, blocks[2])
-            new = self._elbo(p, int(rng.randint(2**31 - 1)), grad=False)[0]  # fresh samples: unbiased
-            stop = self._record(new)
-            if new > best:
-                best, best_p = new, p.copy()
-            change = np.mean(np.abs(p.m - old_means))  # the means: M x M covariance factors would dilute it
-            if stop or abs(new - value) <= self.tol * max(abs(new), abs(value), 1.0) or change < 1e-3:
-                break
-            value = new
-        self.params_ = best_p
-        self._finish(n_iter)
-
-    def _fixed_samples(self, p):
-        st = self._fit_state
-        return FixedSamples(self._prior, p, np.arange(st["offsets"].shape[0] - 1), st["y"], self.n_samples,
-                            int(st["rng"].randint(2**31 - 1)), self.likelihood, n_jobs=self.n_jobs)
-
-    def _lbfgs_block(self, p, get, put, which, max_iter):
-        """``max_iter`` L-BFGS iterations on one block of the importance-weighted ELBO (see
-        ``_gp_struct_batch``). A sample set is drawn at the current parameters and kept while the
-        mean effective sample size stays above ``_ESS_RESAMPLE``; steps that take it below
-        ``_ESS_FLOOR`` count as infeasible, so the line search shortens them (a trust region)."""
-        done = 0
-        while done < max_iter:
-            fixed, ess = self._fixed_samples(p), [1.0]
-
-            def fun(x):
-                put(x)
-                v, gu, gp, ess[0] = trusted_elbo(self._prior, p, fixed, True if which == 0 else "pair", _ESS_FLOOR)
-                return (-v, -(gu if which == 0 else gp)) if np.isfinite(v) else (np.inf, np.zeros_like(x))
-
-            res = lbfgs(fun, get(), max_iter=max_iter - done, tol=0.0,
-                        callback=lambda k, f, x: ess[0] < _ESS_RESAMPLE)
-            put(res.x)
-            done += max(res.nit, 1)
-
-    def _hyper_block(self, p, max_iter):
-        """L-BFGS on the log-hyperparameters (of every label's kernel): the importance-weighted ELBO
-        of one sample set, the gradient by central differences (the prior enters the weights)."""
-        st = self._fit_state
-        kernels0 = self.kernel_
-        fixed = self._fixed_samples(p)
-
-        def value(theta):
-            try:
-                with np.errstate(all="ignore"):
-                    prior = SparsePrior(_with_theta(kernels0, theta), self.inducing_inputs_, st["Xp"],
-                                        st["offsets"], n_jobs=self.n_jobs)
-            except ValueError:
-                return np.inf
-            return -trusted_elbo(prior, p, fixed, False, _ESS_FLOOR)[0]
-
-        def fun(theta):
-            f0 = value(theta)
-            g = np.empty_like(theta)
-            for i in range(theta.size):
-                e = np.zeros_like(theta)
-                e[i] = 1e-3
-                g[i] = (value(theta + e) - value(theta - e)) / 2e-3
-            return f0, g
-
-        theta0, bounds = _theta(kernels0)
-        res = lbfgs(fun, theta0, max_iter=max_iter, tol=0.0)
-        self.kernel_ = _with_theta(kernels0, np.clip(res.x, bounds[:, 0], bounds[:, 1]))
-        self._prior = SparsePrior(self.kernel_, self.inducing_inputs_, st["Xp"], st["offsets"], n_jobs=self.n_jobs)
-
-    # ------------------------------------------------------------------ gp-var-s
-    def _fit_saga(self, blocks):
-        """SAGA by blocks. Each global iteration ends with a full pass (the new SAGA table and the
-        ELBO); if the ELBO fell by more than two Monte-Carlo standard errors of the difference,
-        the iteration is undone and the step sizes are halved."""
-        st = self._fit_state
-        rng, offsets = st["rng"], st["offsets"]
-        n_seq = offsets.shape[0] - 1
-        self.elbo_curve_, self.elbo_times_ = [], []
-        table = self._saga_table(self.params_, int(rng.randint(2**31 - 1)))
-        self._record(table["value"])
-        y = st["y"]
-        starts = np.zeros(y.shape[0], dtype=bool)
-        starts[offsets[:-1]] = True
-        from_counts = np.bincount(y[np.flatnonzero(~starts) - 1], minlength=self.params_.Q)
-        st["pair_scale"] = 1.0 / (1.0 + 0.25 * from_counts)[:, None]  # 1 / curvature bound of each row of m_bin
-        warm = self.warm_start and hasattr(self, "step_scale_")
-        st["step_scale"] = self.step_scale_ if warm else 1.0
-        st["order"], st["pos"] = rng.permutation(n_seq), 0
-        n_iter = 0
-        for n_iter in range(1, self.max_iter + 1):
-            p = self.params_.copy()
-            self._saga_epochs(p, {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in table.items()}, blocks)
-            new = self._saga_table(p, int(rng.randint(2**31 - 1)))
-            noise = 2.0 * np.hypot(new["value_se"], table["value_se"])  # two standard errors of the difference
-            if not np.isfinite(new["value"]) or new["value"] < table["value"] - noise:
-                st["step_scale"] *= 0.5  # the iteration made the ELBO worse: undo it, smaller steps
-            else:
-                self.params_, table = p, new
-            if self._record(table["value"]):
-                break
-        self.step_scale_ = st["step_scale"]
-        self._finish(n_iter)
-
-    def _saga_epochs(self, p, table, blocks):
-        st = self._fit_state
-        n_seq = st["offsets"].shape[0] - 1
-        for block, n_steps in ((0, blocks[0]), (1, blocks[1])):
-            for _ in range(n_steps):
-                if st["pos"] + self.batch_size > n_seq:
-                    st["order"], st["pos"] = st["rng"].permutation(n_seq), 0
-                batch = np.sort(st["order"][st["pos"]:st["pos"] + self.batch_size])
-                st["pos"] += self.batch_size
-                self._saga_step(p, table, batch, block, int(st["rng"].randint(2**31 - 1)), self._prior.B, n_seq)
-
-    def _saga_table(self, p, seed):
-        """A full pass: per-sequence gradient parts stored, and their sums."""
-        st = self._fit_state
-        n_seq = st["offsets"].shape[0] - 1
-        est = mc_estimate(self._prior, p, np.arange(n_seq), st["y"], self.n_samples, seed, self.likelihood,
-                          control_variate=self.control_variate, n_jobs=self.n_jobs)
-        dm, dL = unary_data_grad(self._prior.B, est, p)
-        value = float(est["ell"].sum()) + unary_kl(p)[0] + pair_kl(p)[0]
-        return dict(gb=est["gb"], U=est["U"], g_mb=est["g_mb"], g_lsb=est["g_lsb"], sum_m=dm, sum_L=dL,
-                    sum_mb=est["g_mb"].sum(0), sum_lsb=est["g_lsb"].sum(0), value=value,
-                    value_se=float(np.sqrt(est["ell_var"].sum())))
-
-    def _saga_step(self, p, table, batch, block, seed, B, n_seq):
-        st = self._fit_state
-        est = mc_estimate(self._prior, p, batch, st["y"], self.n_samples, seed, self.likelihood,
-                          control_variate=self.control_variate, n_jobs=self.n_jobs)
-        rows = token_rows(st["offsets"], batch)
-        scale = n_seq / len(batch)
-        d_est = dict(gb=est["gb"] - table["gb"][rows], U=est["U"] - table["U"][rows])
-        dm, dL = unary_data_grad(B[:, rows], d_est, p)
-        d_mb = (est["g_mb"] - table["g_mb"][batch]).sum(0)
-        d_lsb = (est["g_lsb"] - table["g_lsb"][batch]).sum(0)
-        lr, lr_cov = self.learning_rate * st["step_scale"], self.learning_rate_cov * st["step_scale"]
-        if block == 0:
-            _, gm, gL = unary_kl(p)
-            g = p.unary_grad_vector(gm + table["sum_m"] + scale * dm, gL + table["sum_L"] + scale * dL)
-            n_mean = p.m.size
-            x = p.get_unary()
-            x[:n_mean] += _clip(lr * g[:n_mean])
-            x[n_mean:] += _clip(lr_cov * g[n_mean:])
-            p.set_unary(x)
-        else:
-            _, g_mb, g_lsb = pair_kl(p)
-            h = st["pair_scale"]
-            p.mb += _clip(lr * h * (g_mb + table["sum_mb"] + scale * d_mb))
-            p.log_sb += _clip(lr_cov * h * (g_lsb + table["sum_lsb"] + scale * d_lsb))
-        table["gb"][rows] = est["gb"]
-        table["U"][rows] = est["U"]
-        table["g_mb"][batch] = est["g_mb"]
-        table["g_lsb"][batch] = est["g_lsb"]
-        table["sum_m"] += dm
-        table["sum_L"] += dL
-        table["sum_mb"] += d_mb
-        table["sum_lsb"] += d_lsb
-
     # ------------------------------------------------------------------ predict
     def _test_prior(self, X):
         check_is_fitted(self)
         X = check_sequences(X, n_features=self.n_features_in_)
         Xp, offsets = pack_sequences(X)
+        check_feature_scale(Xp, offsets)
         return SparsePrior(self.kernel_, self.inducing_inputs_, Xp, offsets, n_jobs=self.n_jobs), offsets
 
     def predict_marginals(self, X):
@@ -518,7 +362,7 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
 def _fresh_kernels(kernel, n_classes):
     """Unfitted copies of the ``kernel`` parameter: one Kernel, or a list of ``n_classes``."""
     if kernel is None:
-        return DotProduct(sigma_0=1.0)
+        return ConstantKernel(1.0) * DotProduct(sigma_0=1.0, sigma_0_bounds="fixed")
     if isinstance(kernel, Kernel):
         return clone(kernel)
     if len(kernel) != n_classes or not all(isinstance(k, Kernel) for k in kernel):
@@ -527,36 +371,13 @@ def _fresh_kernels(kernel, n_classes):
     return [clone(k) for k in kernel]
 
 
-def _theta(kernels):
-    """Log-hyperparameters and their bounds, concatenated over the kernel list."""
-    kernels = kernels if isinstance(kernels, list) else [kernels]
-    theta = np.concatenate([k.theta for k in kernels])
-    bounds = np.vstack([k.bounds for k in kernels if k.n_dims] or [np.zeros((0, 2))])
-    return theta, bounds
-
-
-def _with_theta(kernels, theta):
-    """``kernels`` (one or a list) with the concatenated log-hyperparameters ``theta``."""
-    if not isinstance(kernels, list):
-        return kernels.clone_with_theta(theta)
-    out, start = [], 0
-    for k in kernels:
-        out.append(k.clone_with_theta(theta[start:start + k.n_dims]))
-        start += k.n_dims
-    return out
-
-
 def _check_kernel(kernel, Xp):
     """Evaluate the kernel on two tokens: a ValueError (naming the kernel) if it does not fit the features."""
     sample = Xp[:2]
     try:
-        K = gram(kernel, sample)
+        with np.errstate(over="ignore", invalid="ignore"):
+            K = gram(kernel, sample)
     except (TypeError, AttributeError) as exc:
         raise ValueError(f"kernel {kernel!r} cannot be evaluated on these features: {exc}") from None
     if K.shape != (sample.shape[0], sample.shape[0]) or not np.all(np.isfinite(K)):
-        raise ValueError(f"kernel {kernel!r} gives an invalid Gram matrix on these features.")
-
-
-def _clip(step, limit=0.5):
-    """Bound each coordinate of a stochastic step (a trust region against heavy-tailed gradient noise)."""
-    return np.clip(step, -limit, limit)
+        raise ValueError(f"kernel {kernel!r} gives an invalid Gram matrix (non-finite scores) on these features.")
