@@ -378,6 +378,11 @@ def main():
         grobid = run_grobid(args.grobid, choice, log)
         for row in grobid:
             row["family_setting"] = choice
+        if gpath.exists():  # keep the folds of earlier runs with the same setting
+            done = {r["fold"] for r in grobid}
+            grobid += [r for r in json.loads(gpath.read_text()) if r.get("family_setting") == choice
+                       and r["fold"] not in done]
+            grobid.sort(key=lambda r: r["fold"])
         gpath.write_text(json.dumps(grobid))
         if path.exists():
             report(json.loads(path.read_text()), grobid)
