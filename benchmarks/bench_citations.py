@@ -80,6 +80,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _citation_features import citation_features  # noqa: E402
 
 from sklearn_struct import NonLocalCRF  # noqa: E402
+from sklearn_struct._psi_learning import learn_psi  # noqa: E402
 from sklearn_struct.constraints import AtLeastSegments, AtMostSegments, FirstLabel, MutuallyExclusive  # noqa: E402
 from sklearn_struct.datasets import load_grobid_citations  # noqa: E402
 from sklearn_struct.metrics import chunk_precision_recall_f1, segment_report, token_accuracy  # noqa: E402
@@ -210,7 +211,9 @@ def run_fold(k, feats, y, train, test):
     insample = copy.deepcopy(model)
     insample.psi_holdout = None
     y_enc = [np.searchsorted(model.classes_, v) for v in ytr]
-    insample._fit_psi(Xtr, y_enc, None, *insample._psi_thetas(Xtr, y_enc))
+    base_theta = (model.coef_, model.intercept_, model.transition_)
+    res_in = learn_psi(insample, Xtr, y_enc, model.energy_, None, *insample._psi_thetas(Xtr, y_enc, base_theta))
+    insample.psi_ = res_in.psi
     out["psi_insample"] = insample.psi_.tolist()
 
     Dtr, Dte = crfsuite_dicts(Xtr), crfsuite_dicts(Xte)

@@ -160,6 +160,18 @@ def _citations():
                 paper["constrained"] - paper["base"], fmt="+.2f")]
 
 
+def _umass():
+    paper = _literal("bench_umass_table1.py", "PAPER")
+    test = _json("umass_table1.json")["test"]
+    name = "UMass citations Table 1, CRF + learned constraints (`umass_table1`)"
+    return [Row("UMass citations Table 1, base CRF (`umass_table1`)", "segment F1 ↑", test["base"]["f1"],
+                paper["base"], test["crfsuite"]["f1"], "sklearn-crfsuite", ".2f"),
+            Row(name, "segment F1 ↑", test["learned"]["f1"], paper["constrained"], test["crfsuite"]["f1"],
+                "sklearn-crfsuite", ".2f"),
+            Row(name, "F1 gain over the base CRF ↑", test["learned"]["f1"] - test["base"]["f1"],
+                paper["constrained"] - paper["base"], fmt="+.2f")]
+
+
 def _parsing():
     rows = []
     for language in dict.fromkeys(r["language"] for r in _csv("parsing_table1.csv")):
@@ -263,7 +275,7 @@ def _cold_start():
     return out
 
 
-SECTIONS = [_conll, _crfsuite_tutorial, _ocr, _cgm, _citations, _parsing, _dlpw_figure1, _dlpw_accuracy, _mle_struct, _gp_struct,
+SECTIONS = [_conll, _crfsuite_tutorial, _ocr, _cgm, _citations, _umass, _parsing, _dlpw_figure1, _dlpw_accuracy, _mle_struct, _gp_struct,
             _loopy, _chain_oracle, _pruned_bp, _cold_start]
 
 

@@ -318,7 +318,8 @@ class LinearConstraint(Constraint):
 
     ``measurement = sum_t node[l] mu_t[l] + sum_t edge[(a, b)] mu_{t,t+1}[a, b]
     + first[l] mu_0[l] + last[l] mu_{n-1}[l]``, with the coefficients given as dicts keyed
-    by label (``edge`` by ``(from, to)`` pairs).
+    by label (``edge`` by ``(from, to)`` pairs). ``name``, if given, is the term's name in
+    :attr:`ConstraintEnergy.term_names_` (default: ``"linear <sense> <bound>"``).
 
     Examples
     --------
@@ -328,14 +329,16 @@ class LinearConstraint(Constraint):
     >>> ge = LinearConstraint(node={"first": 1, "last": -1}, sense="at_least", bound=0)
     """
 
-    def __init__(self, node=None, edge=None, first=None, last=None, sense="at_least", bound=0):
+    def __init__(self, node=None, edge=None, first=None, last=None, sense="at_least", bound=0, name=None):
         store_init_params(self, locals())
 
     def _terms(self, index_of, n_labels):
         who = self._check_sense()
         if not (isinstance(self.bound, numbers.Real) and np.isfinite(self.bound)):
             raise ValueError(f"{who}: bound must be a finite number, got {self.bound!r}.")
-        t = _Term(n_labels, f"linear {self.sense} {self.bound}")
+        if self.name is not None and not isinstance(self.name, str):
+            raise ValueError(f"{who}: name must be a str or None, got {type(self.name).__name__}.")
+        t = _Term(n_labels, self.name or f"linear {self.sense} {self.bound}")
         for part, arr in (("node", t.node), ("first", t.first), ("last", t.last)):
             for lab, c in _coefficients(self, part, who):
                 arr[_label_set(lab, index_of, who)] += c

@@ -7,7 +7,6 @@ Vilnis et al. 2015) by Bethe projections (:mod:`sklearn_struct._bethe_inference`
 energy weights ``psi`` are learned by the doubly-stochastic Algorithm 3.
 """
 
-import inspect
 import numbers
 
 import numpy as np
@@ -19,17 +18,18 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._bethe_inference import bethe_inference
 from ._bethe_tree import bethe_inference_tree
-from ._chain_crf import ChainData, ChainTagsMixin, fit_chain_crf, predict_unary, start_chain_fit, token_score
-from .constraints import ConstraintEnergy
+from ._chain_crf import ChainTagsMixin, fit_chain_crf, predict_unary, start_chain_fit, token_score
+from ._psi_learning import bind, fit_energy, in_sample_thetas, learn_psi, psi_thetas, psi_values
 from .oracles.chain import forward_backward, viterbi
 from .utils._params import shared_constraints, store_init_params
-from .utils.packing import edge_offsets, segment_sum, subset_sequences, transition_pairs, unpack_sequences
+from .utils.packing import unpack_sequences
 from .utils.progress import Progress
 from .utils.validation import check_sequences
 
 __all__ = ["NonLocalCRF"]
 
-_AUTO_HOLDOUT_FOLDS = 3  # psi_holdout="auto": K-fold cross-fitting for the psi step
+_PSI_ATTRIBUTES = ("energy_", "psi_", "psi_coef_", "psi_featurizer_", "n_psi_features_in_", "inference_n_iter_",
+                   "psi_history_")
 
 
 class NonLocalCRF(ChainTagsMixin, BaseEstimator):
@@ -142,6 +142,14 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         Step size of the gradient ascent on ``psi`` (and ``theta``).
     learning_rate_schedule : {"constant", "invscaling"}, default="invscaling"
         ``"invscaling"``: ``learning_rate / sqrt(1 + k)`` at step ``k``.
+    psi_l1 : float, default=0.0
+        Sparsity penalty on the energy weights: Algorithm 3 ascends the surrogate
+        log-likelihood minus ``psi_l1 * sum_k psi_k`` (per sequence), each step a proximal
+        step ``psi <- max(0, psi + lr * (g - psi_l1))``, so a weight whose gradient stays
+        below ``psi_l1`` ends at exactly zero: with many candidate constraints
+        (:class:`~sklearn_struct.constraint_learning.ConstraintFamily`) the useless ones drop
+        out (Anzaroot et al. 2014); see
+        :func:`~sklearn_struct.constraint_learning.kept_constraints`.
     learn_theta : bool, default=False
         Also update the base CRF parameters during Algorithm 3 (gradient ``S(y) - m``,
         plus the L2 penalty spread over the examples).
@@ -250,6 +258,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         "n_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "psi_l1": [Interval(numbers.Real, 0, None, closed="left")],
         "learning_rate_schedule": [StrOptions({"constant", "invscaling"})],
         "psi_gradient": [StrOptions({"algorithm3", "exact"})],
         "learn_theta": ["boolean"],
@@ -278,6 +287,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         batch_size=16,
         learning_rate=0.1,
         learning_rate_schedule="invscaling",
+        psi_l1=0.0,
         learn_theta=False,
         psi_gradient="algorithm3",
         warm_start=False,
@@ -305,26 +315,45 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         -------
         self : NonLocalCRF
         """
-        progress, X, y_enc, previous = start_chain_fit(self, X, y)
-        self._fit_base_crf(X, y_enc, previous, progress)
-        for attr in ("energy_", "psi_", "psi_coef_", "psi_featurizer_", "n_psi_features_in_",
-                     "inference_n_iter_", "psi_history_"):
+        saved = {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
+        try:
+            fitted = self._fit(X, y, psi_features)
+        except BaseException:  # a failed or interrupted fit (Ctrl-C, a callback) leaves the model as it was
+            for k in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+                del self.__dict__[k]
+            self.__dict__.update(saved)
+            raise
+        for attr in _PSI_ATTRIBUTES:
             self.__dict__.pop(attr, None)  # from an earlier fit with another energy
-        if self.energy is not None:
-            if self.learn_theta and self.psi_holdout not in (None, "auto"):
-                raise ValueError(
-                    "learn_theta=True updates the base CRF on the sequences of the psi step, which "
-                    "psi_holdout keeps out of the final base CRF; set psi_holdout=None to use it."
-                )
-            self.energy_ = _fit_energy(self.energy, y_enc, self.classes_)
-            phi = self._fit_psi_features(X, psi_features)
-            thetas = self._in_sample_thetas(len(X)) if progress.stopped else self._psi_thetas(X, y_enc)
-            self._fit_psi(X, y_enc, phi, *thetas, progress)
+        self.__dict__.update(fitted)
         return self
 
-    def _fit_base_crf(self, X, y_enc, previous=None, progress=None):
-        params, self.n_iter_, self.objective_ = self._lbfgs_crf(X, y_enc, previous, progress=progress)
-        self.coef_, self.intercept_, self.transition_ = params
+    def _fit(self, X, y, psi_features):
+        """validate -> base CRF -> psi: the fitted attributes as a dict (set by ``fit``)."""
+        progress, X, y_enc, previous = start_chain_fit(self, X, y)  # sets classes_, n_features_in_
+        theta, n_iter, objective = self._lbfgs_crf(X, y_enc, previous, progress=progress)
+        fitted = dict(classes_=self.classes_, n_features_in_=self.n_features_in_, coef_=theta[0],
+                      intercept_=theta[1], transition_=theta[2], n_iter_=n_iter, objective_=objective)
+        if self.energy is None:
+            return fitted
+        if self.learn_theta and self.psi_holdout not in (None, "auto"):
+            raise ValueError(
+                "learn_theta=True updates the base CRF on the sequences of the psi step, which "
+                "psi_holdout keeps out of the final base CRF; set psi_holdout=None to use it."
+            )
+        energy = fit_energy(self.energy, y_enc, self.classes_)
+        featurizer, phi = self._fit_psi_features(X, psi_features)
+        thetas = in_sample_thetas(theta, len(X)) if progress.stopped else self._psi_thetas(X, y_enc, theta)
+        res = learn_psi(self, X, y_enc, energy, phi, *thetas, progress)
+        fitted.update(energy_=energy, psi_featurizer_=featurizer, n_psi_features_in_=0 if phi is None else phi.shape[1],
+                      psi_=res.psi, psi_coef_=res.psi_coef, psi_history_=res.history, inference_n_iter_=res.n_iter)
+        if res.theta is not None:
+            fitted.update(coef_=res.theta[0], intercept_=res.theta[1], transition_=res.theta[2])
+        return fitted
+
+    def _psi_thetas(self, X, y_enc, base):
+        """Held-out base CRFs for the psi step (:func:`~sklearn_struct._psi_learning.psi_thetas`)."""
+        return psi_thetas(self, X, y_enc, base)
 
     def _lbfgs_crf(self, X, y_enc, previous=None, what="the base CRF", progress=None):
         """Fit the base CRF (a :class:`~sklearn_struct.ChainCRF`'s model) on (X, y_enc):
@@ -338,71 +367,24 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
             progress=progress, what=what)
         return tuple(params), n_iter, objective
 
-    # ---------------------------------------------------------------- held-out theta for psi
-    def _in_sample_thetas(self, n_seq):
-        """``_psi_thetas`` without held-out fits: every sequence under the full-data base CRF."""
-        return np.arange(n_seq), [(self.coef_, self.intercept_, self.transition_)], np.zeros(n_seq, dtype=np.int64)
-
-    def _psi_thetas(self, X, y_enc):
-        """Base-CRF parameters under which Algorithm 3 sees each training sequence.
-
-        Returns ``(seqs, params, fold)``: the sequences used for the psi step, a list of
-        (coef, intercept, transition) and, per used sequence, the index into that list.
-        ``psi_holdout=None``: the full-data base CRF on every sequence (in-sample). A float:
-        a base CRF fitted on the other sequences, for the held-out fraction. An int K:
-        K base CRFs, each fitted on K-1 folds, for the sequences of the remaining fold.
-        """
-        n_seq = len(X)
-        holdout = self.psi_holdout
-        if isinstance(holdout, str):  # "auto"
-            holdout = None if self.learn_theta else min(_AUTO_HOLDOUT_FOLDS, n_seq)
-            if holdout is not None and holdout < 2:
-                holdout = None
-        if holdout is None or self.n_epochs == 0:  # n_epochs=0: psi stays psi_init, no held-out fits needed
-            return self._in_sample_thetas(n_seq)
-        rng = check_random_state(self.random_state)
-        order = rng.permutation(n_seq)
-        if isinstance(holdout, numbers.Integral):
-            if holdout > n_seq:
-                raise ValueError(f"psi_holdout={holdout} folds, but there are only {n_seq} training sequences.")
-            parts = np.array_split(order, int(holdout))
-        else:
-            n_out = int(round(holdout * n_seq))
-            if n_out < 1 or n_out >= n_seq:
-                raise ValueError(
-                    f"psi_holdout={holdout} holds out {n_out} of {n_seq} training sequences; "
-                    "at least 1 must be held out and at least 1 kept for the base CRF."
-                )
-            parts = [order[:n_out]]
-        params, fold = [], np.empty(n_seq, dtype=np.int64)
-        for k, part in enumerate(parts):
-            rest = np.setdiff1d(order, part)
-            Xk = [X[i] for i in rest]
-            yk = [y_enc[i] for i in rest]
-            p, _, _ = self._lbfgs_crf(Xk, yk, what=f"the base CRF without psi fold {k}")
-            params.append(p)
-            fold[part] = k
-        seqs = np.sort(np.concatenate(parts))
-        return seqs, params, fold[seqs]
-
     # ---------------------------------------------------------------- psi features
     def _fit_psi_features(self, X, psi_features):
-        self.psi_featurizer_ = None
+        """The fitted psi featurizer (or None) and the training sequences' psi features (or None)."""
+        featurizer = None
         if psi_features is None and self.psi_featurizer is not None:
             featurizer = clone(self.psi_featurizer)
             params = featurizer.get_params()
             if "random_state" in params and params["random_state"] is None and self.random_state is not None:
                 featurizer.set_params(random_state=check_random_state(self.random_state).randint(2**31 - 1))
-            self.psi_featurizer_ = featurizer.fit(X)
-        phi = self._psi_features(X, psi_features, fitting=True)
-        self.n_psi_features_in_ = 0 if phi is None else phi.shape[1]
-        return phi
+            featurizer = featurizer.fit(X)
+        return featurizer, self._psi_features(X, psi_features, fitting=True, featurizer=featurizer)
 
-    def _psi_features(self, X, psi_features, fitting=False):
-        """Validated per-sequence psi features (n_seq, d), or None."""
+    def _psi_features(self, X, psi_features, fitting=False, featurizer=None):
+        """Validated per-sequence psi features (n_seq, d), or None (``featurizer``: the one being fitted)."""
         n_seq = len(X)
         if psi_features is None:
-            featurizer = getattr(self, "psi_featurizer_", None)
+            if not fitting:
+                featurizer = getattr(self, "psi_featurizer_", None)
             if featurizer is None:
                 if not fitting and getattr(self, "n_psi_features_in_", 0):
                     raise ValueError(
@@ -434,114 +416,10 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
                 )
         return phi
 
-    def _psi_values(self, phi, psi, psi_coef):
-        """Per-sequence energy weights (n_seq, K) and the mask where the clip is inactive."""
-        if psi_coef is None or phi is None:
-            return np.broadcast_to(psi, (1 if phi is None else phi.shape[0], psi.shape[0])), None
-        raw = phi @ psi_coef + psi
-        return np.maximum(raw, 0.0), raw > 0
-
-    # ---------------------------------------------------------------- Algorithm 3
     def _inference_kwargs(self):
         return dict(method=self.inference, max_iter=self.inference_max_iter, tol=self.inference_tol,
                     beta=self.beta, eta=self.eta, lipschitz=self.lipschitz, average=self.average)
 
-    def _fit_psi(self, X, y_enc, phi, seqs, params, fold, progress=None):
-        """Algorithm 3 on the training sequences ``seqs``, each under the base CRF ``params[fold]``;
-        no epoch once ``progress`` (the fit's reporter) has been stopped."""
-        if progress is None:
-            progress = Progress(type(self).__name__, self.verbose, self.callback)
-        energy = _bind(self.energy_, X)
-        L = len(self.classes_)
-        K = energy.n_weights
-        data = ChainData([X[i] for i in seqs])
-        packed, offsets = data.packed, data.offsets
-        n_seq = offsets.shape[0] - 1
-        lengths = np.diff(offsets)
-        y_all = np.concatenate([y_enc[i] for i in seqs]).astype(np.int64)
-        edge_from, edge_to = transition_pairs(y_all, offsets)  # in packed edge-row order
-        uses_edges = bool(energy.uses_edges)
-        phi = None if phi is None else phi[seqs]
-
-        psi = np.full(K, float(self.psi_init))
-        psi_coef = None if phi is None else np.zeros((phi.shape[1], K))
-        coef, intercept, trans = (p.copy() for p in params[0])
-        if not self.learn_theta:  # theta stays fixed: every token's unary scores once
-            tok_fold = np.repeat(fold, lengths)
-            unary_all = np.empty((packed.shape[0], L))
-            for k, (c, b, _) in enumerate(params):
-                rows = np.flatnonzero(tok_fold == k)
-                unary_all[rows] = np.asarray(packed[rows] @ c) + b
-            trans_stack = np.stack([p[2] for p in params])
-        rng = check_random_state(self.random_state)
-        n_iter = np.zeros(n_seq, dtype=np.int64)
-        history = [psi.copy()]
-        step = 0
-        kwargs = self._inference_kwargs()
-        epochs = Progress(progress.name, self.verbose, self.callback, unit="epoch",
-                          objective="psi gradient", start=progress.start)
-        for epoch in range(0 if progress.stopped else self.n_epochs):
-            order = rng.permutation(n_seq)
-            g_epoch = np.zeros(K)
-            for lo in range(0, n_seq, self.batch_size):
-                idx = np.sort(order[lo : lo + self.batch_size])
-                tok, etok, sub = subset_sequences(offsets, idx)
-                Xb = packed[tok]
-                if self.learn_theta:
-                    unary = np.asarray(Xb @ coef) + intercept
-                else:
-                    unary = unary_all[tok]
-                    folds_b = fold[idx]
-                    if np.all(folds_b == folds_b[0]):
-                        trans = trans_stack[folds_b[0]]
-                    else:  # sequences of several held-out folds: per-position transitions
-                        trans = np.repeat(trans_stack[folds_b], lengths[idx] - 1, axis=0)
-                phi_b = None if phi is None else phi[idx]
-                psi_b, clip_on = self._psi_values(phi_b, psi, psi_coef)
-                psi_b = np.broadcast_to(psi_b, (idx.shape[0], K))
-                paper_form = self.psi_gradient == "algorithm3"
-                res = bethe_inference(unary, trans, sub, energy, psi_b,
-                                      return_edges=uses_edges or (paper_form and self.learn_theta),
-                                      energy_index=seqs[idx], **kwargs)
-                n_iter[idx] = res.n_iter
-                if paper_form:
-                    sur = _algorithm3_gradient(energy, res.node, res.edge, sub, y_all[tok], edge_from[etok],
-                                               edge_to[etok], index=seqs[idx], edge_sum=self.learn_theta)
-                else:
-                    sur = _surrogate_gradient(energy, res.node, res.edge, unary, trans, sub, psi_b,
-                                              y_all[tok], edge_from[etok], edge_to[etok], index=seqs[idx],
-                                              edge_sum=self.learn_theta)
-                g_psi, d_node, m_edge = sur.g_psi, sur.d_node, sur.m_edge
-                g_epoch += g_psi.sum(axis=0)
-                lr = self.learning_rate
-                if self.learning_rate_schedule == "invscaling":
-                    lr = lr / np.sqrt(1.0 + step)
-                nb = idx.shape[0]
-                if psi_coef is None:
-                    psi = np.maximum(psi + lr * g_psi.mean(axis=0), 0.0)  # projected ascent
-                else:
-                    g_eff = g_psi * clip_on
-                    psi = psi + lr * g_eff.mean(axis=0)
-                    psi_coef = psi_coef + lr * (phi_b.T @ g_eff) / nb
-                if self.learn_theta:
-                    exp_edges = m_edge.sum(axis=0) if uses_edges else m_edge
-                    g_coef, g_int, g_trans = _theta_gradient(Xb, d_node, edge_from[etok], edge_to[etok], exp_edges,
-                                                             coef, trans, nb, self.c2 / n_seq)
-                    coef += lr * g_coef
-                    intercept += lr * g_int
-                    trans += lr * g_trans
-                step += 1
-            history.append(psi.copy())
-            if epochs(epoch + 1, np.linalg.norm(g_epoch / n_seq), psi=psi, mean_inference_iterations=n_iter.mean()):
-                break
-        self.psi_ = psi
-        self.psi_coef_ = psi_coef
-        self.psi_history_ = np.array(history)
-        self.inference_n_iter_ = n_iter
-        if self.learn_theta:
-            self.coef_, self.intercept_, self.transition_ = coef, intercept, trans
-
-    # ---------------------------------------------------------------- prediction
     def _unary(self, X):
         """Validated, packed data and its unary scores under the base model."""
         check_is_fitted(self)
@@ -581,12 +459,12 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
             n_iter, converged = np.zeros(n_seq, dtype=np.int64), np.ones(n_seq, dtype=bool)
         else:
             phi = self._psi_features(X, psi_features)
-            psi, _ = self._psi_values(phi, self.psi_, self.psi_coef_)
+            psi, _ = psi_values(phi, self.psi_, self.psi_coef_)
             psi = np.broadcast_to(psi, (n_seq, self.energy_.n_weights))
             kwargs = self._inference_kwargs()
             if max_iter is not None:
                 kwargs["max_iter"] = max_iter
-            res = bethe_inference(unary, self.transition_, offsets, _bind(self.energy_, X), psi,
+            res = bethe_inference(unary, self.transition_, offsets, bind(self.energy_, X), psi,
                                   return_edges=False, **kwargs)
             labels, _ = viterbi(res.dual_unary, res.dual_transition, offsets)
             node, n_iter, converged = res.node, res.n_iter, res.converged
@@ -629,8 +507,8 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
             return Bunch(labels=self.classes_[np.argmax(best.node_marginals, axis=1)], marginals=node, n_iter=0,
                          converged=True)
         phi = self._psi_features(X, None if psi_features is None else np.atleast_2d(psi_features))
-        psi, _ = self._psi_values(phi, self.psi_, self.psi_coef_)
-        res = bethe_inference_tree(unary, edges, self.transition_, _bind(self.energy_, X), psi[0], max_iter=cap,
+        psi, _ = psi_values(phi, self.psi_, self.psi_coef_)
+        res = bethe_inference_tree(unary, edges, self.transition_, bind(self.energy_, X), psi[0], max_iter=cap,
                                    tol=self.inference_tol)
         return Bunch(labels=self.classes_[res.labels], marginals=res.node, n_iter=res.n_iter, converged=res.converged)
 
@@ -660,99 +538,3 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
     def score(self, X, y, psi_features=None):
         """Token accuracy of :meth:`predict` on ``X`` against ``y``."""
         return token_score(self.predict(X, psi_features=psi_features), y)
-
-
-def _theta_gradient(Xb, d_node, edge_from, edge_to, exp_edges, coef, trans, n_batch, c2):
-    """Gradient of Algorithm 3's theta objective on a batch, per block (coef, intercept, transition).
-
-    The objective is the batch mean of the surrogate log-likelihood (eq. 12) minus the
-    base CRF's L2 penalty spread over the training sequences,
-    ``(1 / n_batch) sum_i log Q_i(y_i) - c2 * (||W||^2 + ||A||^2)`` (``c2`` already divided
-    by the number of sequences); ``d_node = S(y) - m`` on the tokens, ``exp_edges`` the
-    summed transition marginals of the ``Q_i``. Every block is a per-sequence mean, the
-    unpenalised intercept included.
-    """
-    L = d_node.shape[1]
-    emp = np.zeros((L, L))
-    np.add.at(emp, (edge_from, edge_to), 1.0)
-    g_coef = np.asarray(Xb.T @ d_node) / n_batch - 2.0 * c2 * coef
-    g_int = d_node.sum(axis=0) / n_batch
-    g_trans = (emp - exp_edges) / n_batch - 2.0 * c2 * trans
-    return g_coef, g_int, g_trans
-
-
-def _fit_energy(energy, y_enc, classes):
-    """Clone and fit the energy (a list of constraint templates becomes a ConstraintEnergy)."""
-    if isinstance(energy, list):
-        energy = ConstraintEnergy(energy)
-    energy = clone(energy)
-    if "classes" in inspect.signature(energy.fit).parameters:  # templates by label name
-        return energy.fit(y_enc, len(classes), classes=classes)
-    return energy.fit(y_enc, len(classes))
-
-
-def _bind(energy, X):
-    """The energy with the input-dependent coefficients of X, for energies that have them."""
-    return energy.bind(X) if hasattr(energy, "bind") else energy
-
-
-def _algorithm3_gradient(energy, node, edge, offsets, y, edge_from, edge_to, index=None, edge_sum=False):
-    """Algorithm 3's gradients at the inference output ``mu_i`` (sign corrected).
-
-    ``d/d theta = S(y_i) - mu_i`` and ``d/d psi_ik = -<grad ell_k(mu_i), S(y_i) - mu_i>``: the
-    surrogate-likelihood gradient of :func:`_surrogate_gradient` with ``m_i`` replaced by
-    ``mu_i``, its value at a fixed point of inference (Prop. 1). Same return layout.
-    """
-    rows = np.arange(y.shape[0])
-    d_node = -node
-    d_node[rows, y] += 1.0
-    d_edge = m_edge = None
-    if energy.uses_edges:
-        d_edge = -edge
-        d_edge[np.arange(d_edge.shape[0]), edge_from, edge_to] += 1.0
-        m_edge = edge
-    elif edge_sum:
-        m_edge = edge.sum(axis=0)
-    g_psi = -energy.term_gradient_dot(node, edge, offsets, d_node, d_edge, index=index)
-    return Bunch(log_lik=None, g_psi=g_psi, d_node=d_node, m_edge=m_edge)
-
-
-def _surrogate_gradient(energy, node, edge, unary, transition, offsets, psi, y, edge_from, edge_to,
-                        index=None, edge_sum=False):
-    """Surrogate log-likelihood (eq. 12) of a batch at fixed marginals ``mu`` and its psi-gradient.
-
-    ``Q_i`` is the chain MRF with potentials ``rho_i = theta - grad L_psi(mu_i)`` (eq. 11);
-    with ``m_i = ORACLE(rho_i)``, ``d log Q_i(y_i) / d rho_i = S(y_i) - m_i`` and, since
-    ``L_psi = sum_k psi_k ell_k``, ``d log Q_i / d psi_ik = -<grad ell_k(mu_i), S(y_i) - m_i>``
-    (the sign the paper's Algorithm 3 drops).
-
-    Returns a Bunch with ``log_lik`` (n_seq,), ``g_psi`` (n_seq, n_weights), ``d_node``
-    (``S(y) - m`` on nodes) and ``m_edge`` (per-position edge marginals of Q when the energy
-    uses edges, their sum when ``edge_sum``, else None).
-    """
-
-    gn, ge = energy.gradient(node, edge, offsets, psi, index=index)
-    rho_unary = unary - gn
-    transition = np.asarray(transition, dtype=np.float64)
-    if ge is None:
-        rho_trans = transition
-    else:
-        rho_trans = (transition[None] if transition.ndim == 2 else transition) - ge
-    uses_edges = ge is not None or bool(energy.uses_edges)
-    mode = "per_position" if uses_edges else ("sum" if edge_sum else "none")
-    log_z, m_node, m_edge = forward_backward(rho_unary, rho_trans, offsets, edge_marginals=mode)
-    rows = np.arange(y.shape[0])
-    d_node = -m_node
-    d_node[rows, y] += 1.0
-    d_edge = None
-    if uses_edges:
-        d_edge = -m_edge
-        d_edge[np.arange(d_edge.shape[0]), edge_from, edge_to] += 1.0
-    trans3 = np.asarray(rho_trans)
-    if trans3.ndim == 2:
-        gold_trans = trans3[edge_from, edge_to]
-    else:
-        gold_trans = trans3[np.arange(trans3.shape[0]), edge_from, edge_to]
-    score = segment_sum(rho_unary[rows, y], offsets) + segment_sum(gold_trans, edge_offsets(offsets))
-    g_psi = -energy.term_gradient_dot(node, edge, offsets, d_node, d_edge, index=index)
-    return Bunch(log_lik=score - log_z, g_psi=g_psi, d_node=d_node, m_edge=m_edge)

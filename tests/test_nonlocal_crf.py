@@ -22,7 +22,7 @@ from sklearn_struct.energies import (
     UnigramDictionaryEnergy,
     WordDictionaryEnergy,
 )
-from sklearn_struct.nonlocal_crf import _surrogate_gradient
+from sklearn_struct._psi_learning import _surrogate_gradient
 from sklearn_struct.oracles.chain import forward_backward
 from sklearn_struct.utils.packing import edge_offsets, lengths_to_offsets
 

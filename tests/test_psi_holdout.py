@@ -74,7 +74,7 @@ def test_psi_holdout_validation():
 def test_learn_theta_step_is_the_surrogate_likelihood_gradient():
     # Algorithm 3's theta step (learn_theta=True, exact form) against central finite differences of
     # J = mean_i log Q_i(y_i; theta - grad L(mu_i)) - c2' (||W||^2 + ||A||^2) at fixed marginals mu_i
-    from sklearn_struct.nonlocal_crf import _surrogate_gradient, _theta_gradient
+    from sklearn_struct._psi_learning import _surrogate_gradient, _theta_gradient
     from sklearn_struct.oracles.chain import forward_backward
     from sklearn_struct.utils.packing import transition_pairs
 

@@ -22,6 +22,7 @@ from .multilabel import (
 )
 from .ocr import fetch_ocr_letters, load_ocr_letters, read_letter_data
 from .ud import load_conllu, load_ud, make_dependency_treebank
+from .umass import load_umass_citations, parse_umass_line
 
 __all__ = [
     "get_data_home",
@@ -36,6 +37,8 @@ __all__ = [
     "fetch_ocr_letters",
     "read_letter_data",
     "load_grobid_citations",
+    "load_umass_citations",
+    "parse_umass_line",
     # dependency trees
     "load_conllu",
     "load_ud",

@@ -1,0 +1,274 @@
+"""Soft constraints learned from data: Anzaroot et al. (2014)'s candidate family, generated from labels.
+
+Anzaroot, Passos, Belanger and McCallum (2014) add to a chain CRF hundreds of soft linear
+constraints over the label counts of a citation ("no more last names than first names",
+"one title", "journal and booktitle exclude each other"), generated automatically from
+templates over the training labels, and learn one non-negative penalty per constraint so
+that most end at zero. Vilnis et al. (2015, Table 1) use the same measurements ``a_j`` as
+smoothed-hinge energies on the marginals, their weights ``psi_j`` learned by Algorithm 3.
+
+:class:`ConstraintFamily` generates the candidates from training labels; every candidate is
+a :class:`~sklearn_struct.constraints.LinearConstraint` with a readable name, so the list
+``constraints_`` can be inspected, edited and passed to
+:class:`~sklearn_struct.NonLocalCRF` (alone or beside hand-written templates). Fit the model
+with a sparsity penalty ``psi_l1 > 0`` and read the constraints it kept with
+:func:`kept_constraints`.
+
+The measurement of a field ``f`` is its number of segments: the tokens labelled ``B-f``
+with BIO labels, the maximal runs of ``f`` with plain (IO) labels (tokens minus expected
+``f -> f`` transitions). Candidate kinds, each kept only if the gold labels of at least
+``min_support`` of the training sequences satisfy it:
+
+- ``"count"``: ``#f <= k`` and ``#f >= k`` (singleton constraints), ``k`` the tightest
+  bound with that support (no ``#f <= 0``: a rare field is the base model's label bias);
+- ``"difference"``: ``lo <= #a - #b <= hi`` for fields that occur together in at least
+  ``min_cooccurrence`` of the sequences (pairwise constraints, e.g. ``#person-first -
+  #person-last``), when the interval is tighter than the count bounds imply;
+- ``"exclusive"``: ``#a + #b <= k`` for fields that are rarely both present (in at most
+  ``1 - min_support`` of the sequences with either; journal and booktitle), tighter than the
+  count bounds imply;
+- ``"implies"``: ``k_a * #b - #a >= 0``, "if ``a`` occurs, so does ``b``", with ``k_a`` the
+  count bound of ``a`` (exact while ``#a <= k_a``), for ``b`` not already required.
+"""
+
+import itertools
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from .constraints import ConstraintEnergy, LinearConstraint
+from .utils._params import store_init_params
+
+__all__ = ["ConstraintFamily", "kept_constraints"]
+
+_KINDS = ("count", "difference", "exclusive", "implies")
+
+
+class ConstraintFamily(BaseEstimator):
+    """Candidate soft constraints over label counts, generated from training labels (Anzaroot et al. 2014).
+
+    Parameters
+    ----------
+    kinds : tuple of {"count", "difference", "exclusive", "implies"}, default=all four
+        Which templates to instantiate (see the module docstring).
+    min_support : float in (0, 1], default=0.95
+        A candidate is kept only if at least this fraction of the training sequences satisfy it.
+    min_cooccurrence : float in [0, 1], default=0.02
+        Pairs of fields (``"difference"``) must both occur in at least this fraction of the
+        sequences; ``"exclusive"`` and ``"implies"`` need each field in at least this fraction.
+    scheme : {"auto", "BIO", "IO"}, default="auto"
+        How labels name fields: ``"BIO"`` (``B-f`` / ``I-f``, segments are ``B-f`` tokens),
+        ``"IO"`` (the label is the field, segments are maximal runs) or ``"auto"`` (BIO when
+        every label other than ``"O"`` starts with ``B-`` or ``I-``).
+    outside : str, default="O"
+        The label of tokens outside every field (never constrained).
+
+    Attributes
+    ----------
+    constraints_ : list of LinearConstraint
+        The candidates, each with a readable ``name`` (e.g. ``"#person-first - #person-last <= 0"``).
+    kinds_ : list of str
+        The kind of each candidate.
+    support_ : ndarray of shape (n_constraints,)
+        Fraction of the training sequences whose gold labels satisfy each candidate.
+    fields_ : list of str
+        The fields found in the labels.
+    scheme_ : str
+        The label scheme used.
+
+    See Also
+    --------
+    kept_constraints : the candidates a fitted NonLocalCRF kept (psi > 0).
+    sklearn_struct.constraints : hand-written templates by label name.
+
+    References
+    ----------
+    S. Anzaroot, A. Passos, D. Belanger, A. McCallum. "Learning Soft Linear Constraints with
+    Application to Citation Field Extraction." ACL 2014.
+
+    Examples
+    --------
+    >>> y = [["B-first", "B-last", "B-title", "I-title"], ["B-first", "B-last", "B-first", "B-last"]]
+    >>> family = ConstraintFamily(kinds=("count", "difference"), min_support=1.0).fit(y)
+    >>> [c.name for c in family.constraints_]  # doctest: +NORMALIZE_WHITESPACE
+    ['#first <= 2', '#first >= 1', '#last <= 2', '#last >= 1', '#title <= 1',
+     '#first - #last <= 0', '#first - #last >= 0']
+    """
+
+    _parameter_constraints = {
+        "kinds": [tuple, list],
+        "min_support": [Interval(numbers.Real, 0, 1, closed="right")],
+        "min_cooccurrence": [Interval(numbers.Real, 0, 1, closed="both")],
+        "scheme": [StrOptions({"auto", "BIO", "IO"})],
+        "outside": [str],
+    }
+
+    def __init__(self, kinds=_KINDS, *, min_support=0.95, min_cooccurrence=0.02, scheme="auto", outside="O"):
+        store_init_params(self, locals())
+
+    def fit(self, y):
+        """Generate the candidates from the label sequences ``y`` (lists of label names).
+
+        Returns
+        -------
+        self : ConstraintFamily
+        """
+        self._validate_params()
+        bad = [k for k in self.kinds if k not in _KINDS]
+        if bad or not self.kinds:
+            raise ValueError(f"kinds must be a non-empty subset of {_KINDS}, got {self.kinds!r}.")
+        y = _check_labels(y)
+        self.scheme_ = _scheme(y, self.scheme, self.outside)
+        self.fields_, counts = _segment_counts(y, self.scheme_, self.outside)
+        cands = []  # (kind, name, node, edge, sense, bound, values)
+        bounds = {f: _bounds(counts[:, j], self.min_support) for j, f in enumerate(self.fields_)}
+        present = (counts > 0).mean(axis=0)
+        for kind in _KINDS:
+            if kind in self.kinds:
+                cands += getattr(self, f"_{kind}")(counts, bounds, present)
+        self.constraints_, self.kinds_, support = [], [], []
+        for kind, name, coef, sense, bound, values in cands:
+            node, edge = _coefficients(coef, self.scheme_)
+            self.constraints_.append(LinearConstraint(node=node, edge=edge or None, sense=sense, bound=int(bound),
+                                                      name=name))
+            self.kinds_.append(kind)
+            support.append(np.mean(values <= bound) if sense == "at_most" else np.mean(values >= bound))
+        self.support_ = np.array(support)
+        return self
+
+    # ---- templates -----------------------------------------------------------------------
+    def _count(self, counts, bounds, present):
+        out = []
+        for j, f in enumerate(self.fields_):
+            lo, hi = bounds[f]
+            if hi >= 1:  # "f never occurs" is the base model's label bias, not a constraint
+                out.append(("count", f"#{f} <= {hi}", {f: 1}, "at_most", hi, counts[:, j]))
+            if lo >= 1:
+                out.append(("count", f"#{f} >= {lo}", {f: 1}, "at_least", lo, counts[:, j]))
+        return out
+
+    def _difference(self, counts, bounds, present):
+        out = []
+        for (i, a), (j, b) in itertools.combinations(enumerate(self.fields_), 2):
+            both = np.mean((counts[:, i] > 0) & (counts[:, j] > 0))
+            if both < max(self.min_cooccurrence, 1e-12):
+                continue
+            diff = counts[:, i] - counts[:, j]
+            lo, hi = _bounds(diff, self.min_support)
+            (lo_a, hi_a), (lo_b, hi_b) = bounds[a], bounds[b]
+            coef = {a: 1, b: -1}
+            if hi < hi_a - lo_b:  # tighter than the count bounds imply
+                out.append(("difference", f"#{a} - #{b} <= {hi}", coef, "at_most", hi, diff))
+            if lo > lo_a - hi_b:
+                out.append(("difference", f"#{a} - #{b} >= {lo}", coef, "at_least", lo, diff))
+        return out
+
+    def _exclusive(self, counts, bounds, present):
+        out = []
+        for (i, a), (j, b) in itertools.combinations(enumerate(self.fields_), 2):
+            both = np.mean((counts[:, i] > 0) & (counts[:, j] > 0))
+            either = np.mean((counts[:, i] > 0) | (counts[:, j] > 0))
+            if min(present[i], present[j]) < self.min_cooccurrence or both > (1 - self.min_support) * either:
+                continue
+            total = counts[:, i] + counts[:, j]
+            _, hi = _bounds(total, self.min_support)
+            if hi < bounds[a][1] + bounds[b][1]:
+                out.append(("exclusive", f"#{a} + #{b} <= {hi}", {a: 1, b: 1}, "at_most", hi, total))
+        return out
+
+    def _implies(self, counts, bounds, present):
+        out = []
+        for (i, a), (j, b) in itertools.permutations(enumerate(self.fields_), 2):
+            if present[i] < self.min_cooccurrence or bounds[b][0] >= 1:
+                continue
+            k = max(bounds[a][1], 1)
+            values = k * counts[:, j] - counts[:, i]
+            if np.mean(values >= 0) >= self.min_support and np.mean(counts[counts[:, i] > 0, j] > 0) >= self.min_support:
+                out.append(("implies", f"{a} => {b} ({k} #{b} - #{a} >= 0)", {b: k, a: -1}, "at_least", 0, values))
+        return out
+
+
+def kept_constraints(model, tol=0.0):
+    """The constraint templates of a fitted NonLocalCRF whose learned weight is above ``tol``.
+
+    Parameters
+    ----------
+    model : NonLocalCRF
+        Fitted with a list of constraint templates (or a ConstraintEnergy) as ``energy``.
+    tol : float, default=0.0
+
+    Returns
+    -------
+    kept : list of (template, psi) pairs, largest psi first; a template with several terms
+        (e.g. ``ExactlySegments``) is kept when any of its terms is, with its largest weight.
+    """
+    check_is_fitted(model, "psi_")
+    energy = getattr(model, "energy_", None)
+    if not isinstance(energy, ConstraintEnergy):
+        raise ValueError("kept_constraints needs a NonLocalCRF fitted with constraint templates as its energy.")
+    index_of = {c.item() if hasattr(c, "item") else c: i for i, c in enumerate(model.classes_)}
+    kept, start = [], 0
+    for c in energy.constraints:
+        n = len(c._terms(index_of, len(model.classes_)))
+        w = float(np.max(model.psi_[start : start + n]))
+        start += n
+        if w > tol:
+            kept.append((c, w))
+    return sorted(kept, key=lambda cw: -cw[1])
+
+
+# ---- helpers -----------------------------------------------------------------------------
+def _check_labels(y):
+    if isinstance(y, (str, bytes)) or not hasattr(y, "__len__") or len(y) == 0:
+        raise ValueError("y must be a non-empty list of label sequences.")
+    out = []
+    for i, seq in enumerate(y):
+        seq = np.asarray(seq, dtype=object).ravel()
+        if seq.size == 0:
+            raise ValueError(f"y: sequence {i} is empty.")
+        out.append([str(v) for v in seq])
+    return out
+
+
+def _scheme(y, scheme, outside):
+    if scheme != "auto":
+        return scheme
+    labels = {lab for seq in y for lab in seq} - {outside}
+    return "BIO" if labels and all(lab[:2] in ("B-", "I-") for lab in labels) else "IO"
+
+
+def _segment_counts(y, scheme, outside):
+    """Fields (sorted) and the (n_sequences, n_fields) matrix of their segment counts."""
+    per_seq = []
+    for seq in y:
+        counts = {}
+        for t, lab in enumerate(seq):
+            if lab == outside:
+                continue
+            if scheme == "BIO":
+                if lab[:2] not in ("B-", "I-"):
+                    raise ValueError(f"y: label {lab!r} is not a BIO label (B-x, I-x or {outside!r}).")
+                field, start = lab[2:], lab[:2] == "B-" or t == 0 or seq[t - 1][2:] != lab[2:]
+            else:
+                field, start = lab, t == 0 or seq[t - 1] != lab
+            counts[field] = counts.get(field, 0) + int(start)
+        per_seq.append(counts)
+    fields = sorted({f for c in per_seq for f in c})
+    return fields, np.array([[c.get(f, 0) for f in fields] for c in per_seq], dtype=np.int64)
+
+
+def _bounds(values, support):
+    """Tightest (lo, hi) with P(values >= lo) >= support and P(values <= hi) >= support."""
+    v = np.sort(values)
+    k = max(int(np.ceil(support * len(v))) - 1, 0)
+    return int(v[len(v) - 1 - k]), int(v[k])
+
+
+def _coefficients(coef, scheme):
+    """``{field: c}`` as node (and, for IO, edge) coefficients of segment counts."""
+    if scheme == "BIO":
+        return {f"B-{f}": c for f, c in coef.items()}, {}
+    return dict(coef), {(f, f): -c for f, c in coef.items()}

@@ -1,0 +1,148 @@
+"""ConstraintFamily (Anzaroot et al. 2014's candidate constraints from labels), psi_l1 and kept_constraints."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_struct import NonLocalCRF
+from sklearn_struct.constraint_learning import ConstraintFamily, kept_constraints
+from sklearn_struct.constraints import AtMostSegments, ConstraintEnergy
+
+# a tiny hand-labelled set: three references in BIO labels
+Y_BIO = [
+    ["B-first", "B-last", "B-first", "B-last", "B-title", "I-title", "B-journal", "B-year"],
+    ["B-first", "B-last", "B-title", "B-booktitle", "I-booktitle", "B-year"],
+    ["B-first", "B-last", "B-title", "I-title", "B-journal", "I-journal"],
+]
+
+
+def _names(family, kind):
+    return sorted(c.name for c, k in zip(family.constraints_, family.kinds_) if k == kind)
+
+
+def test_candidates_by_hand():
+    """Every candidate and its support, worked out by hand for Y_BIO (min_support=1.0)."""
+    family = ConstraintFamily(min_support=1.0, min_cooccurrence=0.0).fit(Y_BIO)
+    assert family.scheme_ == "BIO"
+    assert family.fields_ == ["booktitle", "first", "journal", "last", "title", "year"]
+    # counts per reference: booktitle 0 1 0, first 2 1 1, journal 1 0 1, last 2 1 1, title 1 1 1, year 1 1 0
+    assert _names(family, "count") == sorted(["#booktitle <= 1", "#first <= 2", "#first >= 1", "#journal <= 1",
+                                              "#last <= 2", "#last >= 1", "#title <= 1", "#title >= 1",
+                                              "#year <= 1"])
+    # first - last is always 0 (tighter than [1 - 2, 2 - 1]); title - first in [-1, 0] is tighter than
+    # [1 - 2, 1 - 1] only on neither side; journal - booktitle in [-1, 1]: not tighter than [0 - 1, 1 - 0]
+    diff = _names(family, "difference")
+    assert "#first - #last <= 0" in diff and "#first - #last >= 0" in diff
+    assert not any(name.startswith("#booktitle - #journal") for name in diff)
+    # booktitle and journal never occur together: #booktitle + #journal <= 1 (count bounds allow 2)
+    assert "#booktitle + #journal <= 1" in _names(family, "exclusive")
+    assert "#first + #last <= 1" not in _names(family, "exclusive")  # they always co-occur
+    # booktitle => year (the only reference with a booktitle has a year); journal => year fails once
+    imp = _names(family, "implies")
+    assert "booktitle => year (1 #year - #booktitle >= 0)" in imp
+    assert not any(name.startswith("journal => year") for name in imp)
+    assert not any(name.endswith("#first >= 0)") for name in imp)  # first is already required (#first >= 1)
+    np.testing.assert_array_equal(family.support_, 1.0)
+
+
+def test_candidates_support_threshold_and_io():
+    family = ConstraintFamily(kinds=("count",), min_support=0.6).fit(Y_BIO)
+    # with 2 of 3 references enough: #first <= 1 (refs 2, 3), #year >= 1 (refs 1, 2)
+    assert "#first <= 1" in _names(family, "count") and "#year >= 1" in _names(family, "count")
+    assert np.all(family.support_ >= 0.6)
+    io = [[lab[2:] for lab in seq] for seq in Y_BIO]
+    fam_io = ConstraintFamily(kinds=("count",), min_support=1.0).fit(io)
+    assert fam_io.scheme_ == "IO"
+    # IO segments are runs: reference 1 has first/last alternating, two runs of each
+    assert "#first <= 2" in _names(fam_io, "count")
+    title = next(c for c in fam_io.constraints_ if c.name == "#title <= 1")
+    assert title.node == {"title": 1} and title.edge == {("title", "title"): -1}
+
+
+def test_candidates_compile_and_measure_gold():
+    """The compiled constraints hold on every gold sequence at min_support=1 (violations all zero)."""
+    family = ConstraintFamily(min_support=1.0, min_cooccurrence=0.0).fit(Y_BIO)
+    classes = np.array(sorted({lab for seq in Y_BIO for lab in seq}))
+    energy = ConstraintEnergy(family.constraints_).fit(None, len(classes), classes=classes)
+    assert energy.term_names_ == [c.name for c in family.constraints_]
+    y_enc = [np.searchsorted(classes, seq) for seq in Y_BIO]
+    np.testing.assert_array_equal(energy.violations(y_enc), 0.0)
+    # a reference with two titles breaks "#title <= 1" by one unit
+    two = np.searchsorted(classes, ["B-title", "B-title", "B-first", "B-last"])
+    v = energy.violations([two])[0]
+    assert v[energy.term_names_.index("#title <= 1")] == 1.0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(kinds=("count", "order")), "kinds must be a non-empty subset"),
+    (dict(kinds=()), "kinds must be a non-empty subset"),
+    (dict(min_support=0.0), "min_support"),
+    (dict(scheme="BIOES"), "scheme"),
+])
+def test_bad_parameters(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ConstraintFamily(**kwargs).fit(Y_BIO)
+
+
+def test_bad_labels():
+    with pytest.raises(ValueError, match="non-empty list"):
+        ConstraintFamily().fit([])
+    with pytest.raises(ValueError, match="sequence 1 is empty"):
+        ConstraintFamily().fit([["B-a"], []])
+    with pytest.raises(ValueError, match="not a BIO label"):
+        ConstraintFamily(scheme="BIO").fit([["B-a", "a"]])
+
+
+def _planted(n, rng):
+    """Each sequence: C at position 0 (easy), exactly one A elsewhere (noisy evidence), O otherwise."""
+    X, y = [], []
+    for _ in range(n):
+        lab = np.array(["O"] * 8, dtype=object)
+        lab[0] = "C"
+        lab[rng.randint(1, 8)] = "A"
+        x = np.zeros((8, 3))
+        x[:, 0] = (lab == "A") + rng.normal(scale=0.7, size=8)
+        x[0, 1] = x[:, 2] = 1
+        X.append(x)
+        y.append(lab.astype(str))
+    return X, y
+
+
+def _fit(constraints, psi_l1, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return NonLocalCRF(constraints, psi_init=0.0, psi_l1=psi_l1, learning_rate=1.0, n_epochs=3,
+                           random_state=0).fit(X, y)
+
+
+def test_psi_learning_recovers_planted_and_l1_zeroes_useless():
+    rng = np.random.RandomState(0)
+    X, y = _planted(300, rng)
+    family = ConstraintFamily(kinds=("count",), min_support=1.0).fit(y)
+    assert [c.name for c in family.constraints_] == ["#A <= 1", "#A >= 1", "#C <= 1", "#C >= 1"]
+    free = _fit(family.constraints_, 0.0, X, y)
+    psi = dict(zip(free.energy_.term_names_, free.psi_))
+    assert psi["#A <= 1"] > 0.3 and psi["#A >= 1"] > 0.3  # the planted rule: exactly one A
+    assert 0 < psi["#C >= 1"] < 0.05  # C is certain at position 0: (almost) nothing to learn
+    sparse = _fit(family.constraints_, 0.01, X, y)
+    psi = dict(zip(sparse.energy_.term_names_, sparse.psi_))
+    assert psi["#C <= 1"] == 0.0 and psi["#C >= 1"] == 0.0  # exactly zero
+    assert psi["#A <= 1"] > 0.2 and psi["#A >= 1"] > 0.2
+    kept = kept_constraints(sparse)
+    assert [c.name for c, _ in kept] == ["#A <= 1", "#A >= 1"] or [c.name for c, _ in kept] == ["#A >= 1", "#A <= 1"]
+    # the kept set is a template list a user can edit and pass back
+    again = _fit([c for c, _ in kept] + [AtMostSegments("C", 1)], 0.0, X, y)
+    assert again.energy_.term_names_[:2] == [c.name for c, _ in kept]
+    Xt, yt = _planted(300, rng)
+    assert sparse.score(Xt, yt) > NonLocalCRF().fit(X, y).score(Xt, yt)
+
+
+def test_kept_constraints_needs_constraint_energy():
+    rng = np.random.RandomState(1)
+    X, y = _planted(20, rng)
+    with pytest.raises(ValueError, match="fitted with constraint templates"):
+        from sklearn_struct.energies import WordDictionaryEnergy
+
+        kept_constraints(NonLocalCRF(WordDictionaryEnergy(), n_epochs=1, psi_holdout=None).fit(X, y))
