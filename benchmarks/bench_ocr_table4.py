@@ -227,9 +227,9 @@ def fit_energy_on_base(model, base, X, y, held_out=None):
     if held_out is not None:
         compute = fresh._psi_thetas
 
-        def cached(X_, y_):
+        def cached(X_, y_, base_theta):
             if "thetas" not in held_out:
-                held_out["thetas"] = compute(X_, y_)
+                held_out["thetas"] = compute(X_, y_, base_theta)
             return held_out["thetas"]
 
         fresh._psi_thetas = cached
