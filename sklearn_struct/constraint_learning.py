@@ -205,6 +205,12 @@ def kept_constraints(model, tol=0.0):
     kept : list of (template, psi) pairs, largest psi first; a template with several terms
         (e.g. ``ExactlySegments``) is kept when any of its terms is, with its largest weight.
     """
+    from .nonlocal_crf import NonLocalCRF  # the estimator layer sits beside this module
+
+    if not isinstance(model, NonLocalCRF):
+        raise ValueError(f"kept_constraints: model must be a fitted NonLocalCRF, got {type(model).__name__}.")
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0 or not np.isfinite(tol):
+        raise ValueError(f"kept_constraints: tol must be a finite number >= 0, got {tol!r}.")
     check_is_fitted(model, "psi_")
     energy = getattr(model, "energy_", None)
     if not isinstance(energy, ConstraintEnergy):
