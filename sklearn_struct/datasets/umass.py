@@ -1,12 +1,12 @@
 """Loader for the UMass citation field-extraction set (Anzaroot & McCallum 2013), hierarchical labels."""
 
-import gzip
 import numbers
 import re
 
 from sklearn.utils import Bunch
 
-from ._base import _named_read_errors, find_data_file
+from ..utils._files import text_lines
+from ._base import find_data_file
 
 __all__ = ["load_umass_citations", "parse_umass_line"]
 
@@ -83,19 +83,18 @@ def load_umass_citations(subset="train", depth=None, scheme="BIO", errors="repai
     path = find_data_file([f"citations/umass/{_SUBSETS[subset]}.docs.gz", f"citations/umass/{_SUBSETS[subset]}.docs"],
                           data_home=data_home)
     words, labels, paths, repaired = [], [], [], []
-    with _named_read_errors(path), _open_text(path) as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                w, p, ids, fixed = _parse(line, repair=errors == "repair")
-            except ValueError as exc:
-                raise ValueError(f"{path}, line {lineno}: {exc}") from None
-            if fixed:
-                repaired.append(lineno)
-            words.append(w)
-            paths.append(p)
-            labels.append(_labels(p, ids, depth, scheme))
+    for lineno, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            w, p, ids, fixed = _parse(line, repair=errors == "repair")
+        except ValueError as exc:
+            raise ValueError(f"{path}, line {lineno}: {exc}") from None
+        if fixed:
+            repaired.append(lineno)
+        words.append(w)
+        paths.append(p)
+        labels.append(_labels(p, ids, depth, scheme))
     if not words:
         raise ValueError(f"{path} holds no references (empty or only blank lines).")
     fields = sorted({lab.split("-", 1)[1] if scheme == "BIO" and lab != "O" else lab
@@ -116,13 +115,6 @@ def parse_umass_line(line, errors="raise"):
         raise ValueError(f"line must be a str, got {type(line).__name__}.")
     words, paths, _, _ = _parse(line, repair=errors == "repair")
     return words, paths
-
-
-def _open_text(path):
-    with open(path, "rb") as f:
-        magic = f.read(2)
-    opener = gzip.open if magic == b"\x1f\x8b" else open
-    return opener(path, "rt", encoding="utf-8")
 
 
 def _parse(line, repair=False):
