@@ -411,6 +411,8 @@ def same_state(a, b, depth=0):
         return a.keys() == b.keys() and all(same_state(a[k], b[k], depth + 1) for k in a)
     if hasattr(a, "__dict__") and not callable(a) and depth < 4:
         return same_state(vars(a), vars(b), depth + 1)
+    if isinstance(a, float) and np.isnan(a):  # e.g. a training log's first "improvement"
+        return bool(np.isnan(b))
     try:
         return bool(a == b)
     except (TypeError, ValueError):
