@@ -161,7 +161,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
     warm_start : bool, default=False
         When True and the model is fitted, the next ``fit`` (same features and labels) starts
         the base CRF's L-BFGS from the fitted parameters, so a converged base model is reused
-        at the cost of about one iteration, e.g. to try several energies on one CRF
+        at the cost of at most 10 iterations (the ``tol`` test's period), e.g. to try several energies on one CRF
         (``clone`` drops the fitted state, ``copy.deepcopy`` keeps it). Algorithm 3 always
         starts ``psi`` from ``psi_init``.
     callback : callable or None, default=None
