@@ -205,6 +205,8 @@ def kept_constraints(model, tol=0.0):
     kept : list of (template, psi) pairs, largest psi first; a template with several terms
         (e.g. ``ExactlySegments``) is kept when any of its terms is, with its largest weight.
     """
+    if not hasattr(model, "fit"):
+        raise ValueError(f"model must be a fitted NonLocalCRF, got {type(model).__name__}.")
     check_is_fitted(model, "psi_")
     energy = getattr(model, "energy_", None)
     if not isinstance(energy, ConstraintEnergy):
