@@ -38,10 +38,10 @@ X_train, y_train = [ocr.images[i] for i in train], [ocr.labels[i] for i in train
 X_test, y_test = [ocr.images[i] for i in test], [ocr.labels[i] for i in test]
 
 models = {
-    "chain CRF": NonLocalCRF(c2=1.0, max_iter=200),
-    "CRF + L^u": NonLocalCRF(UnigramDictionaryEnergy(), c2=1.0, max_iter=200, learning_rate=1.0, psi_holdout=0.25,
+    "chain CRF": NonLocalCRF(c2=1.0),
+    "CRF + L^u": NonLocalCRF(UnigramDictionaryEnergy(), c2=1.0, learning_rate=1.0, psi_holdout=0.25,
                              random_state=0),
-    "CRF + L^w": NonLocalCRF(WordDictionaryEnergy(), c2=1.0, max_iter=200, learning_rate=1.0, psi_holdout=0.25,
+    "CRF + L^w": NonLocalCRF(WordDictionaryEnergy(), c2=1.0, learning_rate=1.0, psi_holdout=0.25,
                              random_state=0),
 }
 predictions, accuracy = {}, {}

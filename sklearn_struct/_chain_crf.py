@@ -14,19 +14,15 @@ Parameterisation: ``theta = (w, b, A)`` with unary scores ``X @ W + b`` per toke
 so that ``c2`` means the same as in sklearn-crfsuite (the bias ``b`` is not penalised).
 """
 
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 from numba import njit
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
 
 from .oracles.chain import expected_counts
 from .oracles.linear import LinearFeatures, observed_pairs
 from .utils.packing import pack_sequences, transition_pairs
-from .utils.optimize import _dot, lbfgs
+from .utils.optimize import _dot
 from .utils.parallel import even_chunks, run_chunks
 from .utils.progress import Progress
 from .utils.validation import check_sequence_labels, check_sequences, check_y_given, encode_sequence_labels
@@ -181,29 +177,6 @@ def _add_l2(theta, grad, c2, skip_lo, skip_hi):
         total += theta[k] * theta[k]
         grad[k] += 2.0 * c2 * theta[k]
     return c2 * total
-
-
-def fit_chain_crf(X, y_enc, n_labels, *, c2, max_iter, tol, all_possible_states=False, n_jobs=None,
-                  previous=None, progress=None, what="the CRF"):
-    """Fit the chain CRF's parameters by L-BFGS on validated, encoded sequences.
-
-    Returns ``(coef, intercept, transition, n_iter, objective)``. ``previous`` is a fitted
-    ``(coef, intercept, transition)`` to start from (warm start); ``progress`` a
-    :class:`~sklearn_struct.utils.progress.Progress` told of every iteration (its callback may
-    stop the fit), silent if None; ``what`` names the model in the convergence warning.
-    Shared by :class:`~sklearn_struct.ChainCRF` and :class:`~sklearn_struct.NonLocalCRF`.
-    """
-    objective = ChainObjective(X, y_enc, n_labels, c2, n_chunks=max(1, effective_n_jobs(n_jobs)), n_jobs=n_jobs,
-                               all_possible_states=all_possible_states)
-    theta0 = np.zeros(objective.n_params) if previous is None else objective.params_from(*previous)
-    progress = Progress("ChainCRF") if progress is None else progress
-    result = lbfgs(objective, theta0, max_iter=max_iter, tol=tol,
-                   callback=lambda iteration, value, _: progress(iteration, value))
-    if not result.success and result.message != "stopped by callback":
-        warnings.warn(f"L-BFGS did not converge for {what} ({result.message}) after {result.nit} iterations; "
-                      "increase max_iter or tol.", ConvergenceWarning)
-    coef, intercept, transition = objective.split_params(result.x)
-    return coef, intercept, transition, int(result.nit), float(result.fun)
 
 
 class ChainTagsMixin:

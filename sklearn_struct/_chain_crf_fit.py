@@ -103,17 +103,19 @@ class _Log:
         return self.progress(iteration, loss, seconds=record["seconds"], **shown)
 
 
-def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, dev=None):
+def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, dev=None, what="the CRF"):
     """Train a chain CRF by ``params["algorithm"]`` on validated, encoded sequences.
 
-    ``params`` holds ChainCRF's parameters; ``dev`` is ``(X_dev, y_dev_enc)`` or None. Returns
-    ``(coef, intercept, transition, n_iter, objective, training_log)``.
+    ``params`` holds ChainCRF's parameters; ``dev`` is ``(X_dev, y_dev_enc)`` or None; ``what``
+    names the model in a convergence warning. Returns
+    ``(coef, intercept, transition, n_iter, objective, training_log)``. Shared by
+    :class:`~sklearn_struct.ChainCRF` and :class:`~sklearn_struct.NonLocalCRF` (its base CRF).
     """
     algorithm = params["algorithm"]
     options = check_solver_options(algorithm, params["solver_options"])
     max_iter = params["max_iter"] if params["max_iter"] is not None else DEFAULT_MAX_ITER[algorithm]
     if algorithm == "lbfgs":
-        return _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev)
+        return _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what)
     data = TrainingData(X, y_enc, n_labels, params["all_possible_states"], params["all_possible_transitions"],
                         params["fit_intercept"])
     theta0 = np.zeros(data.n_params) if previous is None else data.params_from(*previous)
@@ -123,7 +125,7 @@ def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, 
         theta, n_iter, hit_max = fit_l2sgd(data, theta0, c2=params["c2"], max_iter=max_iter, delta=params["tol"],
                                            period=params["period"], options=options, rng=rng, report=log)
         if hit_max and not progress.stopped:
-            _warn_max_iter("SGD", n_iter)
+            _warn_max_iter("SGD", n_iter, what)
         # the exact objective at the result (the epochs' losses mix weights of different steps)
         objective = ChainObjective(X, y_enc, n_labels, params["c2"], all_possible_states=params["all_possible_states"])
         objective = objective(theta)[0]
@@ -137,12 +139,12 @@ def _dev(dev, n_labels, pairs, sparse):
     return None if dev is None else DevSet(dev[0], dev[1], n_labels, pairs, sparse)
 
 
-def _warn_max_iter(name, n_iter):
-    warnings.warn(f"{name} did not converge for the CRF after {n_iter} iterations (max_iter); increase max_iter "
+def _warn_max_iter(name, n_iter, what):
+    warnings.warn(f"{name} did not converge for {what} after {n_iter} iterations (max_iter); increase max_iter "
                   "or tol.", ConvergenceWarning)
 
 
-def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev):
+def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what):
     """L-BFGS / OWL-QN on ChainCRF's objective; transitions that are no feature (and the bias without
     ``fit_intercept``) stay at 0."""
     n_jobs = params["n_jobs"]
@@ -171,9 +173,10 @@ def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress
         callback=lambda k, f, x, error_norm, improvement: log(k, f, x, error_norm=error_norm,
                                                               improvement=improvement))
     if result["status"] == "max_iter":
-        _warn_max_iter("L-BFGS", result["nit"])
+        _warn_max_iter("L-BFGS", result["nit"], what)
     elif result["status"] == "linesearch" and result["nit"] == 0:
-        warnings.warn("L-BFGS: the line search found no decrease from the starting point.", ConvergenceWarning)
+        warnings.warn(f"L-BFGS: the line search found no decrease from the starting point for {what}.",
+                      ConvergenceWarning)
     coef, intercept, transition = objective.split_params(result["x"])
     return coef, intercept, transition, int(result["nit"]), float(result["fun"]), log.records
 

@@ -18,7 +18,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._bethe_inference import bethe_inference
 from ._bethe_tree import bethe_inference_tree
-from ._chain_crf import ChainTagsMixin, fit_chain_crf, predict_unary, start_chain_fit, token_score
+from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_score
+from ._chain_crf_fit import fit_chain_algorithm
 from ._psi_learning import bind, fit_energy, in_sample_thetas, learn_psi, psi_thetas, psi_values
 from .oracles.chain import forward_backward, viterbi
 from .utils._params import shared_constraints, store_init_params
@@ -79,10 +80,14 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         With sparse features, create unary weights only for (attribute, label) pairs that
         occur in the training data (CRFsuite's default, far fewer parameters) when False,
         or for every pair when True. Dense features always use every pair.
-    max_iter : int, default=100
-        Maximum number of L-BFGS iterations for the base CRF.
+    max_iter : int or None, default=None
+        Maximum number of L-BFGS iterations for the base CRF; None: no cap, CRFsuite's
+        stopping rules decide (as :class:`~sklearn_struct.ChainCRF`).
     tol : float, default=1e-5
-        Stop L-BFGS when the relative decrease of the objective falls below ``tol``.
+        CRFsuite's ``delta``: stop L-BFGS when the objective decreased by less than this
+        fraction over the last 10 iterations (CRFsuite's ``period``), or when
+        ``||g|| / max(1, ||theta||) < 1e-5`` (its ``epsilon``). The base CRF is trained by the
+        same code as ``ChainCRF(algorithm="lbfgs")`` with its defaults.
     inference : {"rda", "md", "accelerated"}, default="rda"
         Non-local inference algorithm (Algorithms 1, 4, 5).
     inference_max_iter : int, default=40
@@ -156,7 +161,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
     warm_start : bool, default=False
         When True and the model is fitted, the next ``fit`` (same features and labels) starts
         the base CRF's L-BFGS from the fitted parameters, so a converged base model is reused
-        at the cost of about one iteration, e.g. to try several energies on one CRF
+        at the cost of at most 10 iterations (the ``tol`` test's period), e.g. to try several energies on one CRF
         (``clone`` drops the fitted state, ``copy.deepcopy`` keeps it). Algorithm 3 always
         starts ``psi`` from ``psi_init``.
     callback : callable or None, default=None
@@ -242,7 +247,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         "energy": [None, list, HasMethods(["fit", "gradient", "term_values", "term_gradient_dot"])],
         "c2": [Interval(numbers.Real, 0, None, closed="left")],
         "all_possible_states": ["boolean"],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "inference": [StrOptions({"rda", "md", "accelerated"})],
         "inference_max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
@@ -271,7 +276,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         *,
         c2=1.0,
         all_possible_states=False,
-        max_iter=100,
+        max_iter=None,
         tol=1e-5,
         inference="rda",
         inference_max_iter=40,
@@ -361,11 +366,13 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         stop) its iterations, verbose lines only if None."""
         if progress is None:
             progress = Progress(type(self).__name__, self.verbose)
-        *params, n_iter, objective = fit_chain_crf(
-            X, y_enc, len(self.classes_), c2=self.c2, max_iter=self.max_iter, tol=self.tol,
-            all_possible_states=self.all_possible_states, n_jobs=self.n_jobs, previous=previous,
-            progress=progress, what=what)
-        return tuple(params), n_iter, objective
+        # ChainCRF's L-BFGS at its defaults (CRFsuite's stopping rule), with this model's c2 / max_iter / tol
+        params = dict(algorithm="lbfgs", solver_options=None, c1=0.0, c2=self.c2, max_iter=self.max_iter,
+                      tol=self.tol, period=10, epsilon=1e-5, all_possible_states=self.all_possible_states,
+                      all_possible_transitions=True, fit_intercept=True, n_jobs=self.n_jobs)
+        *theta, n_iter, objective, _ = fit_chain_algorithm(X, y_enc, len(self.classes_), params,
+                                                           previous=previous, progress=progress, what=what)
+        return tuple(theta), n_iter, objective
 
     # ---------------------------------------------------------------- psi features
     def _fit_psi_features(self, X, psi_features):

@@ -195,7 +195,7 @@ CASES = [
          _chain_front, bad=_SEQ_BAD, random=False, forms=_SEQUENCE_FORMS),
     Case(
         "NonLocalCRF",
-        lambda **p: NonLocalCRF(**{"c2": 0.1, "max_iter": 30, **p}),
+        lambda **p: NonLocalCRF(**{"c2": 0.1, **p}),
         _chain_data,
         {"c2": [0.1, 1.0]},
         _chain_front,
