@@ -6,7 +6,8 @@ import re
 
 from sklearn.utils import Bunch
 
-from ._base import _named_read_errors, find_data_file
+from ..utils._files import named_read_errors as _named_read_errors
+from ._base import find_data_file
 
 __all__ = ["load_umass_citations", "parse_umass_line"]
 
