@@ -33,9 +33,10 @@ class TrainingData:
 
     The parameter vector is laid out as the chain CRF's ``theta = (w, b, A)``: one weight per
     (attribute, label) pair (those seen in training unless ``all_possible_states``; all for
-    dense features; with a ``min_freq``, those CRFsuite's ``feature.minfreq`` keeps), ``n_labels`` biases, ``n_labels^2`` transitions, of which only
-    ``trans_ok`` are features (those seen in training unless ``all_possible_transitions``); the
-    biases only if ``fit_intercept``.
+    dense features; with a ``min_freq``, those CRFsuite's ``feature.minfreq`` keeps),
+    ``n_labels`` biases, ``n_labels^2`` transitions, of which only ``trans_ok`` are features
+    (those seen in training unless ``all_possible_transitions``; with a ``min_freq``, those
+    seen at least that often); the biases only if ``fit_intercept``.
     """
 
     def __init__(self, X, y_enc, n_labels, all_possible_states, all_possible_transitions, fit_intercept=True,

@@ -207,8 +207,9 @@ class CRF(BaseEstimator):
         return self
 
     def _vectorise(self, X, y, X_dev, y_dev):
-        """Rows and encoded labels for ChainCRF: attributes by python-crfsuite's rules, labels numbered in order of first appearance as CRFsuite numbers them (so that ties,
-        e.g. all weights 0 at the start of the online algorithms, break the same way)."""
+        """Rows and encoded labels for ChainCRF: attributes by python-crfsuite's rules, labels
+        numbered in order of first appearance as CRFsuite numbers them (so that ties, e.g. all
+        weights 0 at the start of the online algorithms, break the same way)."""
         if (X_dev is None) != (y_dev is None):
             raise ValueError("Pass both X_dev and y_dev to use the holdout data")
         vocabulary = AttributeVocabulary()
