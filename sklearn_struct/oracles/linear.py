@@ -180,7 +180,7 @@ def state_pairs(X, y, n_labels, all_possible_states, min_freq=None):
     features; with sparse ones those seen in y (all with ``all_possible_states``), and with a
     ``min_freq`` those of them that CRFsuite's ``feature.minfreq`` keeps."""
     if not sp.issparse(X):
-        return all_pairs(X.shape[1], n_labels)
+        return all_pairs(_check_features(X).shape[1], n_labels)
     if min_freq is not None:
         return frequent_pairs(X, y, n_labels, min_freq, all_possible_states)
     if all_possible_states:
