@@ -20,7 +20,7 @@ from numba import njit
 from sklearn.preprocessing import LabelEncoder
 
 from .oracles.chain import expected_counts
-from .oracles.linear import LinearFeatures, observed_pairs
+from .oracles.linear import LinearFeatures, state_pairs
 from .utils.packing import pack_sequences, transition_pairs
 from .utils.optimize import _dot
 from .utils.parallel import even_chunks, run_chunks
@@ -118,10 +118,11 @@ class ChainObjective:
 
     With sparse features and ``all_possible_states=False`` the unary weights exist only
     for (attribute, label) pairs seen in the training data, as in CRFsuite; otherwise
-    for every pair.
+    for every pair; a ``min_freq`` keeps of those the pairs CRFsuite's ``feature.minfreq`` keeps.
     """
 
-    def __init__(self, X_list, y_list, n_labels, c2, n_chunks=1, n_jobs=None, all_possible_states=False):
+    def __init__(self, X_list, y_list, n_labels, c2, n_chunks=1, n_jobs=None, all_possible_states=False,
+                 min_freq=None):
         self.n_labels = n_labels
         self.c2 = c2
         self.n_jobs = n_jobs
@@ -129,8 +130,8 @@ class ChainObjective:
         packed, offsets = pack_sequences(X_list)  # once: chunks are row slices of it
         y = np.concatenate(y_list).astype(np.int64)
         pairs = None
-        if not all_possible_states and sp.issparse(packed):
-            pairs = observed_pairs(packed, y, n_labels)
+        if sp.issparse(packed) and (min_freq is not None or not all_possible_states):
+            pairs = state_pairs(packed, y, n_labels, all_possible_states, min_freq)
         self.chunks = []
         for sl in even_chunks(len(X_list), n_chunks):
             lo, hi = offsets[sl.start], offsets[sl.stop]

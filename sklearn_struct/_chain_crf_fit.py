@@ -117,7 +117,7 @@ def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, 
     if algorithm == "lbfgs":
         return _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what)
     data = TrainingData(X, y_enc, n_labels, params["all_possible_states"], params["all_possible_transitions"],
-                        params["fit_intercept"])
+                        params["fit_intercept"], params["min_freq"])
     theta0 = np.zeros(data.n_params) if previous is None else data.params_from(*previous)
     log = _Log(progress, slice(data.n_weights, data.n_weights + n_labels), _dev(dev, n_labels, data.pairs, True))
     rng = np.random.RandomState(0)  # CRFsuite's shuffles are reproducible too
@@ -127,7 +127,8 @@ def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, 
         if hit_max and not progress.stopped:
             _warn_max_iter("SGD", n_iter, what)
         # the exact objective at the result (the epochs' losses mix weights of different steps)
-        objective = ChainObjective(X, y_enc, n_labels, params["c2"], all_possible_states=params["all_possible_states"])
+        objective = ChainObjective(X, y_enc, n_labels, params["c2"], all_possible_states=params["all_possible_states"],
+                                   min_freq=params["min_freq"])
         objective = objective(theta)[0]
     else:
         theta, n_iter, objective = fit_online(data, algorithm, theta0, max_iter=max_iter, epsilon=params["epsilon"],
@@ -149,11 +150,13 @@ def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress
     ``fit_intercept``) stay at 0."""
     n_jobs = params["n_jobs"]
     objective = ChainObjective(X, y_enc, n_labels, params["c2"], n_chunks=max(1, effective_n_jobs(n_jobs)),
-                               n_jobs=n_jobs, all_possible_states=params["all_possible_states"])
+                               n_jobs=n_jobs, all_possible_states=params["all_possible_states"],
+                               min_freq=params["min_freq"])
     n_w, L = objective.n_weights, n_labels
     y = np.concatenate(y_enc)
     offsets = np.concatenate([[0], np.cumsum([len(v) for v in y_enc])])
-    fixed = n_w + L + np.flatnonzero(~transition_mask(y, offsets, L, params["all_possible_transitions"]))
+    fixed = n_w + L + np.flatnonzero(~transition_mask(y, offsets, L, params["all_possible_transitions"],
+                                                      params["min_freq"]))
     if not params["fit_intercept"]:
         fixed = np.concatenate([n_w + np.arange(L), fixed])
     theta0 = np.zeros(objective.n_params) if previous is None else objective.params_from(*previous)

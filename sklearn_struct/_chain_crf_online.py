@@ -22,10 +22,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .oracles._chain_online import ALGORITHMS, online_epoch
-from .oracles.linear import all_pairs, observed_pairs
+from .oracles.linear import state_pairs
 from .utils.packing import pack_sequences, transition_pairs
 
-__all__ = ["TrainingData", "fit_online"]
+__all__ = ["TrainingData", "fit_online", "transition_mask"]
 
 
 class TrainingData:
@@ -33,26 +33,24 @@ class TrainingData:
 
     The parameter vector is laid out as the chain CRF's ``theta = (w, b, A)``: one weight per
     (attribute, label) pair (those seen in training unless ``all_possible_states``; all for
-    dense features), ``n_labels`` biases, ``n_labels^2`` transitions, of which only
-    ``trans_ok`` are features (those seen in training unless ``all_possible_transitions``); the
-    biases only if ``fit_intercept``.
+    dense features; with a ``min_freq``, those CRFsuite's ``feature.minfreq`` keeps),
+    ``n_labels`` biases, ``n_labels^2`` transitions, of which only ``trans_ok`` are features
+    (those seen in training unless ``all_possible_transitions``; with a ``min_freq``, those
+    seen at least that often); the biases only if ``fit_intercept``.
     """
 
-    def __init__(self, X, y_enc, n_labels, all_possible_states, all_possible_transitions, fit_intercept=True):
+    def __init__(self, X, y_enc, n_labels, all_possible_states, all_possible_transitions, fit_intercept=True,
+                 min_freq=None):
         packed, offsets = pack_sequences(X)
-        sparse = sp.issparse(packed)
+        self.y = np.concatenate(y_enc).astype(np.int64)
+        self.pairs = state_pairs(packed, self.y, n_labels, all_possible_states, min_freq)
         packed = sp.csr_matrix(packed, dtype=np.float64)
         packed.sort_indices()
         self.indptr, self.indices = packed.indptr.astype(np.int64), packed.indices.astype(np.int64)
         self.data = packed.data
         self.offsets = np.asarray(offsets, dtype=np.int64)
-        self.y = np.concatenate(y_enc).astype(np.int64)
         self.n_labels, self.n_features = n_labels, packed.shape[1]
-        if sparse and not all_possible_states:
-            self.pairs = observed_pairs(packed, self.y, n_labels)
-        else:
-            self.pairs = all_pairs(packed.shape[1], n_labels)
-        self.trans_ok = transition_mask(self.y, self.offsets, n_labels, all_possible_transitions)
+        self.trans_ok = transition_mask(self.y, self.offsets, n_labels, all_possible_transitions, min_freq)
         self.use_bias = bool(fit_intercept)
         self.n_weights = int(self.pairs[0][-1])
         self.n_params = self.n_weights + n_labels + n_labels * n_labels
@@ -81,15 +79,18 @@ class TrainingData:
         return coef, theta[n_w : n_w + L].copy(), theta[n_w + L :].reshape(L, L).copy()
 
 
-def transition_mask(y, offsets, n_labels, all_possible_transitions):
-    """Flat (L * L,) mask of the transitions that are features: all, or those seen in y."""
+def transition_mask(y, offsets, n_labels, all_possible_transitions, min_freq=None):
+    """Flat (L * L,) mask of the transitions that are features: all, or those seen in y.
+
+    With a ``min_freq``, CRFsuite's ``feature.minfreq`` rule: of those, the ones seen at least
+    ``min_freq`` times in y (the unseen ones that ``all_possible_transitions`` adds have frequency 0).
+    """
     L = n_labels
-    if all_possible_transitions:
-        return np.ones(L * L, dtype=np.bool_)
-    mask = np.zeros(L * L, dtype=np.bool_)
     src, dst = transition_pairs(y, offsets)
-    mask[src * L + dst] = True
-    return mask
+    counts = np.bincount(src * L + dst, minlength=L * L)
+    mask = np.full(L * L, True) if all_possible_transitions else counts > 0
+    return mask if min_freq is None else mask & (counts >= min_freq)
+
 
 
 def fit_online(data, algorithm, theta0, *, max_iter, epsilon, options, rng, report):

@@ -8,6 +8,7 @@ The model and its training live in :mod:`sklearn_struct._chain_crf` (shared with
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -74,6 +75,13 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
     all_possible_transitions : bool, default=True
         Weights for every label bigram (True) or only for those seen in training (False,
         CRFsuite's default; the others are fixed at 0).
+    min_freq : float or None, default=None
+        CRFsuite's ``feature.minfreq`` (sparse features only; None: no threshold): of the
+        pairs and bigrams above, only the (attribute, label) pairs whose frequency (the
+        attribute's values summed over the training tokens of that label) is at least
+        ``min_freq``, and the bigrams seen at least ``min_freq`` times, get a weight. Those
+        that only ``all_possible_*`` adds have frequency 0, so ``min_freq > 0`` drops them, and
+        ``min_freq=0`` (CRFsuite's default) drops the pairs whose values sum below 0.
     fit_intercept : bool, default=True
         Learn the unpenalised label bias ``b`` (True) or fix it at 0 (False: CRFsuite's model,
         which has none). Without it the objective and the iterates are CRFsuite's; with
@@ -156,14 +164,15 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         "epsilon": [Interval(numbers.Real, 0, None, closed="left")],
         "all_possible_states": ["boolean"],
         "all_possible_transitions": ["boolean"],
+        "min_freq": [Interval(numbers.Real, None, None, closed="neither"), None],
         "fit_intercept": ["boolean"],
         "solver_options": [dict, None],
         **shared_constraints("warm_start", "callback", "n_jobs", "verbose"),
     }
 
     def __init__(self, *, algorithm="lbfgs", c1=0.0, c2=1.0, max_iter=None, tol=1e-5, period=10, epsilon=1e-5,
-                 all_possible_states=False, all_possible_transitions=True, fit_intercept=True, solver_options=None,
-                 warm_start=False, callback=None, n_jobs=None, verbose=0):
+                 all_possible_states=False, all_possible_transitions=True, min_freq=None, fit_intercept=True,
+                 solver_options=None, warm_start=False, callback=None, n_jobs=None, verbose=0):
         store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -189,6 +198,9 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         if (X_dev is None) != (y_dev is None):
             raise ValueError("X_dev and y_dev must be given together (a development set), got only one of them.")
         progress, X, y_enc, previous = start_chain_fit(self, X, y)
+        if self.min_freq is not None and not sp.issparse(X[0]):
+            raise ValueError(f"min_freq={self.min_freq} needs sparse features (it counts attribute values per "
+                             "label); X holds dense arrays.")
         dev = None
         if X_dev is not None:
             try:

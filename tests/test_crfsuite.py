@@ -110,14 +110,15 @@ def test_same_model_as_chain_crf_on_the_vectorised_data():
     crf = CRF(c2=0.1, all_possible_transitions=True, max_iterations=50).fit(X, y)
     vocab = AttributeVocabulary()
     rows, offsets = vocab.fit_transform(X)
-    chain = ChainCRF(c2=0.1, max_iter=50, fit_intercept=False).fit(split_rows(rows, offsets), [np.array(s) for s in y])
+    chain = ChainCRF(c2=0.1, max_iter=50, fit_intercept=False, min_freq=0.0)  # CRFsuite's default feature.minfreq
+    chain.fit(split_rows(rows, offsets), [np.array(s) for s in y])
     assert crf.predict(X) == [p.tolist() for p in chain.predict(split_rows(rows, offsets))]
     for dicts, arr in zip(crf.predict_marginals(X[:5]), chain.predict_marginals(split_rows(rows, offsets)[:5])):
         got = np.array([[d[label] for label in chain.classes_] for d in dicts])
         np.testing.assert_allclose(got, arr, atol=1e-10)
     names = vocab.names()
     for (attr, label), w in crf.state_features_.items():
-        assert w == pytest.approx(chain.coef_[names.index(attr), list(chain.classes_).index(label)], abs=1e-12)
+        assert w == pytest.approx(chain.coef_[names.index(attr), list(chain.classes_).index(label)], abs=1e-9)
     assert crf.classes_ == ["sunny", "rainy"] or crf.classes_ == list(dict.fromkeys(sum(y, [])))
 
 
@@ -135,12 +136,45 @@ def test_sequence_probabilities_are_exact():
         assert crf.predict_marginals_single(xseq)[pos][label] == pytest.approx(exact, abs=1e-12)
 
 
-def test_min_freq_drops_rare_attributes():
-    X, y = _weather(40)
-    X[0][0]["rare"] = 1.0
-    assert "rare" in CRF(c2=0.01).fit(X, y).attributes_
-    crf = CRF(c2=0.01, min_freq=2).fit(X, y)
-    assert "rare" not in crf.attributes_ and "obj:hat" in crf.attributes_
+# hand-counted frequencies: (a, P) 2, (a, Q) 1, (b, P) 2.0, (b, Q) 0.5, (c, P) 1 + 2 = 3, (d, P) -2 (d's
+# values sum below 0 although each is non-zero); transitions P->P 2, P->Q 1, Q->P 1
+MIN_FREQ_X = [[{"a": 1, "b": 2.0, "d": -1}, {"a": 1, "d": -1}, {"b": 0.5}], [{"a": 1}, {"c": 1}],
+              [{"c": 1}, {"c": 1}]]
+MIN_FREQ_Y = [["P", "P", "Q"], ["Q", "P"], ["P", "P"]]
+
+
+@pytest.mark.parametrize("min_freq, states, transitions", [
+    (None, {("a", "P"), ("a", "Q"), ("b", "P"), ("b", "Q"), ("c", "P")}, {("P", "P"), ("P", "Q"), ("Q", "P")}),
+    (1.0, {("a", "P"), ("a", "Q"), ("b", "P"), ("c", "P")}, {("P", "P"), ("P", "Q"), ("Q", "P")}),
+    (2.0, {("a", "P"), ("b", "P"), ("c", "P")}, {("P", "P")}),
+    (2.5, {("c", "P")}, set()),
+])
+@pytest.mark.parametrize("all_possible", [False, True])
+def test_min_freq_drops_rare_state_and_transition_features(min_freq, states, transitions, all_possible):
+    """CRFsuite's rule, hand-counted: each (attribute, label) pair and each transition below min_freq (None:
+    CRFsuite's 0) goes, also those all_possible_* adds (frequency 0); with c1 = 0 every kept feature has a
+    non-zero weight. sklearn-crfsuite keeps the same ones."""
+    if all_possible and min_freq is None:  # CRFsuite's default 0: the unseen pairs (frequency 0) stay, (d, P) goes
+        states = set(itertools.product("abcd", "PQ")) - {("d", "P")}
+        transitions = set(itertools.product("PQ", "PQ"))
+    crf = CRF(c2=0.1, min_freq=min_freq, all_possible_states=all_possible,
+              all_possible_transitions=all_possible).fit(MIN_FREQ_X, MIN_FREQ_Y)
+    assert set(crf.state_features_) == states
+    assert set(crf.transition_features_) == transitions
+    assert crf.num_attributes_ == len({attr for attr, _ in states})
+    theirs = pytest.importorskip("sklearn_crfsuite").CRF(c2=0.1, min_freq=min_freq, all_possible_states=all_possible,
+                                                         all_possible_transitions=all_possible)
+    theirs.fit(MIN_FREQ_X, MIN_FREQ_Y)
+    assert set(theirs.state_features_) == states and set(theirs.transition_features_) == transitions
+
+
+def test_chain_crf_min_freq_needs_sparse_features():
+    X = [np.ones((3, 2)), np.ones((2, 2))]
+    y = [[0, 1, 0], [1, 1]]
+    with pytest.raises(ValueError, match="min_freq=2.0 needs sparse features"):
+        ChainCRF(min_freq=2.0).fit(X, y)
+    with pytest.raises(ValueError, match="min_freq"):
+        ChainCRF(min_freq=np.nan).fit(X, y)
 
 
 def test_unknown_attributes_and_empty_sequences_at_predict():

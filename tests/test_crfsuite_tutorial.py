@@ -209,3 +209,26 @@ def test_every_algorithm_matches_sklearn_crfsuite(sents, algorithm):
     X_test, y_test = [sent2features(s) for s in test], [sent2labels(s) for s in test]
     accuracy = [module.CRF(algorithm).fit(X, y).score(X_test, y_test) for module in (ours, sklearn_crfsuite)]
     assert accuracy[0] > 0.88 and abs(accuracy[0] - accuracy[1]) < 0.015, accuracy
+
+
+def test_min_freq_matches_sklearn_crfsuite(sents):
+    """CRFsuite's feature.minfreq on the tutorial's features: the same state and transition features
+    (with c1 = 0 each kept one has a non-zero weight), the same attributes, the same accuracy."""
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    import sklearn_struct.crfsuite as ours
+    from sklearn_struct.crfsuite import metrics
+
+    (train, test), fitted = sents, []
+    X_train, y_train = [sent2features(s) for s in train], [sent2labels(s) for s in train]
+    X_test, y_test = [sent2features(s) for s in test], [sent2labels(s) for s in test]
+    for module in (ours, sklearn_crfsuite):
+        crf = module.CRF(c2=0.1, min_freq=2, max_iterations=50, all_possible_transitions=True)
+        fitted.append(crf.fit(X_train, y_train))
+    mine, theirs = fitted
+    assert set(mine.state_features_) == set(theirs.state_features_)
+    assert set(mine.transition_features_) == set(theirs.transition_features_)
+    assert mine.num_attributes_ == theirs.num_attributes_
+    words = {t[i][0].lower() for t in train for i in range(len(t))}
+    assert len({a for a, _ in mine.state_features_ if a.startswith("word.lower():")}) < len(words) / 2  # pruned
+    accuracy = [metrics.flat_accuracy_score(y_test, crf.predict(X_test)) for crf in fitted]
+    assert abs(accuracy[0] - accuracy[1]) < 0.01

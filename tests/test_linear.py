@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sklearn_struct.oracles.linear import LinearFeatures, all_pairs, observed_pairs
+from sklearn_struct.oracles.linear import LinearFeatures, all_pairs, frequent_pairs, observed_pairs
 
 
 @settings(max_examples=60, deadline=None)
@@ -79,3 +79,25 @@ def test_scores_reject_buffers_of_the_wrong_shape():
         lf.scores(w, bias=np.zeros(3))
     with pytest.raises(ValueError, match="out must be"):
         lf.scores(w, out=np.empty((2, 2)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), min_freq=st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0, 3.0]),
+       all_possible=st.booleans())
+def test_frequent_pairs_is_crfsuites_minfreq_rule(seed, min_freq, all_possible):
+    """Against counting token by token: candidates are the seen pairs (plus every pair at frequency 0
+    with all_possible), kept when their summed value is >= min_freq."""
+    rng = np.random.default_rng(seed)
+    n_tok, n_feat, n_labels = 12, 5, 3
+    dense = rng.choice([0.0, 0.0, 1.0, -1.0, 2.0], size=(n_tok, n_feat))
+    y = rng.integers(0, n_labels, n_tok)
+    freq, seen = {}, set()
+    for t in range(n_tok):
+        for a in np.flatnonzero(dense[t]):
+            freq[a, y[t]] = freq.get((a, y[t]), 0.0) + dense[t, a]
+            seen.add((a, y[t]))
+    candidates = {(a, k) for a in range(n_feat) for k in range(n_labels)} if all_possible else seen
+    expected = {p for p in candidates if freq.get(p, 0.0) >= min_freq}
+    ptr, lab = frequent_pairs(sp.csr_matrix(dense), y, n_labels, min_freq, all_possible)
+    assert {(a, k) for a in range(n_feat) for k in lab[ptr[a]:ptr[a + 1]]} == expected
+    assert all(np.all(np.diff(lab[ptr[a]:ptr[a + 1]]) > 0) for a in range(n_feat))  # sorted labels per attribute

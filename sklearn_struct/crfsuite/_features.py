@@ -36,11 +36,6 @@ class AttributeVocabulary:
         and the start of each sequence in it; unknown attributes are ignored."""
         return self._rows(X, what, grow=False)
 
-    def keep(self, columns):
-        """Keep only the attributes of ``columns`` (renumbered in that order)."""
-        names = self.names()
-        self.index = {names[c]: i for i, c in enumerate(columns)}
-
     def names(self):
         """Attribute names in column order."""
         return list(self.index)

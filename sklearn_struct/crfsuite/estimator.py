@@ -55,8 +55,6 @@ class CRF(BaseEstimator):
     numbers and bools are values, nested dicts and lists prefix their keys with ``key:``, bytes are
     UTF-8) and the fitted model answers with the same attributes. Differences, all of them:
 
-    * ``min_freq`` drops attributes whose summed value over the training tokens is below it;
-      CRFsuite drops each (attribute, label) pair and each transition whose count is below it;
     * ``tagger_`` is a :class:`~sklearn_struct.crfsuite._model.Tagger` with ``pycrfsuite.Tagger``'s
       methods (``labels``, ``tag``, ``set``, ``marginal``, ``probability``, ``info``) over this
       model, not the CRFsuite C tagger; the model file (``model_filename``) is an ``.npz``
@@ -72,7 +70,9 @@ class CRF(BaseEstimator):
         Training algorithm (None: "lbfgs"): L-BFGS (OWL-QN when ``c1 > 0``), SGD with L2,
         averaged perceptron, passive-aggressive, AROW.
     min_freq : float, default=None
-        Drop attributes whose summed value over the training tokens is below ``min_freq``.
+        CRFsuite's ``feature.minfreq`` (None: 0): drop each (attribute, label) pair whose
+        frequency (the attribute's values summed over the training tokens of that label) is below
+        it, and each transition seen fewer times (see ``ChainCRF``'s ``min_freq``).
     all_possible_states : bool, default=None
         Weights for every (attribute, label) pair, not only the pairs seen in training (None: False).
     all_possible_transitions : bool, default=None
@@ -207,18 +207,14 @@ class CRF(BaseEstimator):
         return self
 
     def _vectorise(self, X, y, X_dev, y_dev):
-        """Rows and encoded labels for ChainCRF: attributes by python-crfsuite's rules (``min_freq``
-        applied), labels numbered in order of first appearance as CRFsuite numbers them (so that ties,
-        e.g. all weights 0 at the start of the online algorithms, break the same way)."""
+        """Rows and encoded labels for ChainCRF: attributes by python-crfsuite's rules, labels
+        numbered in order of first appearance as CRFsuite numbers them (so that ties, e.g. all
+        weights 0 at the start of the online algorithms, break the same way)."""
         if (X_dev is None) != (y_dev is None):
             raise ValueError("Pass both X_dev and y_dev to use the holdout data")
         vocabulary = AttributeVocabulary()
         rows, offsets = vocabulary.fit_transform(X, "X")
         y = _check_labels(y, offsets, "y")
-        if self.min_freq:
-            keep = (rows.sum(axis=0).A1 >= self.min_freq).nonzero()[0]
-            vocabulary.keep(keep)
-            rows = rows[:, keep]
         labels = _first_appearance(y)
         codes = {label: k for k, label in enumerate(labels)}
         dev, holdout = {}, None
@@ -241,7 +237,8 @@ class CRF(BaseEstimator):
         if algorithm in ("ap", "pa", "arow") and "epsilon" not in params:
             params["epsilon"] = 0.0  # CRFsuite's default for the online algorithms (its log prints it): no early stop
         return dict(params, algorithm=algorithm, all_possible_states=bool(self.all_possible_states),
-                    all_possible_transitions=bool(self.all_possible_transitions), fit_intercept=False,
+                    all_possible_transitions=bool(self.all_possible_transitions), min_freq=self.min_freq or 0.0,
+                    fit_intercept=False,
                     solver_options=options or None)  # no bias: CRFsuite's model
 
     def _training_log(self, chain, model, holdout, featgen_seconds, training_seconds):

@@ -28,7 +28,7 @@ from numba import njit
 from ..utils.validation import check_float_array, check_int_array, check_offsets, check_scalar_param
 from ._threads import n_threads_for, run_chunks_in_threads, token_chunks
 
-__all__ = ["LinearFeatures", "observed_pairs", "all_pairs"]
+__all__ = ["LinearFeatures", "observed_pairs", "all_pairs", "frequent_pairs", "state_pairs"]
 
 
 # The kernels index flat arrays with unsigned offsets: numba must otherwise guard every
@@ -142,6 +142,50 @@ def observed_pairs(X, y, n_labels):
     support.eliminate_zeros()
     support.sort_indices()
     return support.indptr.astype(np.int64), support.indices.astype(np.int64)
+
+
+def frequent_pairs(X, y, n_labels, min_freq, all_possible=False):
+    """(attribute, label) pairs kept by CRFsuite's ``feature.minfreq`` rule.
+
+    A pair's frequency is the attribute's values summed over the tokens of that label. The
+    candidates are the pairs seen (non-zero on some token of that label), and with
+    ``all_possible`` every other pair too, at frequency 0; those with a frequency of at least
+    ``min_freq`` are kept. So ``min_freq = 0`` drops the seen pairs whose values sum below 0,
+    and ``min_freq > 0`` drops every unseen pair, whatever ``all_possible``.
+
+    Parameters
+    ----------
+    X : csr_matrix of shape (n_tokens, n_features)
+    y : ndarray of shape (n_tokens,), label indices
+    min_freq : float
+    all_possible : bool, default=False
+    """
+    min_freq = check_scalar_param(min_freq, "min_freq")
+    seen_ptr, seen_label = observed_pairs(X, y, n_labels)
+    X = sp.csr_matrix(X)
+    Y = sp.csr_matrix((np.ones(len(y)), (np.arange(len(y)), np.asarray(y))), shape=(len(y), n_labels))
+    freq = (X.T @ Y).tocsr()
+    rows = np.repeat(np.arange(X.shape[1]), np.diff(seen_ptr))
+    keep = np.zeros((X.shape[1], n_labels), dtype=np.bool_)
+    if all_possible and min_freq <= 0:
+        keep[:] = True  # the unseen pairs' frequency 0 passes
+    keep[rows, seen_label] = np.asarray(freq[rows, seen_label]).ravel() >= min_freq
+    kept = sp.csr_matrix(keep)
+    kept.sort_indices()
+    return kept.indptr.astype(np.int64), kept.indices.astype(np.int64)
+
+
+def state_pairs(X, y, n_labels, all_possible_states, min_freq=None):
+    """The (attribute, label) pairs with a weight, as ``(pair_ptr, pair_label)``: all for dense
+    features; with sparse ones those seen in y (all with ``all_possible_states``), and with a
+    ``min_freq`` those of them that CRFsuite's ``feature.minfreq`` keeps."""
+    if not sp.issparse(X):
+        return all_pairs(_check_features(X).shape[1], n_labels)
+    if min_freq is not None:
+        return frequent_pairs(X, y, n_labels, min_freq, all_possible_states)
+    if all_possible_states:
+        return all_pairs(X.shape[1], n_labels)
+    return observed_pairs(X, y, n_labels)
 
 
 def _check_features(X):
