@@ -369,7 +369,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         # ChainCRF's L-BFGS at its defaults (CRFsuite's stopping rule), with this model's c2 / max_iter / tol
         params = dict(algorithm="lbfgs", solver_options=None, c1=0.0, c2=self.c2, max_iter=self.max_iter,
                       tol=self.tol, period=10, epsilon=1e-5, all_possible_states=self.all_possible_states,
-                      all_possible_transitions=True, fit_intercept=True, n_jobs=self.n_jobs)
+                      all_possible_transitions=True, fit_intercept=True, min_freq=None, n_jobs=self.n_jobs)
         *theta, n_iter, objective, _ = fit_chain_algorithm(X, y_enc, len(self.classes_), params,
                                                            previous=previous, progress=progress, what=what)
         return tuple(theta), n_iter, objective
