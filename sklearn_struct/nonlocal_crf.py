@@ -20,6 +20,7 @@ from ._bethe_inference import bethe_inference
 from ._bethe_tree import bethe_inference_tree
 from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_score
 from ._chain_crf_fit import fit_chain_algorithm
+from .chain_crf import ChainCRF
 from ._psi_learning import bind, fit_energy, in_sample_thetas, learn_psi, psi_thetas, psi_values
 from .oracles.chain import forward_backward, viterbi
 from .utils._params import shared_constraints, store_init_params
@@ -366,10 +367,11 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         stop) its iterations, verbose lines only if None."""
         if progress is None:
             progress = Progress(type(self).__name__, self.verbose)
-        # ChainCRF's L-BFGS at its defaults (CRFsuite's stopping rule), with this model's c2 / max_iter / tol
-        params = dict(algorithm="lbfgs", solver_options=None, c1=0.0, c2=self.c2, max_iter=self.max_iter,
-                      tol=self.tol, period=10, epsilon=1e-5, all_possible_states=self.all_possible_states,
-                      all_possible_transitions=True, fit_intercept=True, min_freq=None, n_jobs=self.n_jobs)
+        # ChainCRF's L-BFGS at its defaults (CRFsuite's stopping rule), with this model's c2 / max_iter / tol:
+        # taken from ChainCRF itself, so a parameter added there reaches this path too
+        params = ChainCRF(algorithm="lbfgs", c2=self.c2, max_iter=self.max_iter, tol=self.tol,
+                          all_possible_states=self.all_possible_states, all_possible_transitions=True,
+                          n_jobs=self.n_jobs).get_params()
         *theta, n_iter, objective, _ = fit_chain_algorithm(X, y_enc, len(self.classes_), params,
                                                            previous=previous, progress=progress, what=what)
         return tuple(theta), n_iter, objective
