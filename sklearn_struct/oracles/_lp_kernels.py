@@ -7,6 +7,8 @@ The public functions in ``lp.py`` validate their input and call these on plain a
 import numpy as np
 from numba import njit
 
+from ..utils._jit import helper, kernel
+
 _NEG = -np.inf
 
 # --------------------------------------------------------------------------------------
@@ -22,44 +24,39 @@ def _table(pairwise, e, side, a, b):
     return pairwise[e, b, a]
 
 
-@njit(cache=True, nogil=True)
-def _star_update(j, unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total):
-    """Star update of every message into node ``j`` (exact minimisation of g over them)."""
-    lo, hi = indptr[j], indptr[j + 1]
-    deg = hi - lo
-    if deg == 0:
-        return
-    nj = n_states[j]
-    for b in range(nj):
-        total[b] = unary[j, b]
-    for p in range(lo, hi):
-        k = slots[p]
-        e, side = k >> 1, k & 1
-        ni = n_states[edges[e, 1 - side]]
-        ko = k ^ 1
-        for b in range(nj):
-            best = _NEG
-            for a in range(ni):
-                v = _table(pairwise, e, side, a, b) - delta[ko, a]
-                if v > best:
-                    best = v
-            gamma[p - lo, b] = best
-            total[b] += best
-    scale = 1.0 / (1.0 + deg)
-    for p in range(lo, hi):
-        k = slots[p]
-        for b in range(nj):
-            delta[k, b] = gamma[p - lo, b] - scale * total[b]
-
-
-@njit(cache=True, nogil=True)
+@helper
 def _passes_one(n_passes, unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total):
+    """``n_passes`` sweeps of star updates: each node's incoming messages minimise g exactly, in turn."""
     for _ in range(n_passes):
         for j in range(n_states.shape[0]):
-            _star_update(j, unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total)
+            lo, hi = indptr[j], indptr[j + 1]
+            deg = hi - lo
+            if deg == 0:
+                continue
+            nj = n_states[j]
+            for b in range(nj):
+                total[b] = unary[j, b]
+            for p in range(lo, hi):
+                k = slots[p]
+                e, side = k >> 1, k & 1
+                ni = n_states[edges[e, 1 - side]]
+                ko = k ^ 1
+                for b in range(nj):
+                    best = _NEG
+                    for a in range(ni):
+                        v = _table(pairwise, e, side, a, b) - delta[ko, a]
+                        if v > best:
+                            best = v
+                    gamma[p - lo, b] = best
+                    total[b] += best
+            scale = 1.0 / (1.0 + deg)
+            for p in range(lo, hi):
+                k = slots[p]
+                for b in range(nj):
+                    delta[k, b] = gamma[p - lo, b] - scale * total[b]
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _belief(i, unary, n_states, indptr, slots, delta, out):
     for a in range(n_states[i]):
         out[a] = unary[i, a]
@@ -69,7 +66,7 @@ def _belief(i, unary, n_states, indptr, slots, delta, out):
             out[a] += delta[k, a]
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _edge_max(e, pairwise, edges, n_states, delta):
     """max_{a,b} pairwise_e(a, b) - delta_{e->u}(a) - delta_{e->v}(b), and its argmax (a, b)."""
     best, ba, bb = _NEG, 0, 0
@@ -82,7 +79,7 @@ def _edge_max(e, pairwise, edges, n_states, delta):
     return best, ba, bb
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _dual_one(unary, pairwise, edges, n_states, indptr, slots, delta, buf):
     g = 0.0
     for i in range(n_states.shape[0]):
@@ -97,7 +94,7 @@ def _dual_one(unary, pairwise, edges, n_states, indptr, slots, delta, buf):
     return g
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _belief_argmax(i, unary, n_states, indptr, slots, delta, buf):
     """The state of node ``i`` with the largest belief (``buf``: scratch of length >= its states)."""
     _belief(i, unary, n_states, indptr, slots, delta, buf)
@@ -108,13 +105,13 @@ def _belief_argmax(i, unary, n_states, indptr, slots, delta, buf):
     return arg
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _decode_one(unary, n_states, indptr, slots, delta, buf, y):
     for i in range(n_states.shape[0]):
         y[i] = _belief_argmax(i, unary, n_states, indptr, slots, delta, buf)
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _primal_one(unary, pairwise, edges, y):
     s = 0.0
     for i in range(y.shape[0]):
@@ -124,7 +121,7 @@ def _primal_one(unary, pairwise, edges, y):
     return s
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _icm_one(unary, pairwise, edges, n_states, indptr, slots, y, max_sweeps, buf):
     """Iterated conditional modes from ``y`` (in place); returns the number of sweeps."""
     for sweep in range(max_sweeps):
@@ -150,34 +147,13 @@ def _icm_one(unary, pairwise, edges, n_states, indptr, slots, y, max_sweeps, buf
     return max_sweeps
 
 
-@njit(cache=True, nogil=True)
-def _lp_map_one(unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total, buf, y, max_iter, tol):
-    """Star passes until certified (gap <= tol_abs) or the dual stalls; returns (dual, primal, passes)."""
-    g_old = _dual_one(unary, pairwise, edges, n_states, indptr, slots, delta, buf)
-    primal = 0.0
-    it = 0
-    while True:
-        _decode_one(unary, n_states, indptr, slots, delta, buf, y)
-        primal = _primal_one(unary, pairwise, edges, y)
-        scale = max(1.0, abs(g_old))
-        if g_old - primal <= tol * scale or it >= max_iter:
-            return g_old, primal, it
-        _passes_one(1, unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total)
-        it += 1
-        g = _dual_one(unary, pairwise, edges, n_states, indptr, slots, delta, buf)
-        if g_old - g <= 0.01 * tol * scale:
-            _decode_one(unary, n_states, indptr, slots, delta, buf, y)
-            return g, _primal_one(unary, pairwise, edges, y), it
-        g_old = g
-
-
 # --------------------------------------------------------------------------------------
 # Batched kernels: serial and nogil over a block of samples; lp.py runs blocks on threads
 # (oracles/_threads.py) instead of numba's parallel=True, whose compile cost dominated a first fit
 # --------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _star_passes_batch(n_passes, unary, pairwise, edges, n_states, indptr, slots, delta, max_deg, S):
     gamma = np.empty((max(max_deg, 1), S))
     total = np.empty(S)
@@ -185,39 +161,58 @@ def _star_passes_batch(n_passes, unary, pairwise, edges, n_states, indptr, slots
         _passes_one(n_passes, unary[m], pairwise, edges, n_states, indptr, slots, delta[m], gamma, total)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _dual_batch(unary, pairwise, edges, n_states, indptr, slots, delta, S, out):
     buf = np.empty(S)
     for m in range(unary.shape[0]):
         out[m] = _dual_one(unary[m], pairwise, edges, n_states, indptr, slots, delta[m], buf)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _decode_batch(unary, n_states, indptr, slots, delta, S, Y):
     buf = np.empty(S)
     for m in range(unary.shape[0]):
         _decode_one(unary[m], n_states, indptr, slots, delta[m], buf, Y[m])
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _primal_batch(unary, pairwise, edges, Y, out):
     for m in range(unary.shape[0]):
         out[m] = _primal_one(unary[m], pairwise, edges, Y[m])
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _lp_map_batch(unary, pairwise, edges, n_states, indptr, slots, delta, max_deg, S, max_iter, tol,
                   Y, dual, primal, n_iter):
+    """Star passes per sample until certified (gap <= tol_abs) or the dual stalls, then the decoding.
+
+    One kernel (no per-sample helper): each helper numba compiles is compiled again into its callers.
+    """
     gamma = np.empty((max(max_deg, 1), S))
     total = np.empty(S)
     buf = np.empty(S)
     for m in range(unary.shape[0]):
-        d, p, it = _lp_map_one(unary[m], pairwise, edges, n_states, indptr, slots, delta[m], gamma, total,
-                               buf, Y[m], max_iter, tol)
-        dual[m], primal[m], n_iter[m] = d, p, it
+        u, dm, y = unary[m], delta[m], Y[m]
+        g_old = _dual_one(u, pairwise, edges, n_states, indptr, slots, dm, buf)
+        it = 0
+        while True:
+            _decode_one(u, n_states, indptr, slots, dm, buf, y)
+            p = _primal_one(u, pairwise, edges, y)
+            scale = max(1.0, abs(g_old))
+            if g_old - p <= tol * scale or it >= max_iter:
+                dual[m], primal[m], n_iter[m] = g_old, p, it
+                break
+            _passes_one(1, u, pairwise, edges, n_states, indptr, slots, dm, gamma, total)
+            it += 1
+            g = _dual_one(u, pairwise, edges, n_states, indptr, slots, dm, buf)
+            if g_old - g <= 0.01 * tol * scale:
+                _decode_one(u, n_states, indptr, slots, dm, buf, y)
+                dual[m], primal[m], n_iter[m] = g, _primal_one(u, pairwise, edges, y), it
+                break
+            g_old = g
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _icm_batch(unary, pairwise, edges, n_states, indptr, slots, Y, max_sweeps, S, primal):
     buf = np.empty(S)
     for m in range(unary.shape[0]):
@@ -225,7 +220,7 @@ def _icm_batch(unary, pairwise, edges, n_states, indptr, slots, Y, max_sweeps, S
         primal[m] = _primal_one(unary[m], pairwise, edges, Y[m])
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _pseudo_marginals_batch(unary, n_states, indptr, slots, delta, rtol, out):
     S = out.shape[2]
     buf = np.empty(S)
@@ -244,7 +239,7 @@ def _pseudo_marginals_batch(unary, n_states, indptr, slots, delta, rtol, out):
                 out[m, i, a] = 1.0 / count if (a < n_states[i] and buf[a] >= cut) else 0.0
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _max_marginals_batch(unary, pairwise, edges, n_states, indptr, slots, delta, max_deg, out):
     """out[m, i, a] = g(delta) - star_i(delta) + unary_i(a) + sum_e gamma_e(a): the dual bound with y_i = a."""
     S = out.shape[2]
@@ -275,7 +270,7 @@ def _max_marginals_batch(unary, pairwise, edges, n_states, indptr, slots, delta,
                 out[m, i, a] += g - star
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _conditional_batch(unary, pairwise, edges, n_states, indptr, slots, Y, out):
     """out[m, i, a] = unary_i(a) + sum_{e = ik} pairwise_e(a, y_k): the score terms touching y_i = a."""
     S = out.shape[2]

@@ -21,8 +21,8 @@ for a subgradient ``G`` of one sample's loss, given as node coefficients ``node_
 import math
 
 import numpy as np
-from numba import njit
 
+from ..utils._jit import helper, kernel
 from ..utils.validation import (
     check_float_array,
     check_int_array,
@@ -40,7 +40,7 @@ from .lp import (
 __all__ = ["pegasos_step", "dlpw_epoch"]
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _step(t, C, xi, xv, node_g, edge_g, V, P, state):
     shrink = 1.0 - 1.0 / t
     if shrink <= 0.0:
@@ -87,6 +87,11 @@ def _step(t, C, xi, xv, node_g, edge_g, V, P, state):
         sq *= a * a
         a = 1.0
     state[0], state[1] = a, sq
+
+
+@kernel
+def _pegasos_step(t, C, xi, xv, node_g, edge_g, V, P, state):
+    _step(t, C, xi, xv, node_g, edge_g, V, P, state)
 
 
 def _check_inplace(arr, name, ndim):
@@ -157,11 +162,11 @@ def pegasos_step(t, C, xi, xv, node_g, edge_g, V, P, state, *, check_input=True)
         if node_g.shape[0] != V.shape[1] or edge_g.shape != P.shape:
             raise ValueError(f"node_g {node_g.shape} and edge_g {edge_g.shape} must match the columns of V "
                              f"{V.shape} and the shape of P {P.shape}.")
-    _step(float(t), float(C), xi, xv, np.ascontiguousarray(node_g, dtype=np.float64),
+    _pegasos_step(float(t), float(C), xi, xv, np.ascontiguousarray(node_g, dtype=np.float64),
           np.ascontiguousarray(edge_g, dtype=np.float64), V, P, state)
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _loss_augmented_unary(m, Xp, Xi, Xd, V, a, Y, loss_weight, n_states, out):
     """out[i, s] = a * x_m . V[:, i*S + s] + loss_weight * [s != y_mi]."""
     S = out.shape[1]
@@ -236,7 +241,7 @@ def _check_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state,
     return order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, delta
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _add_scaled(a, src, dst):
     """dst += a * src for 2D arrays, without a temporary."""
     for i in range(src.shape[0]):
@@ -244,7 +249,7 @@ def _add_scaled(a, src, dst):
             dst[i, j] += a * src[i, j]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr, slots,
                 delta, sum_W, sum_P):
     n_nodes, S, E = n_states.shape[0], P.shape[1], P.shape[0]
