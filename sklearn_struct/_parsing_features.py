@@ -14,7 +14,8 @@ with direction and distance, and word-POS pairs of the siblings.
 
 import numpy as np
 from numba import njit
-from numba.extending import register_jitable
+
+from .utils._jit import helper, kernel
 
 _MIX1 = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -22,7 +23,7 @@ _MIX3 = np.uint64(0x94D049BB133111EB)
 N_LINK_TEMPLATES = 26  # upper bound of first-order feature instances per link, besides in-between ones
 
 
-@register_jitable
+@helper
 def _mix(h, v):
     x = (h ^ np.uint64(v)) * _MIX1
     x = (x ^ (x >> np.uint64(30))) * _MIX2
@@ -30,7 +31,7 @@ def _mix(h, v):
     return x ^ (x >> np.uint64(31))
 
 
-@register_jitable
+@helper
 def _h(mask, t, a, b, c, d):
     x = _mix(np.uint64(t + 1), a)
     x = _mix(x, b)
@@ -39,7 +40,7 @@ def _h(mask, t, a, b, c, d):
     return np.int64(x & mask)
 
 
-@register_jitable
+@helper
 def _bucket(d):
     if d <= 5:
         return d
@@ -83,37 +84,46 @@ def _link_features(words, pos, h, m, mask, out):
     return k
 
 
-@njit(cache=True, nogil=True)
+# Scoring and the gradient step share one kernel per factor type (the gradient when ``coef`` is
+# not empty): numba compiles a kernel's inlined feature code once, and each costs most of a second
+# in a fresh install.
+_NO_COEF_2D = np.zeros((0, 0))
+_NO_COEF_1D = np.zeros(0)
+
+
+@kernel
+def _link_pass(words, pos, w, mask, coef, scale, U):
+    """U[h, m] = score of link (h, m), or (``coef`` not empty) w[f] += scale * coef[h, m] for its features."""
+    N = words.shape[0]
+    gradient = coef.shape[0] > 0
+    buf = np.empty(N_LINK_TEMPLATES + N, dtype=np.int64)
+    for h in range(N):
+        for m in range(1, N):
+            if h == m or (gradient and coef[h, m] == 0.0):
+                continue
+            k = _link_features(words, pos, h, m, mask, buf)
+            if gradient:
+                c = coef[h, m]
+                for j in range(k):
+                    w[buf[j]] += scale * c
+            else:
+                s = 0.0
+                for j in range(k):
+                    s += w[buf[j]]
+                U[h, m] = s
+
+
 def link_scores(words, pos, w, mask):
     """U[h, m] = sum of the weights of link (h, m)'s features (0 on the diagonal and in column 0)."""
     N = words.shape[0]
     U = np.zeros((N, N))
-    buf = np.empty(N_LINK_TEMPLATES + N, dtype=np.int64)
-    for h in range(N):
-        for m in range(1, N):
-            if h == m:
-                continue
-            k = _link_features(words, pos, h, m, mask, buf)
-            s = 0.0
-            for j in range(k):
-                s += w[buf[j]]
-            U[h, m] = s
+    _link_pass(words, pos, w, mask, _NO_COEF_2D, 0.0, U)
     return U
 
 
-@njit(cache=True, nogil=True)
 def add_link_gradient(words, pos, coef, w, mask, scale):
     """w[f] += scale * coef[h, m] for every feature f of every link (h, m) with coef != 0."""
-    N = words.shape[0]
-    buf = np.empty(N_LINK_TEMPLATES + N, dtype=np.int64)
-    for h in range(N):
-        for m in range(1, N):
-            c = coef[h, m]
-            if h == m or c == 0.0:
-                continue
-            k = _link_features(words, pos, h, m, mask, buf)
-            for j in range(k):
-                w[buf[j]] += scale * c
+    _link_pass(words, pos, w, mask, coef, float(scale), _NO_COEF_2D)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -139,27 +149,33 @@ def _pair_features(words, pos, p, mask, out):
     return 5
 
 
-@njit(cache=True, nogil=True)
-def pair_scores(words, pos, pairs, w, mask):
-    F = pairs.shape[0]
-    out = np.empty(F)
+@kernel
+def _pair_pass(words, pos, pairs, w, mask, coef, scale, out):
+    """out[f] = score of pair factor f, or (``coef`` not empty) w[g] += scale * coef[f] for its features."""
+    gradient = coef.shape[0] > 0
     buf = np.empty(8, dtype=np.int64)
-    for f in range(F):
+    for f in range(pairs.shape[0]):
+        if gradient and coef[f] == 0.0:
+            continue
         k = _pair_features(words, pos, pairs[f], mask, buf)
-        s = 0.0
-        for j in range(k):
-            s += w[buf[j]]
-        out[f] = s
+        if gradient:
+            c = coef[f]
+            for j in range(k):
+                w[buf[j]] += scale * c
+        else:
+            s = 0.0
+            for j in range(k):
+                s += w[buf[j]]
+            out[f] = s
+
+
+def pair_scores(words, pos, pairs, w, mask):
+    """Score of each pair factor (grandparent or sibling) of ``pairs``."""
+    out = np.empty(pairs.shape[0])
+    _pair_pass(words, pos, pairs, w, mask, _NO_COEF_1D, 0.0, out)
     return out
 
 
-@njit(cache=True, nogil=True)
 def add_pair_gradient(words, pos, pairs, coef, w, mask, scale):
-    buf = np.empty(8, dtype=np.int64)
-    for f in range(pairs.shape[0]):
-        c = coef[f]
-        if c == 0.0:
-            continue
-        k = _pair_features(words, pos, pairs[f], mask, buf)
-        for j in range(k):
-            w[buf[j]] += scale * c
+    """w[g] += scale * coef[f] for every feature g of every pair factor f with coef != 0."""
+    _pair_pass(words, pos, pairs, w, mask, coef, float(scale), _NO_COEF_1D)

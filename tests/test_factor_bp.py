@@ -173,3 +173,30 @@ def test_gains_and_pair_helpers():
 def test_bad_input(pairs, scores, match):
     with pytest.raises(ValueError, match=match):
         link_bp(np.zeros((3, 3)), np.array(pairs), scores)
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+def test_projective_chart_underflow_reruns_in_log_space(single_root):
+    # huge scores: the probability-space chart fails, the fast kernel stops (n_iter -1) and link_bp
+    # runs again from the start with the log-space chart, compiled only then
+    from sklearn_struct.oracles.factor_bp import _link_bp_projective, _link_bp_projective_log
+
+    rng = np.random.default_rng(7)
+    n = 6
+    U = 400.0 * rng.normal(size=(n + 1, n + 1))
+    pairs = np.concatenate([grandparent_pairs(n), sibling_pairs(n)])
+    theta = 0.5 * rng.normal(size=len(pairs))
+    N = n + 1
+    T = seed_tree_messages(U, projective=True, single_root=single_root)[0]
+    pa, pb = pairs[:, 0] * N + pairs[:, 1], pairs[:, 2] * N + pairs[:, 3]
+    out = _link_bp_projective(U, pa, pb, theta, single_root, 3, 0.0, T.copy(), np.zeros(len(pairs)),
+                              np.zeros(len(pairs)))
+    assert out[2] == -1
+    res = link_bp(U, pairs, theta, projective=True, single_root=single_root, max_iter=3, tol=0.0)
+    B = _link_bp_projective_log(U, pa, pb, theta, single_root, 3, 0.0, T.copy(), np.zeros(len(pairs)),
+                                np.zeros(len(pairs)))[0]
+    assert res.n_iter == 3 and np.isfinite(res.link_marginals).all()
+    np.testing.assert_array_equal(res.log_odds.ravel(), B)
+    alone = link_bp(U, np.zeros((0, 4), dtype=np.int64), [], projective=True, single_root=single_root)
+    log_z = tree_marginals(U, True, single_root)[0]
+    assert alone.n_iter == 0 and abs(alone.tree_log_z - log_z) < 1e-9 * abs(log_z)

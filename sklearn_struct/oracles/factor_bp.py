@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
-from numba.extending import register_jitable
 from scipy.special import expit
 
+from ..utils._jit import helper, kernel
 from ..utils.validation import check_float_array, check_scalar_param
 from .tree import _tree_messages, check_link_scores, tree_messages
 
@@ -71,14 +71,14 @@ class LinkBPResult:
     n_message_updates: int
 
 
-@register_jitable
+@helper
 def _softplus(x):
     if x > 0.0:
         return x + math.log1p(math.exp(-x))
     return math.log1p(math.exp(x))
 
 
-@register_jitable
+@helper
 def _sigmoid(x):
     if x >= 0.0:
         return 1.0 / (1.0 + math.exp(-x))
@@ -87,8 +87,12 @@ def _sigmoid(x):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a, msg_b):
-    """Run BP in place on (T, msg_a, msg_b); return (belief log-odds, log Z tree, n_iter, delta)."""
+def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a, msg_b, log_fallback):
+    """Run BP in place on (T, msg_a, msg_b); return (belief log-odds, log Z tree, n_iter, delta).
+
+    n_iter is -1 when a projective chart failed in probability space without ``log_fallback``
+    (see :func:`~sklearn_struct.oracles.tree._tree_messages`): the caller runs again with it.
+    """
     N = U.shape[0]
     F = pa.shape[0]
     B = np.zeros(N * N)
@@ -125,7 +129,9 @@ def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a,
             for m in range(1, N):
                 if h != m:
                     X[h, m] = B[h * N + m] - T[h, m]
-        log_z, _ = _tree_messages(X, projective, single_root, newT)
+        log_z, _ = _tree_messages(X, projective, single_root, newT, log_fallback)
+        if projective and not log_fallback and np.isnan(log_z):
+            return B, log_z, -1, delta
         if not iterate:
             break
         delta = 0.0
@@ -146,15 +152,22 @@ def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a,
 
 # One entry point per tree algorithm, so that a model compiles only the one it uses (each costs
 # seconds in a fresh install): ``_link_bp`` and ``_tree_messages`` are inlined here, where
-# ``projective`` is a constant, and numba prunes the other algorithm before compiling.
-@njit(cache=True, nogil=True)
+# ``projective`` and ``log_fallback`` are constants, and numba prunes the other branches before
+# compiling. The projective log-space chart (``_link_bp_projective_log``) is compiled only when a
+# sentence's probability-space chart fails.
+@kernel
 def _link_bp_projective(U, pa, pb, theta, single_root, max_iter, tol, T, msg_a, msg_b):
-    return _link_bp(U, pa, pb, theta, True, single_root, max_iter, tol, T, msg_a, msg_b)
+    return _link_bp(U, pa, pb, theta, True, single_root, max_iter, tol, T, msg_a, msg_b, False)
 
 
-@njit(cache=True, nogil=True)
+@kernel
+def _link_bp_projective_log(U, pa, pb, theta, single_root, max_iter, tol, T, msg_a, msg_b):
+    return _link_bp(U, pa, pb, theta, True, single_root, max_iter, tol, T, msg_a, msg_b, True)
+
+
+@kernel
 def _link_bp_nonprojective(U, pa, pb, theta, single_root, max_iter, tol, T, msg_a, msg_b):
-    return _link_bp(U, pa, pb, theta, False, single_root, max_iter, tol, T, msg_a, msg_b)
+    return _link_bp(U, pa, pb, theta, False, single_root, max_iter, tol, T, msg_a, msg_b, False)
 
 
 def _pair_beliefs(B, pa, pb, theta, msg_a, msg_b):
@@ -262,8 +275,16 @@ def link_bp(unary, pairs, pair_scores, *, projective=False, single_root=True, ma
         T = np.array(tree_messages, dtype=np.float64, order="C")
     msg_a = np.zeros(pa.shape[0])
     msg_b = np.zeros(pa.shape[0])
-    run = _link_bp_projective if projective else _link_bp_nonprojective
-    B, log_z, n_iter, delta = run(U, pa, pb, theta, bool(single_root), int(max_iter), float(tol), T, msg_a, msg_b)
+    args = (U, pa, pb, theta, bool(single_root), int(max_iter), float(tol))
+    if projective:
+        T_start = T.copy()
+        B, log_z, n_iter, delta = _link_bp_projective(*args, T, msg_a, msg_b)
+        if n_iter < 0:  # a chart failed in probability space: again from the start, with the log-space one
+            msg_a[:], msg_b[:] = 0.0, 0.0
+            T = T_start
+            B, log_z, n_iter, delta = _link_bp_projective_log(*args, T, msg_a, msg_b)
+    else:
+        B, log_z, n_iter, delta = _link_bp_nonprojective(*args, T, msg_a, msg_b)
     pair_marg = _pair_beliefs(B, pa, pb, theta, msg_a, msg_b)
     n_links = (N - 1) * (N - 1)
     return LinkBPResult(
@@ -326,7 +347,7 @@ def pair_gains(link_marginals, pairs, pair_scores):
     return _pair_gains(marg, pairs, theta)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _pair_gains(marg, pairs, theta):
     out = np.empty(pairs.shape[0])
     for f in range(pairs.shape[0]):

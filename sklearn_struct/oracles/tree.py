@@ -36,6 +36,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ..utils._jit import helper, kernel
 from ..utils.validation import check_float_array
 
 __all__ = [
@@ -79,7 +80,7 @@ def _lse_split(X, xs, Y, yt, lo, hi, shift):
     return top + math.log(acc)
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _empty_charts(N):
     """Eisner's four (N, N) charts IR, IL, CR, CL: -inf, with the empty spans CR[s, s] = CL[s, s] = 0."""
     IR = np.full((N, N), NEG_INF)
@@ -92,7 +93,7 @@ def _empty_charts(N):
     return IR, IL, CR, CL
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _eisner_inside(S, single_root):
     """Log inside chart: IR, IL (incomplete, head left / right), CR, CL (complete) and log Z."""
     N = S.shape[0]
@@ -114,7 +115,7 @@ def _eisner_inside(S, single_root):
     return IR, IL, CR, CL, log_z
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _eisner_marginals(S, single_root):
     """Projective log Z and link marginals: the outside pass as the adjoint of the inside pass."""
     N = S.shape[0]
@@ -165,7 +166,7 @@ def _eisner_marginals(S, single_root):
     return log_z, marg
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _eisner_marginals_scaled(S, single_root):
     """Inside-outside in probability space on ``A = exp(S - column max)``: no exp in the O(n^3) loops.
 
@@ -259,7 +260,7 @@ def _eisner_marginals_scaled(S, single_root):
     return math.log(Z) + log_shift, marg
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _slogdet_inv(A):
     """(sign, log |det A|, A^-1) from one LU factorisation with partial pivoting (as LAPACK's getrf).
 
@@ -315,7 +316,7 @@ def _slogdet_inv(A):
     return sign, logdet, inv
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _matrix_tree_marginals(S, single_root):
     """Non-projective log Z and link marginals by the matrix-tree theorem (Koo et al. 2007)."""
     N = S.shape[0]
@@ -370,7 +371,7 @@ def _matrix_tree_marginals(S, single_root):
     return log_z, marg
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _projective_marginals(S, single_root):
     log_z, marg = _eisner_marginals_scaled(S, single_root)
     if np.isnan(log_z):  # Z too small for probability space: the log-space chart
@@ -379,15 +380,22 @@ def _projective_marginals(S, single_root):
 
 
 def _tree_marginals(S, projective, single_root):
-    """(log Z, marginals) of checked scores, calling the one algorithm needed."""
+    """(log Z, marginals) of checked scores, calling the one algorithm needed.
+
+    The projective log-space chart is called (and so compiled) only when the probability-space
+    one fails, as in :func:`_projective_marginals`.
+    """
     if S.shape[0] < 2:
         return 0.0, np.zeros(S.shape)
     if projective:
-        return _projective_marginals(S, single_root)
+        log_z, marg = _eisner_marginals_scaled(S, single_root)
+        if np.isnan(log_z):
+            return _eisner_marginals(S, single_root)
+        return log_z, marg
     return _matrix_tree_marginals(S, single_root)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _messages_from_marginals(log_odds, marg, out):
     """Outgoing log-odds ``logit(mu) - log_odds`` of every link into ``out`` (clipped to ±MAX_LOG_ODDS)."""
     N = log_odds.shape[0]
@@ -406,16 +414,22 @@ def _messages_from_marginals(log_odds, marg, out):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _tree_messages(log_odds, projective, single_root, out):
+def _tree_messages(log_odds, projective, single_root, out, log_fallback):
     """Tree-factor messages into ``out``; returns (log Z, mu).
 
-    Inlined into its numba callers: where ``projective`` is a constant there, the other
-    algorithm is pruned before compilation (each costs seconds in a fresh install).
+    Inlined into its numba callers: where ``projective`` and ``log_fallback`` are constants there,
+    the other branches are pruned before compilation (each algorithm costs seconds in a fresh
+    install). Projective without ``log_fallback``: log Z is NaN when the probability-space chart
+    fails (``out`` untouched), and the caller redoes its work with ``log_fallback``.
     """
     if log_odds.shape[0] < 2:
         return 0.0, np.zeros(log_odds.shape)
-    if projective:
+    if projective and log_fallback:
         log_z, marg = _projective_marginals(log_odds, single_root)
+    elif projective:
+        log_z, marg = _eisner_marginals_scaled(log_odds, single_root)
+        if np.isnan(log_z):
+            return log_z, marg
     else:
         log_z, marg = _matrix_tree_marginals(log_odds, single_root)
     _messages_from_marginals(log_odds, marg, out)
@@ -427,7 +441,7 @@ def _tree_messages(log_odds, projective, single_root, out):
 # --------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _eisner_map(S, single_root):
     """Best projective tree (heads array, heads[0] = -1) by Eisner's algorithm with back-pointers."""
     N = S.shape[0]
