@@ -16,9 +16,9 @@ so that ``c2`` means the same as in sklearn-crfsuite (the bias ``b`` is not pena
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 from sklearn.preprocessing import LabelEncoder
 
+from .utils._jit import kernel
 from .oracles.chain import expected_counts
 from .oracles.linear import LinearFeatures, state_pairs
 from .utils.packing import pack_sequences, transition_pairs
@@ -164,7 +164,7 @@ class ChainObjective:
         return f, g
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _add_l2(theta, grad, c2, skip_lo, skip_hi):
     """Add the gradient of ``c2 ||theta||^2`` (entries skip_lo:skip_hi excluded) to grad; return the penalty.
 

@@ -29,8 +29,8 @@ Stopping rules (CRFsuite's): ``||pg|| / max(1, ||x||) < epsilon``; the relative 
 """
 
 import numpy as np
-from numba import njit
 
+from .utils._jit import kernel
 from .utils.optimize import _dot, _lbfgs_direction
 
 __all__ = ["minimize_crfsuite", "LINESEARCHES"]
@@ -40,7 +40,7 @@ _FTOL, _WOLFE = 1e-4, 0.9  # libLBFGS's sufficient-decrease and curvature consta
 _MIN_STEP, _MAX_STEP = 1e-20, 1e20
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _l1_norm(x, skip_lo, skip_hi):
     """sum |x_k| over the penalised entries (all but skip_lo:skip_hi)."""
     total = 0.0
@@ -50,7 +50,7 @@ def _l1_norm(x, skip_lo, skip_hi):
     return total
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _pseudo_gradient(x, g, c1, skip_lo, skip_hi, out):
     """OWL-QN's pseudo-gradient of ``f + c1 |x|_1`` (entries skip_lo:skip_hi unpenalised)."""
     for k in range(x.shape[0]):
@@ -69,7 +69,7 @@ def _pseudo_gradient(x, g, c1, skip_lo, skip_hi, out):
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _constrain_direction(d, pg, skip_lo, skip_hi):
     """Zero the components of d that do not point against the pseudo-gradient."""
     for k in range(d.shape[0]):
@@ -77,7 +77,7 @@ def _constrain_direction(d, pg, skip_lo, skip_hi):
             d[k] = 0.0
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _owlqn_trial(xp, step, d, pg, skip_lo, skip_hi, out):
     """``xp + step d`` projected onto the orthant of xp (sign of ``-pg`` where xp is 0).
 
@@ -95,7 +95,7 @@ def _owlqn_trial(xp, step, d, pg, skip_lo, skip_hi, out):
     return dg
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _axpy_into(xp, step, d, out):
     for k in range(xp.shape[0]):
         out[k] = xp[k] + step * d[k]

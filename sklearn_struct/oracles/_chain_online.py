@@ -14,14 +14,14 @@ sequence's score buffer at a time.
 """
 
 import numpy as np
-from numba import njit
 
+from ..utils._jit import kernel
 from .chain import _EDGE_SUM, _exp_shifted, _fb_chunk, _fb_log_chunk, _viterbi_chunk
 
 ALGORITHMS = {"ap": 0, "pa": 1, "arow": 2}
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _find_pair(pair_ptr, pair_label, f, label):
     """Index of the pair (f, label), or -1 if it is not a feature (binary search)."""
     lo, hi = pair_ptr[f], pair_ptr[f + 1]
@@ -34,7 +34,7 @@ def _find_pair(pair_ptr, pair_label, f, label):
     return lo if lo < pair_ptr[f + 1] and pair_label[lo] == label else -1
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def sequence_scores(indptr, indices, data, pair_ptr, pair_label, theta, n_w, lo, hi, scale, out):
     """Unary scores of tokens lo:hi into out[:hi - lo]: ``b + scale * (x_t . w)``.
 
@@ -55,7 +55,7 @@ def sequence_scores(indptr, indices, data, pair_ptr, pair_label, theta, n_w, lo,
                 flat[base + np.uint64(pair_label[p])] += v * theta[p]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _add(delta, mark, stamp, actives, n_act, idx, value):
     """delta[idx] += value, listing idx in actives the first time it is touched under this stamp."""
     if mark[idx] != stamp:
@@ -67,7 +67,7 @@ def _add(delta, mark, stamp, actives, n_act, idx, value):
     return n_act
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _add_state(indptr, indices, data, pair_ptr, pair_label, n_w, use_bias, r, label, c, delta, mark, stamp, actives,
                n_act):
     """Add ``c`` times the state features of token r with ``label`` (and its bias) to delta."""
@@ -80,7 +80,7 @@ def _add_state(indptr, indices, data, pair_ptr, pair_label, n_w, use_bias, r, la
     return n_act
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def collect_difference(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bias, lo, gold, pred, delta,
                        mark, stamp, actives):
     """Add ``phi(x, gold) - phi(x, pred)`` (tokens lo:lo+len) to delta; returns the number of actives.
@@ -105,7 +105,7 @@ def collect_difference(indptr, indices, data, pair_ptr, pair_label, n_w, trans_o
     return n_act
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _path_score(unary, trans, labels):
     total = 0.0
     for t in range(labels.shape[0]):
@@ -115,7 +115,7 @@ def _path_score(unary, trans, labels):
     return total
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _max_len(offsets):
     m = 1
     for s in range(offsets.shape[0] - 1):
@@ -123,7 +123,7 @@ def _max_len(offsets):
     return m
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _step_size(algo, cost, d, delta, actives, n_act, cov, pa_type, pa_c, gamma):
     """The update's step: 1 (perceptron), PA's tau (type 0/1/2) or AROW's alpha; 0 skips it."""
     if algo == 0:
@@ -141,7 +141,7 @@ def _step_size(algo, cost, d, delta, actives, n_act, cov, pa_type, pa_c, gamma):
     return cost / (norm + 0.5 / pa_c)
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def online_epoch(algo, indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bias, offsets, y, order, w,
                  ws, cov, u, pa_type, pa_c, error_sensitive, gamma):
     """One epoch of the averaged perceptron (algo 0), passive-aggressive (1) or AROW (2).
@@ -209,7 +209,7 @@ def online_epoch(algo, indptr, indices, data, pair_ptr, pair_label, n_w, trans_o
     return loss, u
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def sgd_epoch(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bias, offsets, y, order, theta, lam, t0,
               t):
     """One epoch of L2-regularised SGD on the CRF likelihood, Pegasos-style (Shalev-Shwartz et al. 2007).
@@ -280,7 +280,7 @@ def sgd_epoch(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bi
     return loss, t
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _scale_penalised(theta, n_w, L, factor):
     for k in range(theta.shape[0]):
         if not n_w <= k < n_w + L:

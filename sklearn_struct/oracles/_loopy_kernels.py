@@ -8,6 +8,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..utils._jit import kernel
+
 # Below this a message entry computed in probability space (each term <= 1 after shifting)
 # may have lost terms to underflow: that message is recomputed in log space.
 _UNDERFLOW_GUARD = 1e-200
@@ -30,7 +32,7 @@ def _node_log_belief(i, indptr, edge_ids, reverse, unary, rho, msgs, belief):
             belief[i, a] += w * msgs[r, a]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, reverse, forward, unary, rho,
                  log_tables, exp_tables, max_product, damping, tol, log_tol, msgs_in, target, belief,
                  active, active_next):
@@ -131,7 +133,7 @@ def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, revers
     return delta, n_updates
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables, exp_tables,
             max_product, flooding, damping, max_iter, tol, msgs, active):
     """Iterate BP on one thread; msgs is updated in place. Returns (n_iter, max_delta, n_updates, log beliefs).
@@ -175,7 +177,7 @@ def _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_table
     return n_iter, delta, n_updates, belief
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _edge_beliefs(edges, adjacency_slot, reverse, log_belief, msgs, log_tables):
     """Pairwise beliefs b_e(a, b) ∝ exp(cav_u(a) + cav_v(b) + pairwise_e(a, b) / rho_e).
 
@@ -209,7 +211,7 @@ def _edge_beliefs(edges, adjacency_slot, reverse, log_belief, msgs, log_tables):
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _log_softmax_rows(unary):
     """Row-wise log-softmax (numerically safe for any magnitude)."""
     n, S = unary.shape
@@ -227,7 +229,7 @@ def _log_softmax_rows(unary):
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _absorb(out, q, log_q, edges, log_tables, exp_tables):
     """Add to ``out`` the factor-to-node message of every edge, from the other endpoint's ``q``.
 
@@ -269,7 +271,7 @@ def _absorb(out, q, log_q, edges, log_tables, exp_tables):
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _seed_gains(q, log_q, edges, log_tables, exp_tables, shifts):
     """g_e = log E_q[Psi_e] - E_q[log Psi_e] under the product of node marginals q (see seed_gains)."""
     n_edges = edges.shape[0]

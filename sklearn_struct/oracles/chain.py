@@ -40,8 +40,8 @@ run on threads by :func:`~sklearn_struct.oracles._threads.run_chunks_in_threads`
 import math
 
 import numpy as np
-from numba import njit
 
+from ..utils._jit import helper, kernel
 from ..utils.packing import edge_offsets
 from ..utils.validation import check_float_array, check_offsets
 from ._threads import n_threads_for, run_chunks_in_threads, token_chunks
@@ -66,7 +66,7 @@ _FM = {"nsz", "arcp", "contract", "reassoc"}
 # --------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True, fastmath=_FM)
+@kernel(fastmath=_FM)
 def _exp_shifted(log_table, out):
     """out = exp(log_table - max) for an (L, L) table; returns the max (the shift to add back)."""
     n, m = log_table.shape
@@ -84,7 +84,7 @@ def _exp_shifted(log_table, out):
     return shift
 
 
-@njit(cache=True, nogil=True, fastmath=_FM)
+@kernel(fastmath=_FM)
 def _fb_scaled(unary, pre_exp, exp_unary, lo, hi, exp_trans, trans_shift, trans, per_position, elo,
                node_out, edge_mode, edge_out, outer_acc, direct_acc, scale, u_buf, beta, beta_next, scratch):
     """Scaled forward-backward for tokens lo:hi. Returns (log Z, ok); ok False means redo in log space.
@@ -197,7 +197,7 @@ def _fb_scaled(unary, pre_exp, exp_unary, lo, hi, exp_trans, trans_shift, trans,
     return log_z, True
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _vmax(v):
     """Largest entry of a 1D array (-inf if empty), in one plain loop."""
     m = -np.inf
@@ -207,7 +207,7 @@ def _vmax(v):
     return m
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _logsumexp_vec(v):
     """log sum exp(v); terms below ``max - 50`` are skipped (together < L e^-50, far below rounding)."""
     m = _vmax(v)
@@ -221,7 +221,7 @@ def _logsumexp_vec(v):
     return m + math.log(s)
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _exp_normalised(wf, of):
     """of = exp(wf - max) / sum: a normalised table from log weights (1D; pass tables flattened)."""
     m = _vmax(wf)
@@ -235,7 +235,7 @@ def _exp_normalised(wf, of):
         of[k] *= inv
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _fb_log(unary, lo, hi, trans, per_position, elo, node_out, edge_mode, edge_out, direct_acc,
             log_alpha, log_beta, tmp, w_edge, p_edge):
     """Step-normalised log-space forward-backward: exact for any magnitude and length.
@@ -297,7 +297,7 @@ def _fb_log(unary, lo, hi, trans, per_position, elo, node_out, edge_mode, edge_o
     return log_z + comp
 
 
-@njit(cache=True, nogil=True, fastmath=_FM)
+@kernel(fastmath=_FM)
 def _fb_chunk(unary, exp_unary, trans, per_position, offsets, s_lo, s_hi, edge_mode, exp_trans, trans_shift,
               node, edge_out, outer_acc, direct_acc, log_z, failed):
     """Scaled forward-backward of sequences s_lo:s_hi; ``failed[s]`` marks those to redo in log space.
@@ -336,7 +336,7 @@ def _fb_chunk(unary, exp_unary, trans, per_position, offsets, s_lo, s_hi, edge_m
         failed[s] = not ok
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _fb_log_chunk(unary, trans, per_position, offsets, seqs, edge_mode, node, edge_out, direct_acc, log_z):
     """Log-space forward-backward of the sequences listed in ``seqs`` (those the scaled pass gave up on)."""
     L = unary.shape[1]
@@ -357,7 +357,7 @@ def _fb_log_chunk(unary, trans, per_position, offsets, seqs, edge_mode, node, ed
                            log_alpha, log_beta, tmp, w_edge, p_edge)
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _shift_to_max_zero(v):
     """Subtract the maximum from v in place and return it (-inf: left unchanged)."""
     m = _vmax(v)
@@ -367,7 +367,7 @@ def _shift_to_max_zero(v):
     return m
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _viterbi_chunk(unary, trans, per_position, offsets, s_lo, s_hi, labels, scores):
     """Viterbi of sequences s_lo:s_hi into the packed ``labels`` and per-sequence ``scores``."""
     L = unary.shape[1]
@@ -410,7 +410,7 @@ def _viterbi_chunk(unary, trans, per_position, offsets, s_lo, s_hi, labels, scor
             labels[lo + t - 1] = arg
 
 
-@njit(cache=True)
+@kernel
 def _sample_batch(unary, trans, per_position, offsets, uniforms, max_len):
     """Forward filtering (log space), backward sampling with pre-drawn uniforms."""
     n_seq = offsets.shape[0] - 1

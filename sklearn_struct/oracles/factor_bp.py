@@ -33,7 +33,7 @@ from scipy.special import expit
 
 from ..utils._jit import helper, kernel
 from ..utils.validation import check_float_array, check_scalar_param
-from .tree import _tree_messages, check_link_scores, tree_messages
+from .tree import _tree_messages, check_link_scores
 
 __all__ = ["LinkBPResult", "link_bp", "grandparent_pairs", "sibling_pairs", "pair_gains", "check_pairs"]
 
@@ -88,10 +88,12 @@ def _sigmoid(x):
 
 @njit(cache=True, nogil=True, inline="always")
 def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a, msg_b, log_fallback):
-    """Run BP in place on (T, msg_a, msg_b); return (belief log-odds, log Z tree, n_iter, delta).
+    """Run BP in place on (T, msg_a, msg_b); return (belief log-odds, log Z tree, n_iter, delta, T', mu).
 
-    n_iter is -1 when a projective chart failed in probability space without ``log_fallback``
-    (see :func:`~sklearn_struct.oracles.tree._tree_messages`): the caller runs again with it.
+    ``T'`` and ``mu`` are the tree factor's last outgoing messages and marginals: with no pairwise
+    factor, ``max_iter`` 0 and ``T`` zero, the seed (see :func:`seed_tree_messages`). n_iter is -1
+    when a projective chart failed in probability space without ``log_fallback`` (see
+    :func:`~sklearn_struct.oracles.tree._tree_messages`): the caller runs again with it.
     """
     N = U.shape[0]
     F = pa.shape[0]
@@ -129,9 +131,9 @@ def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a,
             for m in range(1, N):
                 if h != m:
                     X[h, m] = B[h * N + m] - T[h, m]
-        log_z, _ = _tree_messages(X, projective, single_root, newT, log_fallback)
+        log_z, marg = _tree_messages(X, projective, single_root, newT, log_fallback)
         if projective and not log_fallback and np.isnan(log_z):
-            return B, log_z, -1, delta
+            return B, log_z, -1, delta, newT, marg
         if not iterate:
             break
         delta = 0.0
@@ -147,7 +149,7 @@ def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a,
         n_iter += 1
         if delta <= tol or n_iter == max_iter:
             break
-    return B, log_z, n_iter, delta
+    return B, log_z, n_iter, delta, newT, marg
 
 
 # One entry point per tree algorithm, so that a model compiles only the one it uses (each costs
@@ -168,6 +170,21 @@ def _link_bp_projective_log(U, pa, pb, theta, single_root, max_iter, tol, T, msg
 @kernel
 def _link_bp_nonprojective(U, pa, pb, theta, single_root, max_iter, tol, T, msg_a, msg_b):
     return _link_bp(U, pa, pb, theta, False, single_root, max_iter, tol, T, msg_a, msg_b, False)
+
+
+def _run_link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a, msg_b):
+    """The BP kernel of the tree variant on checked arrays (see ``_link_bp``); the log-space rerun if needed."""
+    args = tuple(np.ascontiguousarray(a) for a in (U, pa, pb, theta))
+    args += (bool(single_root), int(max_iter), float(tol))
+    if not projective:
+        return _link_bp_nonprojective(*args, T, msg_a, msg_b)
+    T_start = T.copy()
+    out = _link_bp_projective(*args, T, msg_a, msg_b)
+    if out[2] < 0:  # a chart failed in probability space: again from the start, with the log-space one
+        msg_a[:], msg_b[:] = 0.0, 0.0
+        T[:] = T_start
+        out = _link_bp_projective_log(*args, T, msg_a, msg_b)
+    return out
 
 
 def _pair_beliefs(B, pa, pb, theta, msg_a, msg_b):
@@ -196,7 +213,14 @@ def seed_tree_messages(unary, projective=False, single_root=True):
     log_z : float
     marginals : ndarray of shape (n + 1, n + 1)
     """
-    return tree_messages(check_link_scores(unary, "unary"), projective, single_root)
+    U = check_link_scores(unary, "unary")
+    N = U.shape[0]
+    none = np.zeros(0, dtype=np.int64)
+    # the BP kernel without pairwise factors or iterations: one call of the tree factor on U (so a
+    # parser compiles one kernel per tree algorithm, not this one besides)
+    _, log_z, _, _, messages, marg = _run_link_bp(U, none, none, np.zeros(0), projective, single_root, 0, 0.0,
+                                                  np.zeros((N, N)), np.zeros(0), np.zeros(0))
+    return messages, float(log_z), marg
 
 
 def check_pairs(pairs, n_nodes, n_scores=None):
@@ -275,16 +299,8 @@ def link_bp(unary, pairs, pair_scores, *, projective=False, single_root=True, ma
         T = np.array(tree_messages, dtype=np.float64, order="C")
     msg_a = np.zeros(pa.shape[0])
     msg_b = np.zeros(pa.shape[0])
-    args = (U, pa, pb, theta, bool(single_root), int(max_iter), float(tol))
-    if projective:
-        T_start = T.copy()
-        B, log_z, n_iter, delta = _link_bp_projective(*args, T, msg_a, msg_b)
-        if n_iter < 0:  # a chart failed in probability space: again from the start, with the log-space one
-            msg_a[:], msg_b[:] = 0.0, 0.0
-            T = T_start
-            B, log_z, n_iter, delta = _link_bp_projective_log(*args, T, msg_a, msg_b)
-    else:
-        B, log_z, n_iter, delta = _link_bp_nonprojective(*args, T, msg_a, msg_b)
+    B, log_z, n_iter, delta = _run_link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a,
+                                           msg_b)[:4]
     pair_marg = _pair_beliefs(B, pa, pb, theta, msg_a, msg_b)
     n_links = (N - 1) * (N - 1)
     return LinkBPResult(

@@ -23,8 +23,8 @@ Dense feature matrices use BLAS instead (every pair is present).
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
+from ..utils._jit import kernel
 from ..utils.validation import check_float_array, check_int_array, check_offsets, check_scalar_param
 from ._threads import n_threads_for, run_chunks_in_threads, token_chunks
 
@@ -37,7 +37,7 @@ __all__ = ["LinearFeatures", "observed_pairs", "all_pairs", "frequent_pairs", "s
 # attribute of non-zero ``k``, or ``-1 - attribute`` for an attribute stored as pairs.
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _pair_scores(indptr, code, data, pair_ptr, pair_label, w, W_dense, bias, r_lo, r_hi, out, row_max):
     """Scores of rows r_lo:r_hi into the flat ``out``.
 
@@ -73,7 +73,7 @@ def _pair_scores(indptr, code, data, pair_ptr, pair_label, w, W_dense, bias, r_l
             row_max[r] = m
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _pair_gradient(indptr, code, data, pair_ptr, pair_label, D, n_labels, r_lo, r_hi, g, g_dense):
     """Add the gradient terms of rows r_lo:r_hi: pairs into ``g``, dense rows into the flat ``g_dense``.
 

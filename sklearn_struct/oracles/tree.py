@@ -260,7 +260,7 @@ def _eisner_marginals_scaled(S, single_root):
     return math.log(Z) + log_shift, marg
 
 
-@njit(cache=True, nogil=True, inline="always")
+@helper
 def _slogdet_inv(A):
     """(sign, log |det A|, A^-1) from one LU factorisation with partial pivoting (as LAPACK's getrf).
 

@@ -15,15 +15,15 @@ that always holds.
 from collections import deque
 
 import numpy as np
-from numba import njit
 from scipy.optimize import OptimizeResult
 
+from ._jit import kernel
 from .validation import check_float_array, check_scalar_param
 
 __all__ = ["lbfgs"]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _lbfgs_direction(g, S, Y, rho, order, out):
     """``out = -H g`` by the two-loop recursion over the pairs ``S[order], Y[order]`` (oldest first).
 
@@ -70,7 +70,7 @@ def _lbfgs_direction(g, S, Y, rho, order, out):
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _dot(a, b):
     """Inner product of two float64 vectors, single-threaded.
 
@@ -84,7 +84,7 @@ def _dot(a, b):
     return total
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _max_abs(v):
     """max |v|, or NaN if v holds a NaN (so that ``_max_abs(g) <= gtol`` fails on it)."""
     m = 0.0
@@ -96,7 +96,7 @@ def _max_abs(v):
     return m
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _step(x, step, d):
     """x + step * d in one pass (NumPy's expression makes two parameter-sized temporaries)."""
     out = np.empty_like(x)
