@@ -166,7 +166,7 @@ def _eisner_marginals(S, single_root):
     return log_z, marg
 
 
-@kernel
+@helper
 def _eisner_marginals_scaled(S, single_root):
     """Inside-outside in probability space on ``A = exp(S - column max)``: no exp in the O(n^3) loops.
 
@@ -316,7 +316,7 @@ def _slogdet_inv(A):
     return sign, logdet, inv
 
 
-@kernel
+@helper
 def _matrix_tree_marginals(S, single_root):
     """Non-projective log Z and link marginals by the matrix-tree theorem (Koo et al. 2007)."""
     N = S.shape[0]
@@ -388,14 +388,14 @@ def _tree_marginals(S, projective, single_root):
     if S.shape[0] < 2:
         return 0.0, np.zeros(S.shape)
     if projective:
-        log_z, marg = _eisner_marginals_scaled(S, single_root)
+        log_z, marg = _eisner_scaled_kernel(S, single_root)
         if np.isnan(log_z):
             return _eisner_marginals(S, single_root)
         return log_z, marg
-    return _matrix_tree_marginals(S, single_root)
+    return _matrix_tree_kernel(S, single_root)
 
 
-@kernel
+@helper
 def _messages_from_marginals(log_odds, marg, out):
     """Outgoing log-odds ``logit(mu) - log_odds`` of every link into ``out`` (clipped to ±MAX_LOG_ODDS)."""
     N = log_odds.shape[0]
@@ -434,6 +434,23 @@ def _tree_messages(log_odds, projective, single_root, out, log_fallback):
         log_z, marg = _matrix_tree_marginals(log_odds, single_root)
     _messages_from_marginals(log_odds, marg, out)
     return log_z, marg
+
+
+# Entry points for Python callers; the BP kernels call the helpers above directly (compiled into
+# them, without the Python-call wrappers a kernel carries).
+@kernel
+def _eisner_scaled_kernel(S, single_root):
+    return _eisner_marginals_scaled(S, single_root)
+
+
+@kernel
+def _matrix_tree_kernel(S, single_root):
+    return _matrix_tree_marginals(S, single_root)
+
+
+@kernel
+def _messages_kernel(log_odds, marg, out):
+    _messages_from_marginals(log_odds, marg, out)
 
 
 # --------------------------------------------------------------------------------------
@@ -697,5 +714,5 @@ def tree_messages(log_odds, projective=False, single_root=True):
     S = check_link_scores(log_odds, "log_odds")
     out = np.zeros_like(S)
     log_z, marg = _tree_marginals(S, projective, single_root)
-    _messages_from_marginals(S, marg, out)
+    _messages_kernel(S, marg, out)
     return out, float(log_z), marg
