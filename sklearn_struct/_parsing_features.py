@@ -91,6 +91,22 @@ _NO_COEF_2D = np.zeros((0, 0))
 _NO_COEF_1D = np.zeros(0)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _sum_of(w, ids, k):
+    """Sum of the weights of the first ``k`` feature ids."""
+    s = 0.0
+    for j in range(k):
+        s += w[ids[j]]
+    return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_to(w, ids, k, value):
+    """Add ``value`` to the weights of the first ``k`` feature ids."""
+    for j in range(k):
+        w[ids[j]] += value
+
+
 @kernel
 def _link_pass(words, pos, w, mask, coef, scale, U):
     """U[h, m] = score of link (h, m), or (``coef`` not empty) w[f] += scale * coef[h, m] for its features."""
@@ -103,14 +119,9 @@ def _link_pass(words, pos, w, mask, coef, scale, U):
                 continue
             k = _link_features(words, pos, h, m, mask, buf)
             if gradient:
-                c = coef[h, m]
-                for j in range(k):
-                    w[buf[j]] += scale * c
+                _add_to(w, buf, k, scale * coef[h, m])
             else:
-                s = 0.0
-                for j in range(k):
-                    s += w[buf[j]]
-                U[h, m] = s
+                U[h, m] = _sum_of(w, buf, k)
 
 
 def link_scores(words, pos, w, mask):
@@ -159,14 +170,9 @@ def _pair_pass(words, pos, pairs, w, mask, coef, scale, out):
             continue
         k = _pair_features(words, pos, pairs[f], mask, buf)
         if gradient:
-            c = coef[f]
-            for j in range(k):
-                w[buf[j]] += scale * c
+            _add_to(w, buf, k, scale * coef[f])
         else:
-            s = 0.0
-            for j in range(k):
-                s += w[buf[j]]
-            out[f] = s
+            out[f] = _sum_of(w, buf, k)
 
 
 def pair_scores(words, pos, pairs, w, mask):
