@@ -80,7 +80,9 @@ def learn_psi_perceptron(est, X, y_enc, energy, seqs, params, fold, stopped=Fals
             n_steps += 1
         history.append(psi_sum / n_steps)
         n_wrong.append(wrong)
-    return Bunch(psi=psi_sum / n_steps if n_steps else psi, history=np.array(history), n_iter=n_iter,
+    if n_steps:  # the averaged iterates, on the support of the last one (the L1 zeros stay zero)
+        psi = np.where(psi > 0, psi_sum / n_steps, 0.0)
+    return Bunch(psi=psi, history=np.array(history), n_iter=n_iter,
                  n_wrong=np.array(n_wrong), psi_coef=None, theta=None)
 
 
