@@ -308,7 +308,7 @@ def run_learners(saved, log):
     return out
 
 
-def run_grobid(folds, choice, log):
+def run_grobid(folds, choice, log, converge=False):
     """The UMass-dev choice of the learned family on GROBID folds (bench_citations' split and features)."""
     import bench_citations as bc
     from sklearn.model_selection import KFold
@@ -323,7 +323,10 @@ def run_grobid(folds, choice, log):
         ytr, yte = [y[i] for i in train], [y[i] for i in test]
         c2 = saved[k]["c2_ours"]
         row = {"fold": k, "c2": c2}
-        base = timed(row, "fit_base_s", quiet, NonLocalCRF(c2=c2, max_iter=bc.MAX_ITER, random_state=0).fit, Xtr, ytr)
+        base = timed(row, "fit_base_s", quiet, NonLocalCRF(c2=c2, max_iter=None if converge else bc.MAX_ITER,
+                                                             random_state=0).fit,
+                     Xtr, ytr)
+        row["base_n_iter"] = int(base.n_iter_)
         y_enc = [np.searchsorted(base.classes_, v) for v in ytr]
         thetas = timed(row, "cross_fit_s", cross_fitted, base, Xtr, y_enc)
         hand = with_energy(base, bc.TEMPLATES, thetas, Xtr, y_enc, **bc.PSI_SETTINGS)
@@ -469,6 +472,8 @@ def main():
                         "as JSON, e.g. chosen on UMass dev in an exploration")
     parser.add_argument("--learners", action="store_true", help="after the main run: the perceptron psi "
                         "learner on its base CRF and the candidates' oracle ceiling (umass_table1_learners.json)")
+    parser.add_argument("--to-convergence", action="store_true", help="with --grobid: base CRFs to CRFsuite's "
+                        "stop instead of bench_citations' cap (umass_table1_grobid[_perceptron]_converged.json)")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     numba.set_num_threads(1)
@@ -490,7 +495,9 @@ def main():
         choice = json.loads(args.choice) if args.choice else json.loads(path.read_text())["family_choice"]
         if choice.get("psi_gradient") == "perceptron":  # beside Algorithm 3's folds, not over them
             gpath = RESULTS / "umass_table1_grobid_perceptron.json"
-        grobid = run_grobid(args.grobid, choice, log)
+        if args.to_convergence:
+            gpath = gpath.with_name(gpath.stem + "_converged.json")
+        grobid = run_grobid(args.grobid, choice, log, converge=args.to_convergence)
         for row in grobid:
             row["family_setting"] = choice
         if gpath.exists():  # keep the folds of earlier runs with the same setting
