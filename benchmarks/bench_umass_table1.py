@@ -415,7 +415,10 @@ def grobid_perceptron_report(rows):
     return [f"GROBID, psi by the perceptron ({rows[0]['family_setting']}), folds {[r['fold'] for r in rows]}: "
             f"base {g['base'].mean():.2f}, hand-written {g['hand'].mean():.2f}, learned {g['learned'].mean():.2f} "
             f"= {gain.mean():+.2f} over base (per fold {', '.join(f'{v:+.2f}' for v in gain)}; goal >= +0.5: "
-            f"{'met' if gain.mean() >= 0.5 else 'NOT met'}).", ""]
+            f"{'met' if gain.mean() >= 0.5 else 'NOT met'}). These folds ran with the current L-BFGS, whose base CRF at "
+            "bench_citations' cap of 100 iterations is 1.4 points below the earlier one (fold 0: 81.69 vs 83.06) and "
+            "far from converged (to CRFsuite's stop, 784 iterations: 86.17): each gain is over its own run's base.",
+            ""]
 
 
 def learners_report(lr, t):
@@ -440,7 +443,11 @@ def learners_report(lr, t):
         if split == "dev":
             L[-1] = L[-1].replace(f"| {f1:.2f} |", f"| (dev) {f1:.2f} |")
     L += ["", "The ceiling is what no single psi vector over these candidates can pass: it knows, per "
-          "reference, which rules the truth keeps. The +1.0 goal needs most of it.", ""]
+          "reference, which rules the truth keeps (a diagnostic that reads the gold, not a model). On test the "
+          "+1.0 goal is all of the ceiling at psi=3 and 70% of it at psi=10; both learners reach a third of it. "
+          "The two runs' base CRFs differ (same c2, both stopped at the cap of "
+          f"{MAX_ITER} L-BFGS iterations): the main run predates ChainCRF's L-BFGS in NonLocalCRF; each gain is "
+          "over its own run's base.", ""]
     return L
 
 
