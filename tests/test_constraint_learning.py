@@ -183,3 +183,16 @@ def test_perceptron_psi_rejects_what_it_cannot_learn():
         _fit_perceptron(WordDictionaryEnergy(), 0.0, X, y, psi_holdout=None)
     with pytest.raises(ValueError, match="perceptron.*psi_features"):
         _fit_perceptron([AtMostSegments("A", 1)], 0.0, X, y, psi_holdout=None).fit(X, y, psi_features=np.ones((30, 1)))
+
+
+def test_perceptron_psi_with_input_dependent_rule():
+    """Input-dependent terms are bound per training sequence: the planted 'feature 0 high -> A' rule gets weight."""
+    from sklearn_struct.constraints import InputDependent
+
+    rng = np.random.RandomState(2)
+    X, y = _planted(200, rng)
+    rule = InputDependent("A", lambda x: (np.asarray(x)[:, 0] == np.asarray(x)[:, 0].max()).astype(float),
+                          sense="at_least")
+    model = _fit_perceptron([rule, AtMostSegments("C", 1)], 0.0, X, y)
+    assert model.psi_.shape == (2,) and np.all(np.isfinite(model.psi_))
+    assert model.psi_[0] > 0.1 and model.psi_[1] == 0.0
