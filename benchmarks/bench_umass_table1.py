@@ -500,7 +500,8 @@ def learners_report(lr, t):
         share = (f"; one psi vector fitted on the very references it is scored on gets {best_in:+.2f} of the dev "
                  f"ceiling's {dev_ceil:+.2f} (its own training set), so a held-out psi over this family will hardly reach +1.0: the "
                  "candidates, not the learner, are the limit")
-    L += ["", "The ceiling is what no single psi vector over these candidates can pass: it knows, per "
+    L += ["", "The ceiling is an oracle one psi vector over these candidates can hardly pass (not a strict bound: "
+          "its weights are one fixed strength): it knows, per "
           "reference, which rules the truth keeps (a diagnostic that reads the gold, not a model)" + share + ". On test the "
           "+1.0 goal is all of the ceiling at psi=3 and 70% of it at psi=10; both learners reach a third of it. "
           "The two runs' base CRFs differ (same c2, both stopped at the cap of "
