@@ -16,6 +16,7 @@ from sklearn.utils import Bunch, check_random_state
 
 from ._bethe_inference import bethe_inference
 from ._chain_crf import ChainData
+from ._psi_perceptron import learn_psi_perceptron
 from .constraints import ConstraintEnergy
 from .oracles.chain import forward_backward
 from .utils.packing import edge_offsets, segment_sum, subset_sequences, transition_pairs
@@ -107,6 +108,11 @@ def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None):
     """
     if progress is None:
         progress = Progress(type(est).__name__, est.verbose, est.callback)
+    if est.psi_gradient == "perceptron":
+        if phi is not None or est.learn_theta:
+            raise ValueError("psi_gradient='perceptron' learns one psi vector with theta fixed: it takes no "
+                             "psi_features / psi_featurizer and no learn_theta=True.")
+        return learn_psi_perceptron(est, X, y_enc, energy, seqs, params, fold, stopped=progress.stopped)
     energy = bind(energy, X)
     L = len(est.classes_)
     K = energy.n_weights

@@ -171,13 +171,19 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         after every epoch of Algorithm 3 (``iteration`` counts epochs, ``objective`` is the norm
         of the epoch's mean psi-gradient, which vanishes as ``psi`` settles). Returning True
         ends the fit there: a stopped base CRF skips the psi step (``psi_`` stays ``psi_init``).
-    psi_gradient : {"algorithm3", "exact"}, default="algorithm3"
+    psi_gradient : {"algorithm3", "exact", "perceptron"}, default="algorithm3"
         ``"algorithm3"``: the paper's Algorithm 3 with its sign corrected, gradients taken at
         the inference output ``mu_i`` (``S(y_i) - mu_i``). ``"exact"``: the exact gradient of
         the surrogate likelihood (eq. 12), at ``m_i = ORACLE(theta - grad L(mu_i))``, one more
         oracle call per step. They agree wherever inference has converged (Prop. 1); on
         OCR with the unigram energy, whose inference mostly stops at the cap, Algorithm 3
         learns the better psi (``benchmarks/results/ocr_table4.md``).
+        ``"perceptron"``: Anzaroot et al. (2014)'s learner for constraint energies
+        (:class:`~sklearn_struct.constraints.ConstraintEnergy`): decode each batch at the
+        current ``psi`` and step by the violations of the prediction minus those of the gold
+        (the structured perceptron's subgradient, with ``psi_l1`` and the average of the
+        iterates), so only wrongly decoded sequences move ``psi``
+        (:mod:`sklearn_struct._psi_perceptron`).
     random_state : int, RandomState instance or None, default=None
         Order of the stochastic steps, the ``psi_holdout`` split (and the featurizer's
         seed if it has none set).
@@ -266,7 +272,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
         "psi_l1": [Interval(numbers.Real, 0, None, closed="left")],
         "learning_rate_schedule": [StrOptions({"constant", "invscaling"})],
-        "psi_gradient": [StrOptions({"algorithm3", "exact"})],
+        "psi_gradient": [StrOptions({"algorithm3", "exact", "perceptron"})],
         "learn_theta": ["boolean"],
         **shared_constraints("warm_start", "callback", "random_state", "n_jobs", "verbose"),
     }

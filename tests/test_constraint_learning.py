@@ -146,3 +146,53 @@ def test_kept_constraints_needs_constraint_energy():
         from sklearn_struct.energies import WordDictionaryEnergy
 
         kept_constraints(NonLocalCRF(WordDictionaryEnergy(), n_epochs=1, psi_holdout=None).fit(X, y))
+
+
+def _fit_perceptron(constraints, psi_l1, X, y, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return NonLocalCRF(constraints, psi_gradient="perceptron", psi_init=0.0, psi_l1=psi_l1, learning_rate=1.0,
+                           learning_rate_schedule="constant", n_epochs=3, random_state=0, **kw).fit(X, y)
+
+
+def test_perceptron_psi_recovers_planted_and_l1_zeroes_useless():
+    """Anzaroot et al.'s learner: the planted rule gets weight, the never-separating ones stay at zero."""
+    rng = np.random.RandomState(0)
+    X, y = _planted(300, rng)
+    family = ConstraintFamily(kinds=("count",), min_support=1.0).fit(y)
+    model = _fit_perceptron(family.constraints_, 0.0, X, y)
+    psi = dict(zip(model.energy_.term_names_, model.psi_))
+    assert psi["#A <= 1"] + psi["#A >= 1"] > 0.3  # the planted rule: exactly one A
+    assert psi["#C <= 1"] == 0.0 and psi["#C >= 1"] == 0.0  # C is always decoded right: no step moves it
+    sparse = _fit_perceptron(family.constraints_, 0.02, X, y)
+    assert sparse.psi_[:2].sum() > 0.1 and np.all(sparse.psi_ <= model.psi_ + 1e-12)
+    Xt, yt = _planted(300, rng)
+    assert model.score(Xt, yt) > NonLocalCRF().fit(X, y).score(Xt, yt)
+    # only wrongly decoded sequences move psi: with the labels decoded right everywhere, psi stays psi_init
+    X_easy = [x * 0 + np.c_[(np.asarray(v) == "A") * 5.0, x[:, 1:]] for x, v in zip(X, y)]
+    easy = _fit_perceptron(family.constraints_, 0.0, X_easy, y, psi_holdout=None)
+    assert np.all(easy.psi_ == 0.0)
+
+
+def test_perceptron_psi_rejects_what_it_cannot_learn():
+    from sklearn_struct.energies import WordDictionaryEnergy
+
+    rng = np.random.RandomState(1)
+    X, y = _planted(30, rng)
+    with pytest.raises(ValueError, match="perceptron.*violations"):
+        _fit_perceptron(WordDictionaryEnergy(), 0.0, X, y, psi_holdout=None)
+    with pytest.raises(ValueError, match="perceptron.*psi_features"):
+        _fit_perceptron([AtMostSegments("A", 1)], 0.0, X, y, psi_holdout=None).fit(X, y, psi_features=np.ones((30, 1)))
+
+
+def test_perceptron_psi_with_input_dependent_rule():
+    """Input-dependent terms are bound per training sequence: the planted 'feature 0 high -> A' rule gets weight."""
+    from sklearn_struct.constraints import InputDependent
+
+    rng = np.random.RandomState(2)
+    X, y = _planted(200, rng)
+    rule = InputDependent("A", lambda x: (np.asarray(x)[:, 0] == np.asarray(x)[:, 0].max()).astype(float),
+                          sense="at_least")
+    model = _fit_perceptron([rule, AtMostSegments("C", 1)], 0.0, X, y)
+    assert model.psi_.shape == (2,) and np.all(np.isfinite(model.psi_))
+    assert model.psi_[0] > 0.1 and model.psi_[1] == 0.0
