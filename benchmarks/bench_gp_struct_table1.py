@@ -475,7 +475,8 @@ def report():
             data = _merged_part(task, protocol)
             if data is not None:
                 n_splits = data["n_splits"] if n_splits is None else min(n_splits, data["n_splits"])
-                settings = data.get("settings", settings)
+                if protocol == "pooled":  # the paper rows are described by this script's SETTINGS_PAPER
+                    settings = data.get("settings", settings)
                 for method, vals in data["rows"].items():
                     rows.setdefault(method, {})[name] = vals
                     ids.setdefault(method, {})[name] = data["split_ids"][method]
