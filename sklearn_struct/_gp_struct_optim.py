@@ -303,7 +303,8 @@ def fit_batch(ctx, p, blocks, max_iter, tol):
 
     Stops when a global iteration raises the monitor ELBO (one seed for the whole fit) by less
     than ``tol * |ELBO|``, or the variational means change by less than 1e-3 on average (the
-    paper's rule), or after ``max_iter``; returns the parameters with the best monitor value.
+    paper's rule), or after ``max_iter`` (``tol=0``: always after ``max_iter``); returns the
+    parameters with the best monitor value.
     """
     monitor_seed = ctx.seed()
     with np.errstate(all="ignore"):
@@ -327,9 +328,9 @@ def fit_batch(ctx, p, blocks, max_iter, tol):
         change = np.mean(np.abs(p.m - old_means))  # the means: M x M covariance factors would dilute it
         if stop:
             reason = "callback"
-        elif new - value <= tol * max(abs(new), abs(value), 1.0):
+        elif tol > 0 and new - value <= tol * max(abs(new), abs(value), 1.0):
             reason = "elbo"
-        elif change < 1e-3:
+        elif tol > 0 and change < 1e-3:
             reason = "means"
         if reason != "max_iter":
             break
@@ -339,10 +340,12 @@ def fit_batch(ctx, p, blocks, max_iter, tol):
 
 
 # ----------------------------------------------------------------------------- gp-var-s
-def fit_saga(ctx, p, blocks, max_iter, batch_size, learning_rate, learning_rate_cov, step_scale):
+def fit_saga(ctx, p, blocks, max_iter, batch_size, learning_rate, learning_rate_cov, step_scale, tol=0.0):
     """SAGA by blocks. Each global iteration ends with a full pass (the new SAGA table and the
     ELBO); if the ELBO fell by more than two Monte-Carlo standard errors of the difference,
-    the iteration is undone and the step sizes are halved."""
+    the iteration is undone and the step sizes are halved. With ``tol > 0`` the fit stops
+    (``"elbo"``) when an accepted iteration raises the ELBO by less than ``tol * |ELBO|``, or
+    (``"step"``) when the step sizes have been halved below 1e-3 of their start."""
     with np.errstate(all="ignore"):
         table = _saga_table(ctx, p, ctx.seed())
     ctx.record(table["value"])
@@ -361,12 +364,20 @@ def fit_saga(ctx, p, blocks, max_iter, batch_size, learning_rate, learning_rate_
                          blocks, state)
             new = _saga_table(ctx, trial, ctx.seed())
         noise = 2.0 * np.hypot(new["value_se"], table["value_se"])  # two standard errors of the difference
+        gain = None
         if not np.isfinite(new["value"]) or new["value"] < table["value"] - noise:
             state["step_scale"] *= 0.5  # the iteration made the ELBO worse: undo it, smaller steps
         else:
+            gain = new["value"] - table["value"]
             p, table = trial, new
         if ctx.record(table["value"]):
             reason = "callback"
+            break
+        if tol > 0 and gain is not None and gain <= tol * max(abs(table["value"]), 1.0):
+            reason = "elbo"
+            break
+        if tol > 0 and state["step_scale"] < 1e-3 * step_scale:
+            reason = "step"
             break
     return _result(ctx, p, n_iter, reason, state["step_scale"])
 

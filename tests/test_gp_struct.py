@@ -9,13 +9,25 @@ import pytest
 import scipy.sparse as sp
 from scipy.special import logsumexp
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern
 from sklearn.linear_model import LogisticRegression
 
 from sklearn_struct import GPStructClassifier
+from sklearn_struct import _gp_struct_amplitude as _amp
 from sklearn_struct._gp_struct_batch import FixedSamples, is_elbo
 from sklearn_struct._gp_struct_model import SparsePrior, VarParams, elbo, gram, pair_kl, unary_kl
 from sklearn_struct.datasets import make_chain_data
+
+
+# The settings these tests were written for (the defaults before issue #20): the gray-box prior start,
+# the ELBO's kernel amplitude, full covariances, 200 samples, and a fixed number of global iterations
+# (tol=0: no stopping rule, so no ConvergenceWarning at max_iter).
+LEGACY = dict(init="prior", amplitude="elbo", covariance="full", n_samples=200, n_predict_samples=200, tol=0.0)
+
+
+def _legacy(*args, **kw):
+    return GPStructClassifier(*args, **{**LEGACY, **kw})
 
 
 def _random_params(rng, K, Q, M, diagonal=False):
@@ -232,7 +244,7 @@ def chain_data():
 
 
 @pytest.mark.parametrize("params", [
-    dict(optimizer="lbfgs", init="map", block_iters=(20, 10, 0), max_iter=3),
+    dict(optimizer="lbfgs", init="map", block_iters=(20, 10, 0), max_iter=20, tol=1e-3),
     dict(optimizer="saga", block_iters=(100, 30, 0), max_iter=4, batch_size=10, learning_rate=3e-3,
          learning_rate_cov=3e-4),
 ])
@@ -240,7 +252,7 @@ def test_fits_a_chain_better_than_a_unary_classifier(chain_data, params):
     Xtr, ytr, Xte, yte = chain_data
     lr = LogisticRegression(max_iter=1000).fit(np.vstack(Xtr), np.concatenate(ytr))
     base = lr.score(np.vstack(Xte), np.concatenate(yte))
-    gp = GPStructClassifier(n_inducing=20, n_samples=50, random_state=0, **params).fit(Xtr, ytr)
+    gp = _legacy(n_inducing=20, n_samples=50, random_state=0, **params).fit(Xtr, ytr)
     acc = gp.score(Xte, yte)
     assert acc > base + 0.02, (acc, base)
     # from the MAP start the ELBO may stop rising at once (the stopping rule; the best parameters are kept)
@@ -257,7 +269,7 @@ def test_piecewise_likelihood_fits(chain_data):
     Xtr, ytr, Xte, yte = chain_data
     lr = LogisticRegression(max_iter=1000).fit(np.vstack(Xtr), np.concatenate(ytr))
     base = lr.score(np.vstack(Xte), np.concatenate(yte))
-    gp = GPStructClassifier(likelihood="piecewise", optimizer="lbfgs", n_inducing=20, n_samples=50,
+    gp = _legacy(likelihood="piecewise", optimizer="lbfgs", n_inducing=20, n_samples=50,
                             block_iters=(15, 10, 0), max_iter=4, random_state=0).fit(Xtr, ytr)
     # the pseudo-likelihood ignores how strong couplings (scale 3) propagate along the chain: measured
     # 0.632 against LR's 0.636 at a converged ELBO (-1048), so it must match LR, not beat it
@@ -277,27 +289,29 @@ def test_lbfgs_stopping_rule_watches_the_means():
     whole Cholesky factors (M^2 / 2 mostly unchanged entries per label) it stopped this fit after one
     global iteration while the ELBO was still rising by 70 a step."""
     X, y = make_chain_data(60, n_labels=6, n_features=8, random_state=0)
-    gp = GPStructClassifier(optimizer="lbfgs", n_inducing=60, n_samples=30, max_iter=3, block_iters=(5, 2, 0),
-                            random_state=0).fit(X, y)
-    assert gp.n_iter_ == 3
+    gp = _legacy(optimizer="lbfgs", n_inducing=60, n_samples=30, max_iter=3, block_iters=(5, 2, 0), tol=1e-5,
+                 random_state=0)
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):  # the cap, not a stopping rule, ended it
+        gp.fit(X, y)
+    assert gp.n_iter_ == 3 and gp.stop_reason_ == "max_iter"
     assert np.all(np.diff(gp.elbo_curve_) > 10)
 
 
 def test_same_seed_same_result(chain_data):
     Xtr, ytr, Xte, _ = chain_data
     kw = dict(optimizer="saga", n_inducing=10, n_samples=10, block_iters=(20, 5, 0), max_iter=1, random_state=3)
-    a = GPStructClassifier(**kw).fit(Xtr[:20], ytr[:20])
-    b = GPStructClassifier(**kw).fit(Xtr[:20], ytr[:20])
+    a = _legacy(**kw).fit(Xtr[:20], ytr[:20])
+    b = _legacy(**kw).fit(Xtr[:20], ytr[:20])
     np.testing.assert_array_equal(a.params_.get_unary(), b.params_.get_unary())
     np.testing.assert_array_equal(a.predict_marginals(Xte[:5])[0], b.predict_marginals(Xte[:5])[0])
-    c = GPStructClassifier(**{**kw, "random_state": 4}).fit(Xtr[:20], ytr[:20])
+    c = _legacy(**{**kw, "random_state": 4}).fit(Xtr[:20], ytr[:20])
     assert not np.array_equal(a.params_.get_unary(), c.params_.get_unary())
 
 
 def test_options_mixture_diagonal_viterbi_sparse_and_hyperparameters(chain_data):
     Xtr, ytr, Xte, yte = chain_data
     Xs = [sp.csr_matrix(x) for x in Xtr[:30]]
-    gp = GPStructClassifier(DotProduct(sigma_0=1.0), optimizer="lbfgs", n_components=2, covariance="diagonal",
+    gp = _legacy(DotProduct(sigma_0=1.0), optimizer="lbfgs", n_components=2, covariance="diagonal",
                             n_inducing=8, n_samples=20, block_iters=(5, 3, 2), max_iter=1, decode="viterbi_mean",
                             random_state=0).fit(Xs, ytr[:30])
     assert gp.kernel_.sigma_0 != 1.0  # hyperparameter block ran
@@ -324,7 +338,7 @@ def test_per_label_kernels(chain_data):
     for u, v in zip(a[:3], b[:3]):
         np.testing.assert_allclose(u, v, rtol=1e-9, atol=1e-9)
     kernels = [DotProduct(sigma_0=1.0), DotProduct(sigma_0=2.0), DotProduct(sigma_0=0.5)]
-    gp = GPStructClassifier(kernels, optimizer="lbfgs", n_inducing=8, n_samples=20, block_iters=(3, 2, 2),
+    gp = _legacy(kernels, optimizer="lbfgs", n_inducing=8, n_samples=20, block_iters=(3, 2, 2),
                             max_iter=1, random_state=0).fit(Xtr[:20], ytr[:20])
     assert isinstance(gp.kernel_, list) and len(gp.kernel_) == 3
     assert all(k.sigma_0 != k0.sigma_0 for k, k0 in zip(gp.kernel_, kernels))  # each fitted on its own
@@ -478,14 +492,14 @@ def test_lbfgs_fit_stops_by_its_rule_and_is_reproducible(chain_data, init):
     kw = dict(optimizer="lbfgs", init=init, n_inducing=20, n_samples=40, block_iters=(10, 5, 2), max_iter=40,
               tol=1e-3, random_state=0)
     Xtr, ytr = Xtr[:35], ytr[:35]
-    a = GPStructClassifier(**kw).fit(Xtr, ytr)
+    a = _legacy(**kw).fit(Xtr, ytr)
     assert a.stop_reason_ in ("elbo", "means") and a.n_iter_ < 40, (a.stop_reason_, a.elbo_curve_)
     assert a.elbo_curve_.max() >= a.elbo_curve_[0]
     lr = LogisticRegression(max_iter=1000).fit(np.vstack(Xtr), np.concatenate(ytr))
     assert a.score(Xte, yte) > lr.score(np.vstack(Xte), np.concatenate(yte)) + 0.02
     if init == "prior":
         assert a.kernel_.k1.constant_value != 1.0  # the amplitude was fitted
-    b = GPStructClassifier(**kw).fit(Xtr, ytr)
+    b = _legacy(**kw).fit(Xtr, ytr)
     np.testing.assert_array_equal(a.params_.get_unary(), b.params_.get_unary())
     np.testing.assert_array_equal(a.elbo_curve_, b.elbo_curve_)
 
@@ -496,7 +510,7 @@ def test_interrupted_fit_leaves_the_fitted_model_unchanged(chain_data, optimizer
     leaves the previous model exactly as it was: fitted attributes are set only at the end."""
     Xtr, ytr, Xte, _ = chain_data
     kw = dict(optimizer=optimizer, n_inducing=10, n_samples=10, block_iters=(3, 2, 0), max_iter=2, random_state=0)
-    gp = GPStructClassifier(**kw).fit(Xtr[:20], ytr[:20])
+    gp = _legacy(**kw).fit(Xtr[:20], ytr[:20])
     before = {k: v for k, v in vars(gp).items() if k.endswith("_")}
     pred = gp.predict_marginals(Xte[:3])
 
@@ -522,7 +536,7 @@ def test_huge_features_give_a_value_error_not_nan(chain_data, scale):
     """Features x1e300 (or x1e152: finite norms, overflowing scores) -> a ValueError about non-finite
     scores from fit and predict_marginals, never NaN marginals or label 0 from them."""
     Xtr, ytr, Xte, _ = chain_data
-    gp = GPStructClassifier(optimizer="lbfgs", n_inducing=10, n_samples=10, block_iters=(2, 1, 0), max_iter=1,
+    gp = _legacy(optimizer="lbfgs", n_inducing=10, n_samples=10, block_iters=(2, 1, 0), max_iter=1,
                             random_state=0).fit(Xtr[:10], ytr[:10])
     big = [x * scale for x in Xte[:3]]
     with pytest.raises(ValueError, match="non-finite scores"):
@@ -532,3 +546,97 @@ def test_huge_features_give_a_value_error_not_nan(chain_data, scale):
     if scale == 1e300:
         with pytest.raises(ValueError, match="non-finite scores.*sequence 0"):
             GPStructClassifier(n_inducing=10, n_samples=10, max_iter=1).fit([x * scale for x in Xtr[:5]], ytr[:5])
+
+
+# ----------------------------------------------------------------------------- defaults and amplitude (#20, #22)
+def test_default_fit_converges_without_a_warning_and_beats_logistic_regression(chain_data):
+    """GPStructClassifier() at its defaults (gp-var-b from the MAP start, amplitude by CV) ends by its
+    ELBO rule, not the cap (the old default, SAGA with max_iter=5, always ended at the cap, silently);
+    pyproject turns a ConvergenceWarning into an error here."""
+    Xtr, ytr, Xte, yte = chain_data
+    gp = GPStructClassifier(n_inducing=20, random_state=0).fit(Xtr[:35], ytr[:35])
+    assert gp.stop_reason_ in ("elbo", "means") and gp.n_iter_ < gp.max_iter
+    assert gp.amplitude_ in _amp.AMPLITUDE_GRID and gp.amplitude_scores_.shape == (len(_amp.AMPLITUDE_GRID), 2)
+    lr = LogisticRegression(max_iter=1000).fit(np.vstack(Xtr[:35]), np.concatenate(ytr[:35]))
+    assert gp.score(Xte, yte) > lr.score(np.vstack(Xte), np.concatenate(yte)) + 0.02
+
+
+@pytest.mark.parametrize("optimizer", ["lbfgs", "saga"])
+def test_the_iteration_cap_warns_unless_tol_is_zero(chain_data, optimizer):
+    kw = dict(optimizer=optimizer, init="prior", n_inducing=10, n_samples=10, block_iters=(3, 2, 0), max_iter=1,
+              tol=1e-12, amplitude=1.0, random_state=0)  # from the prior the ELBO rises far in one iteration
+    Xtr, ytr = chain_data[0][:15], chain_data[1][:15]
+    with pytest.warns(ConvergenceWarning, match="max_iter=1"):
+        gp = GPStructClassifier(**kw).fit(Xtr, ytr)
+    assert gp.stop_reason_ == "max_iter"
+    gp = GPStructClassifier(**{**kw, "tol": 0.0}).fit(Xtr, ytr)  # no rule: no warning (an error here)
+    assert gp.n_iter_ == 1
+
+
+def test_saga_stops_by_its_elbo_rule(chain_data):
+    Xtr, ytr = chain_data[0][:30], chain_data[1][:30]
+    gp = GPStructClassifier(optimizer="saga", n_inducing=15, n_samples=30, block_iters=(60, 20, 0), batch_size=5,
+                            learning_rate=3e-3, learning_rate_cov=3e-4, max_iter=60, tol=1e-3,
+                            random_state=0).fit(Xtr, ytr)
+    assert gp.stop_reason_ in ("elbo", "step") and gp.n_iter_ < 60
+
+
+def test_scaling_the_kernel_scales_the_whitened_features_by_its_square_root(chain_data):
+    """cv_amplitude's shortcut: B of a * k is sqrt(a) * B of k (the jitter is relative), K~ scales by a."""
+    Xtr = chain_data[0][:6]
+    X = np.vstack(Xtr)
+    offsets = np.r_[0, np.cumsum([len(x) for x in Xtr])]
+    Z = X[np.random.RandomState(0).choice(len(X), 7, replace=False)]
+    for kernel in (DotProduct(sigma_0=1.0), RBF(2.0)):
+        one = SparsePrior(kernel, Z, X, offsets)
+        big = SparsePrior(_amp.scaled_kernel(kernel, 16.0), Z, X, offsets)
+        np.testing.assert_allclose(big.B, 4.0 * one.B, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(big.Ktil[2], 16.0 * one.Ktil[2], rtol=1e-6, atol=1e-8)
+
+
+def test_cv_amplitude_uses_the_training_folds_only_and_follows_the_signal():
+    """The scores are the folds' held-out errors (recomputed here for the chosen amplitude by hand);
+    features scaled down by 4 get an amplitude 16 times larger (the same kernel); same seed same choice."""
+    from sklearn_struct._gp_struct_model import init_inducing
+    from sklearn_struct._gp_struct_optim import sparse_map
+    from sklearn_struct.oracles.chain import forward_backward
+
+    def prior_of(X, sigma_0=1.0):
+        Xp, offsets = np.vstack(X), np.r_[0, np.cumsum([len(x) for x in X])]
+        Z = init_inducing(Xp, 20, np.random.RandomState(0))
+        return SparsePrior(DotProduct(sigma_0=sigma_0, sigma_0_bounds="fixed"), Z, Xp, offsets), offsets
+
+    X, y = make_chain_data(60, n_labels=3, n_features=6, unary_scale=3.0, transition_scale=0.5, random_state=1)
+    prior, offsets = prior_of(X)
+    y = np.concatenate(y).astype(np.int64)
+    a, scores = _amp.cv_amplitude(prior, y, offsets, 3, np.random.RandomState(0))
+    assert a >= 1.0, scores
+    assert _amp.cv_amplitude(prior, y, offsets, 3, np.random.RandomState(0))[0] == a
+    # the chosen amplitude's score, by hand: the same folds, sparse MAP on two, error on the third
+    folds = np.array_split(np.random.RandomState(0).permutation(60), 3)
+    errs = []
+    for held in folds:
+        tr, te = np.setdiff1d(np.arange(60), held), np.sort(held)
+        sub = [_amp._subset(prior.B, offsets, s) for s in (tr, te)]
+        v, mb = sparse_map(_amp._Rows(np.sqrt(a) * sub[0][0]), y[sub[0][1]], sub[0][2], 3)[:2]
+        node = forward_backward(np.sqrt(a) * sub[1][0][0] @ v.T, mb, sub[1][2])[1]
+        errs.append(np.mean(node.argmax(1) != y[sub[1][1]]))
+    np.testing.assert_allclose(scores[list(_amp.AMPLITUDE_GRID).index(a), 0], np.mean(errs))
+    # features / 4 with sigma_0 = 1/4: the kernel is k / 16, so the chosen amplitude is 16 a
+    prior_s, _ = prior_of([x / 4.0 for x in X], sigma_0=0.25)
+    a_small, scores_s = _amp.cv_amplitude(prior_s, y, offsets, 3, np.random.RandomState(0))
+    assert a_small == 16.0 * a
+    np.testing.assert_allclose(scores_s[2:, 0], scores[:-2, 0])
+
+
+def test_amplitude_option_sets_the_kernel(chain_data):
+    Xtr, ytr = chain_data[0][:12], chain_data[1][:12]
+    kw = dict(n_inducing=8, n_samples=10, max_iter=1, tol=0.0, random_state=0)
+    gp = GPStructClassifier(amplitude=2.5, **kw).fit(Xtr, ytr)
+    assert gp.amplitude_ == 2.5 and gp.kernel_.k1.constant_value == 2.5 and gp.amplitude_scores_ is None
+    gp = GPStructClassifier(amplitude="elbo", **kw).fit(Xtr, ytr)
+    assert gp.amplitude_ is None and gp.kernel_.k1.constant_value_bounds != "fixed"
+    with pytest.raises(ValueError, match="amplitude"):
+        GPStructClassifier(amplitude=-1.0).fit(Xtr, ytr)
+    with pytest.raises(ValueError, match="amplitude"):
+        GPStructClassifier(amplitude="ml").fit(Xtr, ytr)
