@@ -480,25 +480,31 @@ def main(argv=None):
     if None in chosen:
         parser.error(f"--only takes {', '.join(ESTIMATORS)} (got {args.only!r})")
     stem = "default_fits_quick" if args.quick else "default_fits"
-    path = RESULTS / f"{stem}.json"
-    old = json.loads(path.read_text())["rows"] if path.exists() else []
-    done = []  # this run's rows; the rerun estimators' old rows are replaced by them
+    rerun = {ESTIMATORS[k][0] for k in chosen}
+    done = []  # this run's rows; they replace the rerun estimators' old rows
     for key in chosen:
         name, rows_of = ESTIMATORS[key]
         if args.pending:
             done.append({"estimator": name, "data": "(not run)", "status": "pending", "reason": args.pending})
-            write(merge_rows(old, done, rerun={ESTIMATORS[k][0] for k in chosen}), stem)
+            _save(stem, done, rerun)
             continue
         try:
             for row in rows_of(args.quick):
                 done.append({"estimator": name, **row})
                 print(json.dumps(done[-1]), flush=True)
-                write(merge_rows(old, done, rerun={ESTIMATORS[k][0] for k in chosen}), stem)
+                _save(stem, done, rerun)
         except Exception:  # one estimator's crash is a result too: report it, go on with the others
             traceback.print_exc()
             done.append({"estimator": name, "data": "(crashed)", "status": "pending",
                          "reason": traceback.format_exc().strip().splitlines()[-1]})
-            write(merge_rows(old, done, rerun={ESTIMATORS[k][0] for k in chosen}), stem)
+            _save(stem, done, rerun)
+
+
+def _save(stem, done, rerun):
+    """Merge this run's rows into the file as it is now (another run may have written other estimators)."""
+    path = RESULTS / f"{stem}.json"
+    old = json.loads(path.read_text())["rows"] if path.exists() else []
+    write(merge_rows(old, done, rerun), stem)
 
 
 if __name__ == "__main__":
