@@ -110,12 +110,22 @@ def run_row(model, data, baseline=None, note=""):
     row.update(fit_cpu_s=round(cpu, 2), fit_wall_s=round(wall, 2), n_iter=_n_iter(est),
                stop_reason=stop, metric=data["metric"], score=float(data["score"](model, Xt, yt)))
     if baseline is not None:
+        row["baseline"], row["baseline_score"], row["baseline_warnings"] = _run_baseline(baseline, data)
+    return row
+
+
+_BASELINES = {}  # (data, n train) -> (name, score, warnings): rows on the same data share one baseline fit
+
+
+def _run_baseline(baseline, data):
+    key = (data.get("baseline_key", data["name"]), len(data["y"]))
+    if key not in _BASELINES:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            row["baseline"], row["baseline_score"] = baseline(data)
+            name, score = baseline(data)
         texts = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught})
-        row["baseline_warnings"] = "; ".join(texts) or "none"
-    return row
+        _BASELINES[key] = (name, score, "; ".join(texts) or "none")
+    return _BASELINES[key]
 
 
 def _n_iter(est):
@@ -137,18 +147,8 @@ def _token_score(model, Xt, yt):
     return float(np.mean(np.concatenate([np.asarray(p) for p in pred]) == np.concatenate([np.asarray(t) for t in yt])))
 
 
-_BASELINE_CACHE = {}  # (data name, n train) -> the token baseline's result: rows on the same data share it
-
-
 def _token_logreg(data):
-    """Per-token LogisticRegression() on the same token feature rows (computed once per data set and size)."""
-    key = (data["name"], len(data["y"]))
-    if key not in _BASELINE_CACHE:
-        _BASELINE_CACHE[key] = _fit_token_logreg(data)
-    return _BASELINE_CACHE[key]
-
-
-def _fit_token_logreg(data):
+    """Per-token LogisticRegression() on the same token feature rows."""
     stack = sp.vstack if sp.issparse(data["X"][0]) else np.vstack
     lr = LogisticRegression().fit(stack(list(data["X"])), np.concatenate([np.asarray(t) for t in data["y"]]))
     return "LogisticRegression() per token", float(lr.score(stack(list(data["Xt"])), np.concatenate(
@@ -351,9 +351,11 @@ def rows_crfsuite(quick):
             "X": feat.to_dicts(_subsample(train.sequences, n)), "y": [list(t) for t in _subsample(train.labels, n)],
             "Xt": feat.to_dicts(test.sequences), "yt": test.labels, "metric": "token accuracy", "score": _token_score}
 
-    def baseline(_):  # the same rows as ChainCRF's CoNLL-2000 row: computed once when both run
-        return _token_logreg({"name": "CoNLL-2000 (WindowFeaturizer)", "X": feat.transform(_subsample(
-            train.sequences, n)), "y": data["y"], "Xt": feat.transform(test.sequences), "yt": data["yt"]})
+    data["baseline_key"] = "CoNLL-2000 (WindowFeaturizer)"  # the same baseline rows as ChainCRF's CoNLL row
+
+    def baseline(_):
+        return _token_logreg({"X": feat.transform(_subsample(train.sequences, n)), "y": data["y"],
+                              "Xt": feat.transform(test.sequences), "yt": data["yt"]})
 
     yield run_row(CRF(), data, baseline)
 
