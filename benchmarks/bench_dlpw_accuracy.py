@@ -45,14 +45,15 @@ GOALS = {"yeast": (0.1986, 0.20), "scene": (0.0998, 0.60)}  # measured with this
 SCORING = {"hamming": make_scorer(hamming_loss_multilabel, greater_is_better=False),
            "subset": make_scorer(subset_accuracy)}
 GRIDS = {
-    # scikit-learn's C: the paper's C / n (n ~ 1000 per fold); the default 0.01 in the middle of the grid
-    "DLPW": ("clf__C", [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1]),
+    # scikit-learn's C: the paper's C / n (n ~ 1000 per fold). Yeast's subset-accuracy CV picks the top, 0.01
+    # (the default): a rerun should add 0.03 and 0.1 (not done in issue 20's rerun for lack of machine time)
+    "DLPW": ("clf__C", [1e-4, 3e-4, 1e-3, 3e-3, 1e-2]),
     "BR(LogReg)": ("clf__estimator__C", [0.01, 0.1, 1.0, 10.0]),
     "CC(LogReg)": ("clf__estimator__C", [0.01, 0.1, 1.0, 10.0]),
 }
 # --diagnostic: where does the gap come from? the same hinge loss without the label graph, and linear SVMs
 DIAGNOSTIC_GRIDS = {
-    "DLPW without edges": ("clf__C", [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1]),
+    "DLPW without edges": ("clf__C", [1e-4, 3e-4, 1e-3, 3e-3, 1e-2]),
     "BR(LinearSVC)": ("clf__estimator__C", [0.0003, 0.001, 0.01, 0.1]),
 }
 
