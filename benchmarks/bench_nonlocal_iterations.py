@@ -6,7 +6,8 @@ Figure 2 the distribution of iterations to convergence with a cap of 40 (93.7% c
 mean 9.8, long tail). We measure the same two things on the Taskar OCR letters
 (``$SKLEARN_STRUCT_DATA/ocr_letters``): train on folds 1-9, test on fold 0, with the
 learned word-dictionary energy ``L^w`` (eq. 22) and unigram dictionary ``L^u`` (eq. 21),
-psi learned by Algorithm 3 (one shared weight), Bethe-RDA with ``beta = 0`` and
+psi learned by Algorithm 3 (one shared weight), the base CRF trained to CRFsuite's stopping rule
+(``max_iter=None``, the default), Bethe-RDA with ``beta = 0`` and
 convergence tolerance 1e-4 on the node marginals. Without the data it falls back to a
 generated dictionary task (``--generated``).
 
@@ -61,11 +62,12 @@ def main():
     print(f"{name}: {len(X)} train / {len(Xt)} test sequences")
 
     t0 = time.perf_counter()
-    base = NonLocalCRF(c2=1.0, max_iter=80).fit(X, y)
-    print(f"base CRF fitted in {time.perf_counter() - t0:.1f} s; accuracy {base.score(Xt, yt):.4f}")
+    base = NonLocalCRF(c2=1.0).fit(X, y)  # base CRF to CRFsuite's stopping rule (the default)
+    print(f"base CRF fitted in {time.perf_counter() - t0:.1f} s ({base.n_iter_} L-BFGS iterations); "
+          f"accuracy {base.score(Xt, yt):.4f}")
     rows, hists = {}, {}
     for label, energy in [("L^w", WordDictionaryEnergy()), ("L^u", UnigramDictionaryEnergy())]:
-        model = NonLocalCRF(energy, c2=1.0, max_iter=80, n_epochs=args.epochs, batch_size=32,
+        model = NonLocalCRF(energy, c2=1.0, n_epochs=args.epochs, batch_size=32,
                             learning_rate=0.05, random_state=0)
         t0 = time.perf_counter()
         model.fit(X, y)
@@ -86,7 +88,8 @@ def main():
              "|---|" + "---|" * len(CAPS)]
     for label, accs in rows.items():
         lines.append(f"| {label} | " + " | ".join(f"{100 * a:.2f}" for a in accs) + " |")
-    lines += ["", f"base CRF accuracy: {100 * base.score(Xt, yt):.2f}", "",
+    lines += ["", f"base CRF accuracy: {100 * base.score(Xt, yt):.2f} (c2 = 1, trained to CRFsuite's stopping rule: "
+              f"{base.n_iter_} L-BFGS iterations)", "",
               "Iterations to converge (tolerance 1e-4 on node marginals, cap 40; paper's Figure 2 on "
               "citations: 93.7% converged, mean 9.8 iterations, long-tailed):", "",
               "| energy | converged within 40 | mean iterations | median | 90th pct |", "|---|---|---|---|---|"]
