@@ -252,9 +252,9 @@ class ConstraintFamily(BaseEstimator):
                     for sense, k, tighter in (("at_least", lo, lo > bounds[f][0]), ("at_most", hi, hi < bounds[f][1])):
                         if not tighter:
                             continue
+                        name = f"#{f} {'>=' if sense == 'at_least' else '<='} {k} if {cond}"
                         rule = InputDependent(f"B-{f}", _Ones(), sense=sense,
-                                              bound=_PatternBound(pattern, present, k, sense))
-                        rule.name = f"#{f} {'>=' if sense == 'at_least' else '<='} {k} if {cond}"
+                                              bound=_PatternBound(pattern, present, k, sense), name=name)
                         ok = ~where | (counts[:, j] >= k if sense == "at_least" else counts[:, j] <= k)
                         out.append(("conditional", rule, ok))
         return out

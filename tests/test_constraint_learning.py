@@ -259,6 +259,7 @@ def test_conditional_candidates_by_hand():
     np.testing.assert_array_equal(family.support_, 1.0)
     classes = np.array(sorted({lab for seq in Y_BIO for lab in seq}))
     energy = ConstraintEnergy(family.constraints_).fit(None, len(classes), classes=classes)
+    assert energy.term_names_ == names
     y_enc = [np.searchsorted(classes, seq) for seq in Y_BIO]
     np.testing.assert_array_equal(energy.violations(y_enc, X), 0.0)
     # drop the year of reference 1 (it has a year-like token) -> "#year >= 1 if year-like" broken there only
