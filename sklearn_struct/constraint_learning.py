@@ -28,7 +28,17 @@ with BIO labels, the maximal runs of ``f`` with plain (IO) labels (tokens minus 
   ``1 - min_support`` of the sequences with either; journal and booktitle), tighter than the
   count bounds imply;
 - ``"implies"``: ``k_a * #b - #a >= 0``, "if ``a`` occurs, so does ``b``", with ``k_a`` the
-  count bound of ``a`` (exact while ``#a <= k_a``), for ``b`` not already required.
+  count bound of ``a`` (exact while ``#a <= k_a``), for ``b`` not already required;
+- ``"conditional"`` (input-dependent, BIO labels, needs ``patterns`` and ``X``): ``#f >= k``
+  or ``#f <= k`` only in the sequences where a token pattern is present (or absent), e.g.
+  "a reference with a year-like token has a year", when tighter than ``f``'s count bounds
+  (an :class:`~sklearn_struct.constraints.InputDependent` rule with a per-sequence bound).
+
+Hierarchical labels (``groups``, e.g. from :func:`hierarchy_groups` of the UMass paths): a
+group of fields (``person`` = person-first / -middle / -last) counts as one more field, its
+segments the maximal runs of its fields' labels, so every template also relates a parent to
+its children (``#[person] - #person-last``), parents to each other and a parent to itself
+(``#[venue] <= 1``).
 """
 
 import itertools
@@ -39,12 +49,13 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .constraints import ConstraintEnergy, LinearConstraint
+from .constraints import ConstraintEnergy, InputDependent, LinearConstraint
 from .utils._params import store_init_params
 
-__all__ = ["ConstraintFamily", "kept_constraints"]
+__all__ = ["ConstraintFamily", "kept_constraints", "hierarchy_groups"]
 
 _KINDS = ("count", "difference", "exclusive", "implies")
+_ALL_KINDS = _KINDS + ("conditional",)
 
 
 class ConstraintFamily(BaseEstimator):
@@ -52,7 +63,7 @@ class ConstraintFamily(BaseEstimator):
 
     Parameters
     ----------
-    kinds : tuple of {"count", "difference", "exclusive", "implies"}, default=all four
+    kinds : tuple of {"count", "difference", "exclusive", "implies", "conditional"}, default=the first four
         Which templates to instantiate (see the module docstring).
     min_support : float in (0, 1], default=0.95
         A candidate is kept only if at least this fraction of the training sequences satisfy it.
@@ -65,6 +76,12 @@ class ConstraintFamily(BaseEstimator):
         every label other than ``"O"`` starts with ``B-`` or ``I-``).
     outside : str, default="O"
         The label of tokens outside every field (never constrained).
+    groups : dict of str -> list of str, default=None
+        Parent labels as groups of fields (``{"person": ["person-first", "person-last"]}``):
+        each is one more field ``[name]`` whose segments are the runs of its fields.
+    patterns : dict of str -> callable, default=None
+        Token patterns for ``"conditional"``: ``pattern(x) -> bool`` on a sequence's feature
+        matrix (is the pattern present in the sequence).
 
     Attributes
     ----------
@@ -104,40 +121,62 @@ class ConstraintFamily(BaseEstimator):
         "min_cooccurrence": [Interval(numbers.Real, 0, 1, closed="both")],
         "scheme": [StrOptions({"auto", "BIO", "IO"})],
         "outside": [str],
+        "groups": [dict, None],
+        "patterns": [dict, None],
     }
 
-    def __init__(self, kinds=_KINDS, *, min_support=0.95, min_cooccurrence=0.02, scheme="auto", outside="O"):
+    def __init__(self, kinds=_KINDS, *, min_support=0.95, min_cooccurrence=0.02, scheme="auto", outside="O",
+                 groups=None, patterns=None):
         store_init_params(self, locals())
 
-    def fit(self, y):
+    def fit(self, y, X=None):
         """Generate the candidates from the label sequences ``y`` (lists of label names).
+
+        ``X`` (the sequences' feature matrices) is needed only by ``"conditional"``.
 
         Returns
         -------
         self : ConstraintFamily
         """
         self._validate_params()
-        bad = [k for k in self.kinds if k not in _KINDS]
+        bad = [k for k in self.kinds if k not in _ALL_KINDS]
         if bad or not self.kinds:
-            raise ValueError(f"kinds must be a non-empty subset of {_KINDS}, got {self.kinds!r}.")
+            raise ValueError(f"kinds must be a non-empty subset of {_ALL_KINDS}, got {self.kinds!r}.")
         y = _check_labels(y)
         self.scheme_ = _scheme(y, self.scheme, self.outside)
-        self.fields_, counts = _segment_counts(y, self.scheme_, self.outside)
-        cands = []  # (kind, name, node, edge, sense, bound, values)
+        leaves, counts = _segment_counts(y, self.scheme_, self.outside)
+        self._labels = sorted({lab for seq in y for lab in seq} - {self.outside})
+        groups = _check_groups(self.groups, leaves)
+        self.fields_ = leaves + [f"[{g}]" for g in groups]
+        self._members = {f"[{g}]": set(m) for g, m in groups.items()}
+        if groups:
+            counts = np.hstack([counts, _group_counts(y, groups.values(), self.scheme_, self.outside)])
         bounds = {f: _bounds(counts[:, j], self.min_support) for j, f in enumerate(self.fields_)}
         present = (counts > 0).mean(axis=0)
+        cands = []  # (kind, constraint, satisfied per training sequence)
         for kind in _KINDS:
             if kind in self.kinds:
-                cands += getattr(self, f"_{kind}")(counts, bounds, present)
-        self.constraints_, self.kinds_, support = [], [], []
-        for kind, name, coef, sense, bound, values in cands:
-            node, edge = _coefficients(coef, self.scheme_)
-            self.constraints_.append(LinearConstraint(node=node, edge=edge or None, sense=sense, bound=int(bound),
-                                                      name=name))
-            self.kinds_.append(kind)
-            support.append(np.mean(values <= bound) if sense == "at_most" else np.mean(values >= bound))
-        self.support_ = np.array(support)
+                cands += [(kind, self._linear(*c[1:5]), _satisfied(*c[3:])) for c in
+                          getattr(self, f"_{kind}")(counts, bounds, present)]
+        if "conditional" in self.kinds:
+            cands += self._conditional(counts[:, : len(leaves)], leaves, bounds, X, len(y))
+        self.constraints_ = [c for _, c, _ in cands]
+        self.kinds_ = [k for k, _, _ in cands]
+        self.support_ = np.array([np.mean(ok) for _, _, ok in cands])
         return self
+
+    def _linear(self, name, coef, sense, bound):
+        node, edge = {}, {}
+        for f, c in coef.items():
+            members = self._members.get(f)
+            if members is None:
+                n, e = _coefficients({f: c}, self.scheme_)
+            else:  # a group: runs of its fields' labels
+                labs = tuple(lab for lab in self._labels if _field(lab, self.scheme_) in members)
+                n, e = {labs: c}, {(labs, labs): -c}
+            node.update(n)
+            edge.update(e)
+        return LinearConstraint(node=node, edge=edge or None, sense=sense, bound=int(bound), name=name)
 
     # ---- templates -----------------------------------------------------------------------
     def _count(self, counts, bounds, present):
@@ -191,6 +230,80 @@ class ConstraintFamily(BaseEstimator):
         return out
 
 
+    def _conditional(self, counts, leaves, bounds, X, n_seq):
+        """``#f >= k`` / ``#f <= k`` in the sequences with (or without) a token pattern."""
+        if not self.patterns or X is None or len(X) != n_seq:
+            raise ValueError("kinds 'conditional' needs patterns (name -> callable x -> bool) and X, one feature "
+                             "matrix per label sequence, in fit.")
+        if self.scheme_ != "BIO":
+            raise ValueError("kinds 'conditional' needs BIO labels (its counts are B- tokens).")
+        out = []
+        for pname, pattern in self.patterns.items():
+            if not callable(pattern):
+                raise ValueError(f"patterns[{pname!r}] must be a callable x -> bool.")
+            has = np.array([bool(pattern(x)) for x in X])
+            for present in (True, False):
+                where = has == present
+                if where.mean() < max(self.min_cooccurrence, 1e-12):
+                    continue
+                cond = pname if present else f"not {pname}"
+                for j, f in enumerate(leaves):
+                    lo, hi = _bounds(counts[where, j], self.min_support)
+                    for sense, k, tighter in (("at_least", lo, lo > bounds[f][0]), ("at_most", hi, hi < bounds[f][1])):
+                        if not tighter:
+                            continue
+                        name = f"#{f} {'>=' if sense == 'at_least' else '<='} {k} if {cond}"
+                        rule = InputDependent(f"B-{f}", _Ones(), sense=sense,
+                                              bound=_PatternBound(pattern, present, k, sense), name=name)
+                        ok = ~where | (counts[:, j] >= k if sense == "at_least" else counts[:, j] <= k)
+                        out.append(("conditional", rule, ok))
+        return out
+
+
+class _Ones:
+    """Weight 1 on every token (an input-dependent term that counts B- tokens)."""
+
+    def __call__(self, x):
+        return np.ones(x.shape[0])
+
+
+class _PatternBound:
+    """The bound ``k`` where ``pattern(x) == present``, a bound every labelling meets elsewhere."""
+
+    def __init__(self, pattern, present, k, sense):
+        self.pattern, self.present, self.k, self.sense = pattern, present, k, sense
+
+    def __call__(self, x):
+        if bool(self.pattern(x)) == self.present:
+            return float(self.k)
+        return 0.0 if self.sense == "at_least" else float(x.shape[0])
+
+
+def hierarchy_groups(paths, min_share=0.9):
+    """Parent tags as groups of leaf fields, from token paths (``load_umass_citations(...).paths``).
+
+    Every tag that encloses another is a group of itself (its own tokens carry its label as
+    leaf label) and of the innermost tags below it, e.g. ``{"person": ["person", "person-first",
+    "person-last", "person-middle"], ...}``. A leaf field joins a group only if at least
+    ``min_share`` of its tokens lie inside that tag (``person-first`` belongs to ``authors``,
+    not to ``editor``, whose names use the same leaf tags); groups of one field are dropped.
+    """
+    inside, total, parents = {}, {}, set()
+    for seq in paths:
+        for path in seq:
+            if not path:
+                continue
+            total[path[-1]] = total.get(path[-1], 0) + 1
+            parents.update(path[:-1])
+            for a in set(path):
+                inside[a, path[-1]] = inside.get((a, path[-1]), 0) + 1
+    groups = {}
+    for (a, leaf), n in sorted(inside.items()):
+        if a in parents and n >= min_share * total[leaf]:
+            groups.setdefault(a, []).append(leaf)
+    return {g: m for g, m in groups.items() if len(m) >= 2}
+
+
 def kept_constraints(model, tol=0.0):
     """The constraint templates of a fitted NonLocalCRF whose learned weight is above ``tol``.
 
@@ -236,6 +349,38 @@ def _check_labels(y):
         if seq.size == 0:
             raise ValueError(f"y: sequence {i} is empty.")
         out.append([str(v) for v in seq])
+    return out
+
+
+def _field(lab, scheme):
+    return lab[2:] if scheme == "BIO" else lab
+
+
+def _satisfied(sense, bound, values):
+    return values <= bound if sense == "at_most" else values >= bound
+
+
+def _check_groups(groups, leaves):
+    if groups is None:
+        return {}
+    if not isinstance(groups, dict):
+        raise ValueError(f"groups must be a dict name -> list of fields, got {type(groups).__name__}.")
+    out = {}
+    for g, members in groups.items():
+        members = [m for m in members if m in leaves]
+        if len(members) >= 2:  # a group of one field is that field
+            out[g] = members
+    return out
+
+
+def _group_counts(y, groups, scheme, outside):
+    """(n_sequences, n_groups) numbers of maximal runs of each group's fields."""
+    out = np.zeros((len(y), len(groups)), dtype=np.int64)
+    for i, seq in enumerate(y):
+        fields = [None if lab == outside else _field(lab, scheme) for lab in seq]
+        for j, members in enumerate(groups):
+            inside = [f in members for f in fields]
+            out[i, j] = sum(cur and (t == 0 or not inside[t - 1]) for t, cur in enumerate(inside))
     return out
 
 

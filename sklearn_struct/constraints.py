@@ -285,7 +285,8 @@ class InputDependent(Constraint):
     array or a sparse row matrix, as passed to ``fit`` / ``predict``). ``sense="at_least"``
     asks for ``measurement >= bound``, ``"at_most"`` for ``measurement <= bound``.
     ``bound="all"`` is ``sum_t w_t`` (with 0/1 weights: every flagged token has the label);
-    a number or a callable ``x -> float`` also work.
+    a number or a callable ``x -> float`` also work. ``name``, if given, is the term's name
+    in :attr:`ConstraintEnergy.term_names_`.
 
     Examples
     --------
@@ -295,7 +296,7 @@ class InputDependent(Constraint):
     >>> rule = InputDependent("pages", lambda x: np.asarray(x[:, 7].todense()).ravel() > 0)
     """
 
-    def __init__(self, label, weights, sense="at_least", bound="all"):
+    def __init__(self, label, weights, sense="at_least", bound="all", name=None):
         store_init_params(self, locals())
 
     def _terms(self, index_of, n_labels):
@@ -305,7 +306,9 @@ class InputDependent(Constraint):
         bound = self.bound
         if not (callable(bound) or bound == "all" or (isinstance(bound, numbers.Real) and np.isfinite(bound))):
             raise ValueError(f"{who}: bound must be 'all', a finite number or a callable, got {bound!r}.")
-        t = _Term(n_labels, f"input-dependent tokens({self.label!r}) {self.sense}")
+        if self.name is not None and not isinstance(self.name, str):
+            raise ValueError(f"{who}: name must be a str or None, got {type(self.name).__name__}.")
+        t = _Term(n_labels, self.name or f"input-dependent tokens({self.label!r}) {self.sense}")
         t.inp[_label_set(self.label, index_of, who)] = 1.0
         t.weights = self.weights
         t.bound = bound

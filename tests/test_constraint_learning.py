@@ -7,7 +7,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_struct import NonLocalCRF
-from sklearn_struct.constraint_learning import ConstraintFamily, kept_constraints
+from sklearn_struct.constraint_learning import ConstraintFamily, hierarchy_groups, kept_constraints
 from sklearn_struct.constraints import AtMostSegments, ConstraintEnergy
 
 # a tiny hand-labelled set: three references in BIO labels
@@ -196,3 +196,79 @@ def test_perceptron_psi_with_input_dependent_rule():
     model = _fit_perceptron([rule, AtMostSegments("C", 1)], 0.0, X, y)
     assert model.psi_.shape == (2,) and np.all(np.isfinite(model.psi_))
     assert model.psi_[0] > 0.1 and model.psi_[1] == 0.0
+
+
+# the tree of Y_BIO's fields: token paths (outermost tag first), as load_umass_citations gives them
+PATHS = [
+    [("authors", "person", "first"), ("authors", "person", "last"), ("authors", "person", "first"),
+     ("authors", "person", "last"), ("title",), ("title",), ("venue", "journal"), ("venue", "date", "year")],
+    [("authors", "person", "first"), ("authors", "person", "last"), ("title",), ("venue", "booktitle"),
+     ("venue", "booktitle"), ("venue", "date", "year")],
+    [("authors", "person", "first"), ("authors", "person", "last"), ("title",), ("title",), ("venue", "journal"),
+     ("venue", "journal")],
+]
+
+
+def test_hierarchy_groups_from_paths():
+    groups = hierarchy_groups(PATHS)
+    # date holds only year (a group of one field is that field): dropped
+    assert groups == {"authors": ["first", "last"], "person": ["first", "last"],
+                      "venue": ["booktitle", "journal", "year"]}
+    # a leaf mostly under another parent does not join: year is under venue in 2 of 2 tokens, but add 3 outside
+    more = PATHS + [[("year",), ("year",), ("year",)]]
+    assert "year" not in hierarchy_groups(more)["venue"]
+
+
+def test_hierarchy_candidates_by_hand():
+    """Group fields count runs of their members; parent-child candidates by hand (min_support=1)."""
+    y = [list(s) for s in Y_BIO]
+    y[0][2] = "O"  # reference 1: first last O last, two person runs: [first last] O [last]
+    family = ConstraintFamily(min_support=1.0, min_cooccurrence=0.0,
+                              groups={"person": ["first", "last"], "venue": ["booktitle", "journal", "year"]}).fit(y)
+    assert family.fields_[-2:] == ["[person]", "[venue]"]
+    names = [c.name for c in family.constraints_]
+    # person runs per reference: 2, 1, 1; venue runs: 1, 1, 1 (journal+year, booktitle+year, journal)
+    assert "#[person] <= 2" in names and "#[venue] <= 1" in names and "#[venue] >= 1" in names
+    # year - [venue] is in [-1, 0]: tighter than the count bounds imply ([0 - 1, 1 - 1] on neither side)
+    assert not any(n.startswith("#year - #[venue]") for n in names)
+    # last - [person] is 0 everywhere (both 2, 1, 1)
+    assert "#last - #[person] <= 0" in names and "#last - #[person] >= 0" in names
+    classes = np.array(sorted({lab for seq in y for lab in seq}))
+    energy = ConstraintEnergy(family.constraints_).fit(None, len(classes), classes=classes)
+    y_enc = [np.searchsorted(classes, seq) for seq in y]
+    np.testing.assert_array_equal(energy.violations(y_enc), 0.0)
+    # a venue split in two (journal, title, year) breaks "#[venue] <= 1" by one unit
+    split = np.searchsorted(classes, ["B-first", "B-last", "B-journal", "B-title", "B-year"])
+    v = energy.violations([split])[0]
+    assert v[energy.term_names_.index("#[venue] <= 1")] == 1.0
+
+
+def _has_col(j):
+    return lambda x: bool(np.asarray(x)[:, j].sum() > 0)
+
+
+def test_conditional_candidates_by_hand():
+    """'#year >= 1 if a year-like token': tighter than year's count bounds, measured per sequence."""
+    X = [np.zeros((len(s), 2)) for s in Y_BIO]
+    X[0][7, 1] = X[1][5, 1] = 1  # column 1: year-like token, present where the gold has a year
+    family = ConstraintFamily(kinds=("conditional",), min_support=1.0, min_cooccurrence=0.0,
+                              patterns={"year-like": _has_col(1)}).fit(Y_BIO, X)
+    names = [c.name for c in family.constraints_]
+    assert "#year >= 1 if year-like" in names and "#year <= 0 if not year-like" in names
+    assert "#first >= 1 if year-like" not in names  # not tighter than #first >= 1
+    np.testing.assert_array_equal(family.support_, 1.0)
+    classes = np.array(sorted({lab for seq in Y_BIO for lab in seq}))
+    energy = ConstraintEnergy(family.constraints_).fit(None, len(classes), classes=classes)
+    assert energy.term_names_ == names
+    y_enc = [np.searchsorted(classes, seq) for seq in Y_BIO]
+    np.testing.assert_array_equal(energy.violations(y_enc, X), 0.0)
+    # drop the year of reference 1 (it has a year-like token) -> "#year >= 1 if year-like" broken there only
+    no_year = [v.copy() for v in y_enc]
+    no_year[0][7] = np.searchsorted(classes, "B-title")
+    j = names.index("#year >= 1 if year-like")
+    np.testing.assert_array_equal(energy.violations(no_year, X)[:, j], [1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="needs patterns"):
+        ConstraintFamily(kinds=("conditional",), patterns={"y": _has_col(1)}).fit(Y_BIO)
+    io = [[lab[2:] for lab in seq] for seq in Y_BIO]
+    with pytest.raises(ValueError, match="needs BIO labels"):
+        ConstraintFamily(kinds=("conditional",), patterns={"y": _has_col(1)}).fit(io, X)
