@@ -288,6 +288,9 @@ def hierarchy_groups(paths, min_share=0.9):
     ``min_share`` of its tokens lie inside that tag (``person-first`` belongs to ``authors``,
     not to ``editor``, whose names use the same leaf tags); groups of one field are dropped.
     """
+    _check_paths(paths)
+    if isinstance(min_share, bool) or not isinstance(min_share, numbers.Real) or not 0 < min_share <= 1:
+        raise ValueError(f"hierarchy_groups: min_share must be a number in (0, 1], got {min_share!r}.")
     inside, total, parents = {}, {}, set()
     for seq in paths:
         for path in seq:
@@ -302,6 +305,20 @@ def hierarchy_groups(paths, min_share=0.9):
         if a in parents and n >= min_share * total[leaf]:
             groups.setdefault(a, []).append(leaf)
     return {g: m for g, m in groups.items() if len(m) >= 2}
+
+
+def _check_paths(paths):
+    """ValueError naming the sequence and token unless ``paths`` is a list of lists of tag paths."""
+    if isinstance(paths, (str, bytes)) or not isinstance(paths, (list, tuple)):
+        raise ValueError(f"hierarchy_groups: paths must be a list of sequences of tag paths, got {type(paths).__name__}.")
+    for i, seq in enumerate(paths):
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)):
+            raise ValueError(f"hierarchy_groups: sequence {i} must be a list of tag paths, got {type(seq).__name__}.")
+        for t, path in enumerate(seq):
+            if isinstance(path, (str, bytes)) or not isinstance(path, (list, tuple)) or \
+                    not all(isinstance(tag, str) for tag in path):
+                raise ValueError(f"hierarchy_groups: token {t} of sequence {i} must be a tuple of tag names "
+                                 f"(outermost first), got {path!r}.")
 
 
 def kept_constraints(model, tol=0.0):
