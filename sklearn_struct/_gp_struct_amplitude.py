@@ -17,6 +17,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel
 
 from ._gp_struct_model import SparsePrior
 from .oracles.chain import forward_backward
+from .utils.packing import subset_sequences
 
 AMPLITUDE_GRID = tuple(4.0**k for k in range(-2, 5))  # 1/16 ... 256
 
@@ -37,13 +38,6 @@ def scaled_kernel(kernel, amplitude):
     return ConstantKernel(amplitude, constant_value_bounds="fixed") * kernel
 
 
-def _subset(B, offsets, seqs):
-    """Rows of ``B`` and the packed offsets of the sequences ``seqs``."""
-    rows = np.concatenate([np.arange(offsets[s], offsets[s + 1]) for s in seqs])
-    lengths = np.diff(offsets)[seqs]
-    return B[:, rows], rows, np.concatenate([[0], np.cumsum(lengths)]).astype(offsets.dtype)
-
-
 def cv_amplitude(prior1, y, offsets, Q, rng, grid=AMPLITUDE_GRID, n_folds=3, max_iter=200):
     """The amplitude of ``grid`` with the lowest K-fold held-out token error of the sparse MAP.
 
@@ -61,8 +55,9 @@ def cv_amplitude(prior1, y, offsets, Q, rng, grid=AMPLITUDE_GRID, n_folds=3, max
     scores = np.zeros((len(grid), 2))
     for held in folds:
         train = np.setdiff1d(np.arange(n_seq), held)
-        B_tr, rows_tr, off_tr = _subset(prior1.B, offsets, train)
-        B_te, rows_te, off_te = _subset(prior1.B, offsets, np.sort(held))
+        rows_tr, _, off_tr = subset_sequences(offsets, train)
+        rows_te, _, off_te = subset_sequences(offsets, np.sort(held))
+        B_tr, B_te = prior1.B[:, rows_tr], prior1.B[:, rows_te]
         for i, a in enumerate(grid):
             v, mb = sparse_map(_Rows(np.sqrt(a) * B_tr), y[rows_tr], off_tr, Q, max_iter=max_iter)[:2]
             _, node, _ = forward_backward(_Rows(np.sqrt(a) * B_te).unary_mean(v), mb, off_te)
