@@ -229,7 +229,6 @@ class ConstraintFamily(BaseEstimator):
                 out.append(("implies", f"{a} => {b} ({k} #{b} - #{a} >= 0)", {b: k, a: -1}, "at_least", 0, values))
         return out
 
-
     def _conditional(self, counts, leaves, bounds, X, n_seq):
         """``#f >= k`` / ``#f <= k`` in the sequences with (or without) a token pattern."""
         if not self.patterns or X is None or len(X) != n_seq:
@@ -287,6 +286,24 @@ def hierarchy_groups(paths, min_share=0.9):
     "person-last", "person-middle"], ...}``. A leaf field joins a group only if at least
     ``min_share`` of its tokens lie inside that tag (``person-first`` belongs to ``authors``,
     not to ``editor``, whose names use the same leaf tags); groups of one field are dropped.
+
+    Parameters
+    ----------
+    paths : list of list of tuple of str
+        Per sequence, per token, its tags from the outermost to the leaf.
+    min_share : float in (0, 1], default=0.9
+
+    Returns
+    -------
+    groups : dict of str -> list of str
+        Parent tag -> its member fields, for ``ConstraintFamily(groups=...)``.
+
+    Examples
+    --------
+    >>> paths = [[("authors", "person", "person-first"), ("authors", "person", "person-last"),
+    ...           ("title",)]]
+    >>> hierarchy_groups(paths)
+    {'authors': ['person-first', 'person-last'], 'person': ['person-first', 'person-last']}
     """
     _check_paths(paths)
     if isinstance(min_share, bool) or not isinstance(min_share, numbers.Real) or not 0 < min_share <= 1:
