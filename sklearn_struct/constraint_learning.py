@@ -32,7 +32,16 @@ with BIO labels, the maximal runs of ``f`` with plain (IO) labels (tokens minus 
 - ``"conditional"`` (input-dependent, BIO labels, needs ``patterns`` and ``X``): ``#f >= k``
   or ``#f <= k`` only in the sequences where a token pattern is present (or absent), e.g.
   "a reference with a year-like token has a year", when tighter than ``f``'s count bounds
-  (an :class:`~sklearn_struct.constraints.InputDependent` rule with a per-sequence bound).
+  (an :class:`~sklearn_struct.constraints.InputDependent` rule with a per-sequence bound);
+- ``"cue"`` (input-dependent, BIO labels, needs ``X``): the same rules with the patterns
+  found in the training data, not given: a pattern is one feature column on at some token
+  of the sequence (a lexical cue such as the word ``pp.``); per field and direction, the
+  ``n_cues`` columns whose rule binds in the most training sequences (with ``min_support``
+  there and tighter than the count bounds; a column whose sequences repeat a kept one's is
+  skipped);
+- ``"length"``: ``tokens(f) <= k #f`` and ``tokens(f) >= k #f`` (segment length bounds, ``k``
+  the tightest with ``min_support`` among the sequences with ``f``; ``k >= 2`` for the lower
+  bound, which holds at ``k = 1`` by definition): a merged segment is longer than two.
 
 Hierarchical labels (``groups``, e.g. from :func:`hierarchy_groups` of the UMass paths): a
 group of fields (``person`` = person-first / -middle / -last) counts as one more field, its
@@ -49,13 +58,18 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._constraint_kinds import Ones as _Ones
+from ._constraint_kinds import PatternBound as _PatternBound
+from ._constraint_kinds import bounds as _bounds
+from ._constraint_kinds import cue_candidates as _cue_candidates
+from ._constraint_kinds import length_candidates as _length_candidates
 from .constraints import ConstraintEnergy, InputDependent, LinearConstraint
 from .utils._params import store_init_params
 
 __all__ = ["ConstraintFamily", "kept_constraints", "hierarchy_groups"]
 
 _KINDS = ("count", "difference", "exclusive", "implies")
-_ALL_KINDS = _KINDS + ("conditional",)
+_ALL_KINDS = _KINDS + ("conditional", "cue", "length")
 
 
 class ConstraintFamily(BaseEstimator):
@@ -63,7 +77,8 @@ class ConstraintFamily(BaseEstimator):
 
     Parameters
     ----------
-    kinds : tuple of {"count", "difference", "exclusive", "implies", "conditional"}, default=the first four
+    kinds : tuple of {"count", "difference", "exclusive", "implies", "conditional", "cue", "length"}, \
+            default=the first four
         Which templates to instantiate (see the module docstring).
     min_support : float in (0, 1], default=0.95
         A candidate is kept only if at least this fraction of the training sequences satisfy it.
@@ -82,6 +97,11 @@ class ConstraintFamily(BaseEstimator):
     patterns : dict of str -> callable, default=None
         Token patterns for ``"conditional"``: ``pattern(x) -> bool`` on a sequence's feature
         matrix (is the pattern present in the sequence).
+    n_cues : int >= 1, default=3
+        ``"cue"``: how many feature columns to keep per field and direction.
+    feature_names : list of str, default=None
+        ``"cue"``: the names of the feature columns, used in the candidates' names
+        (default ``"x[j]"``).
 
     Attributes
     ----------
@@ -123,16 +143,18 @@ class ConstraintFamily(BaseEstimator):
         "outside": [str],
         "groups": [dict, None],
         "patterns": [dict, None],
+        "n_cues": [Interval(numbers.Integral, 1, None, closed="left")],
+        "feature_names": ["array-like", None],
     }
 
     def __init__(self, kinds=_KINDS, *, min_support=0.95, min_cooccurrence=0.02, scheme="auto", outside="O",
-                 groups=None, patterns=None):
+                 groups=None, patterns=None, n_cues=3, feature_names=None):
         store_init_params(self, locals())
 
     def fit(self, y, X=None):
         """Generate the candidates from the label sequences ``y`` (lists of label names).
 
-        ``X`` (the sequences' feature matrices) is needed only by ``"conditional"``.
+        ``X`` (the sequences' feature matrices) is needed only by ``"conditional"`` and ``"cue"``.
 
         Returns
         -------
@@ -160,6 +182,10 @@ class ConstraintFamily(BaseEstimator):
                           getattr(self, f"_{kind}")(counts, bounds, present)]
         if "conditional" in self.kinds:
             cands += self._conditional(counts[:, : len(leaves)], leaves, bounds, X, len(y))
+        if "cue" in self.kinds:
+            cands += _cue_candidates(self, counts[:, : len(leaves)], leaves, bounds, X, len(y))
+        if "length" in self.kinds:
+            cands += _length_candidates(self, y, counts[:, : len(leaves)], leaves)
         self.constraints_ = [c for _, c, _ in cands]
         self.kinds_ = [k for k, _, _ in cands]
         self.support_ = np.array([np.mean(ok) for _, _, ok in cands])
@@ -257,25 +283,6 @@ class ConstraintFamily(BaseEstimator):
                         ok = ~where | (counts[:, j] >= k if sense == "at_least" else counts[:, j] <= k)
                         out.append(("conditional", rule, ok))
         return out
-
-
-class _Ones:
-    """Weight 1 on every token (an input-dependent term that counts B- tokens)."""
-
-    def __call__(self, x):
-        return np.ones(x.shape[0])
-
-
-class _PatternBound:
-    """The bound ``k`` where ``pattern(x) == present``, a bound every labelling meets elsewhere."""
-
-    def __init__(self, pattern, present, k, sense):
-        self.pattern, self.present, self.k, self.sense = pattern, present, k, sense
-
-    def __call__(self, x):
-        if bool(self.pattern(x)) == self.present:
-            return float(self.k)
-        return 0.0 if self.sense == "at_least" else float(x.shape[0])
 
 
 def hierarchy_groups(paths, min_share=0.9):
@@ -443,13 +450,6 @@ def _segment_counts(y, scheme, outside):
         per_seq.append(counts)
     fields = sorted({f for c in per_seq for f in c})
     return fields, np.array([[c.get(f, 0) for f in fields] for c in per_seq], dtype=np.int64)
-
-
-def _bounds(values, support):
-    """Tightest (lo, hi) with P(values >= lo) >= support and P(values <= hi) >= support."""
-    v = np.sort(values)
-    k = max(int(np.ceil(support * len(v))) - 1, 0)
-    return int(v[len(v) - 1 - k]), int(v[k])
 
 
 def _coefficients(coef, scheme):

@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
@@ -272,3 +273,83 @@ def test_conditional_candidates_by_hand():
     io = [[lab[2:] for lab in seq] for seq in Y_BIO]
     with pytest.raises(ValueError, match="needs BIO labels"):
         ConstraintFamily(kinds=("conditional",), patterns={"y": _has_col(1)}).fit(io, X)
+
+
+def test_length_candidates_by_hand():
+    """Tokens per segment of each field in Y_BIO: booktitle 2; first, last, year 1 (no I- label: no rule);
+    journal 1, 2; title 2, 1, 2."""
+    family = ConstraintFamily(kinds=("length",), min_support=1.0, min_cooccurrence=0.0).fit(Y_BIO)
+    assert sorted(c.name for c in family.constraints_) == sorted([
+        "tokens(booktitle) <= 2 #booktitle", "tokens(booktitle) >= 2 #booktitle", "tokens(journal) <= 2 #journal",
+        "tokens(title) <= 2 #title"])
+    merged = [list(Y_BIO[2][:2]) + ["B-title", "I-title", "I-title", "I-title"]]  # title swallows the journal
+    for y, m in ((Y_BIO, merged), ([[lab[2:] for lab in s] for s in Y_BIO], [[lab[2:] for lab in merged[0]]])):
+        fam = ConstraintFamily(kinds=("length",), min_support=1.0, min_cooccurrence=0.0).fit(y)
+        if fam.scheme_ == "IO":  # runs of one token can still be joined: first, last, year get "<= 1" rules
+            assert {"tokens(first) <= 1 #first", "tokens(year) <= 1 #year"} < {c.name for c in fam.constraints_}
+        else:
+            assert [c.name for c in fam.constraints_] == [c.name for c in family.constraints_]
+        classes = np.array(sorted({lab for seq in y for lab in seq}))
+        energy = ConstraintEnergy(fam.constraints_).fit(None, len(classes), classes=classes)
+        np.testing.assert_array_equal(energy.violations([np.searchsorted(classes, s) for s in y]), 0.0)
+        v = energy.violations([np.searchsorted(classes, m[0])])[0]
+        broken = {n for n, x in zip(energy.term_names_, v) if x > 0}
+        assert broken == {"tokens(title) <= 2 #title"}
+
+
+def test_cue_candidates_by_hand():
+    """Column 1 is on in references 1 and 2 (both have a year), column 0 everywhere (never a cue)."""
+    X = [np.zeros((len(s), 2)) for s in Y_BIO]
+    for x in X:
+        x[0, 0] = 1
+    X[0][3, 1] = X[1][0, 1] = 1
+    family = ConstraintFamily(kinds=("cue",), min_support=1.0, min_cooccurrence=0.0,
+                              feature_names=["bias", "yearish"]).fit(Y_BIO, X)
+    names = [c.name for c in family.constraints_]
+    # with the cue: year 1, 1 (>= 1, tighter than 0); booktitle 0, 1 and journal 1, 0 (no bound tighter);
+    # title, first, last already bounded as tightly by their counts
+    assert "#year >= 1 if yearish" in names
+    assert not any(n.endswith("if bias") for n in names)
+    assert not any(n.startswith(("#booktitle", "#journal")) for n in names)
+    classes = np.array(sorted({lab for seq in Y_BIO for lab in seq}))
+    energy = ConstraintEnergy(family.constraints_).fit(None, len(classes), classes=classes)
+    y_enc = [np.searchsorted(classes, seq) for seq in Y_BIO]
+    np.testing.assert_array_equal(energy.violations(y_enc, X), 0.0)
+    no_year = [v.copy() for v in y_enc]
+    no_year[0][7] = no_year[2][5] = np.searchsorted(classes, "B-title")  # reference 3 has no cue: still fine
+    j = names.index("#year >= 1 if yearish")
+    assert energy.violations(no_year, X)[:, j].tolist() == [1.0, 0.0, 0.0]
+
+
+def test_cue_recovers_a_planted_rule():
+    """Generated references: where column 3 is on, a pages segment always follows; noise columns predict nothing."""
+    rng = np.random.default_rng(0)
+    X, y = [], []
+    for _ in range(300):
+        cue = rng.random() < 0.5
+        labels = ["B-title", "I-title"] + (["B-pages"] if cue or rng.random() < 0.3 else []) + ["B-year"]
+        x = (rng.random((len(labels), 6)) < 0.3).astype(float)
+        x[:, 3] = 0
+        if cue:
+            x[rng.integers(len(labels)), 3] = 1
+        X.append(sp.csr_matrix(x))
+        y.append(labels)
+    family = ConstraintFamily(kinds=("cue",), min_support=0.95, n_cues=2).fit(y, X)
+    pages = [c.name for c in family.constraints_ if c.name.startswith("#pages")]
+    assert pages == ["#pages >= 1 if x[3]"]
+
+
+def test_cue_and_length_bad_input():
+    X = [np.zeros((len(s), 2)) for s in Y_BIO]
+    with pytest.raises(ValueError, match="'cue' needs X in fit"):
+        ConstraintFamily(kinds=("cue",)).fit(Y_BIO)
+    with pytest.raises(ValueError, match="'cue' needs BIO labels"):
+        ConstraintFamily(kinds=("cue",)).fit([[lab[2:] for lab in s] for s in Y_BIO], X)
+    with pytest.raises(ValueError, match="feature_names has 3 names, X has 2"):
+        ConstraintFamily(kinds=("cue",), feature_names=["a", "b", "c"]).fit(Y_BIO, X)
+    with pytest.raises(ValueError, match="X: sequence 1 has 3 features, sequence 0 has 2"):
+        ConstraintFamily(kinds=("cue",)).fit(Y_BIO, [X[0], np.zeros((6, 3)), X[2]])
+    with pytest.raises(ValueError, match="X: sequence 2 must be a 2D feature matrix"):
+        ConstraintFamily(kinds=("cue",)).fit(Y_BIO, [X[0], X[1], [1, 2]])
+    with pytest.raises(ValueError, match="kinds must be"):
+        ConstraintFamily(kinds=("length", "lengths")).fit(Y_BIO)

@@ -1,0 +1,284 @@
+"""Error analysis of the base CRF on UMass dev: which segment errors cost F1, and which a count constraint can see.
+
+The base CRF of ``bench_umass_table1.py`` (c2=0.1, L-BFGS capped at 150 iterations, same
+features), its MAP labelling of the dev references, and the error events of
+:mod:`sklearn_struct._segment_errors` (boundary shift, wrong label on the right span,
+split, merged, missed, spurious, ...), each with the F1 points fixing it is worth. An event
+is *count-visible* when fixing it changes some field's number of segments in its reference:
+only those can a constraint over segment counts (Anzaroot et al.'s family, however learned)
+tell apart from the truth. Dev only: testing plays no part.
+
+``--weak CAP ...``: item 3 of the issue's follow-up, the learned family's gain over weaker
+base CRFs (L-BFGS stopped after CAP iterations), Algorithm 3 at the main run's dev choice.
+
+Run::
+
+    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/bench_umass_errors.py
+
+Output: ``benchmarks/results/umass_errors.{md,json}``.
+"""
+
+import argparse
+import json
+import pickle
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numba
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import bench_umass_table1 as B  # noqa: E402
+
+from sklearn_struct import NonLocalCRF  # noqa: E402
+from sklearn_struct._segment_errors import TYPES, error_table, f1_fixed, segment_events  # noqa: E402
+
+RESULTS = B.RESULTS
+
+
+def fit_base(X, y, cap, cache):
+    """The base CRF at c2=0.1 stopped after ``cap`` L-BFGS iterations (pickled in ``cache``, if given)."""
+    path = Path(cache) / f"base_{cap}.pkl" if cache else None
+    if path is not None and path.exists():
+        return pickle.loads(path.read_bytes())
+    model = B.quiet(NonLocalCRF(c2=0.1, max_iter=cap, random_state=0).fit, X["train"], y["train"])
+    if path is not None:
+        path.write_bytes(pickle.dumps(model))
+    return model
+
+
+def analyse(y_true, y_pred, words):
+    events, totals = segment_events(y_true, y_pred)
+    base = f1_fixed([], totals)
+    out = {"f1": base, "totals": totals, "n_events": len(events),
+           "by_type": error_table(events, totals),
+           "by_type_visible": error_table(events, totals, lambda e: (e["type"], e["count_visible"])),
+           "visible": error_table(events, totals, lambda e: e["count_visible"]),
+           "all": f1_fixed(events, totals) - base}
+    field_of = lambda e: (e["gold"] or e["pred"])[0][0]  # noqa: E731
+    out["by_field"] = error_table(events, totals, field_of)
+    out["by_field_type"] = error_table(events, totals, lambda e: (field_of(e), e["type"]))
+    # references whose predicted counts equal the gold counts: no count constraint separates them
+    invisible = {i for i in {e["seq"] for e in events}
+                 if not any(e["count_visible"] for e in events if e["seq"] == i)}
+    out["invisible_refs"] = (len(invisible), len({e["seq"] for e in events}),
+                             f1_fixed([e for e in events if e["seq"] in invisible], totals) - base)
+    out["confusions"] = Counter(f"{e['gold'][0][0]} -> {e['pred'][0][0]}" for e in events
+                                if e["type"] in ("wrong label", "label+boundary")).most_common(12)
+    out["boundary"] = boundary_detail([e for e in events if e["type"] == "boundary"], y_true, y_pred, words)
+    return out
+
+
+def boundary_detail(events, y_true, y_pred, words):
+    """Boundary shifts: how far the edges move, the tokens that change field and between which fields."""
+    size, moved, pairs = Counter(), Counter(), Counter()
+    for e in events:
+        i = e["seq"]
+        for (_, sg, eg), (_, sp, ep) in zip(e["gold"], e["pred"]):
+            size.update(min(abs(a - b), 4) for a, b in ((sg, sp), (eg, ep)) if a != b)
+        lo, hi = e["gold"][0][1], e["gold"][-1][2]
+        for t in range(min(lo, e["pred"][0][1]), max(hi, e["pred"][-1][2])):
+            g, p = str(y_true[i][t])[2:] or "O", str(y_pred[i][t])[2:] or "O"
+            if g != p:
+                moved[words[i][t]] += 1
+                pairs[f"{g} -> {p}"] += 1
+    return {"tokens_moved": {str(k): v for k, v in sorted(size.items())},
+            "top_words": moved.most_common(15), "fields": pairs.most_common(10)}
+
+
+def run_errors(cache):
+    X, y, data, _ = B.load_features()
+    base = fit_base(X, y, B.MAX_ITER, cache)
+    pred = base.predict(X["dev"])
+    out = {"base_n_iter": int(base.n_iter_), "dev": analyse([list(v) for v in y["dev"]],
+                                                            [list(v) for v in pred], data["dev"].words)}
+    return out
+
+
+def run_weak(caps, saved, cache, log):
+    """The learned family's gain over base CRFs stopped early (dev and test), Algorithm 3 at the dev choice."""
+    X, y, data, _ = B.load_features()
+    choice = saved["family_choice"]
+    fam = B.ConstraintFamily(min_support=choice["min_support"]).fit(data["train"].labels)
+    settings = {k: v for k, v in choice.items() if k != "min_support"}
+    rows = []
+    for cap in caps:
+        base = fit_base(X, y, cap, cache)
+        y_enc = [np.searchsorted(base.classes_, v) for v in y["train"]]
+        thetas = B.cross_fitted(base, X["train"], y_enc)
+        learned = B.with_energy(base, fam.constraints_, thetas, X["train"], y_enc, **B.FAMILY_FIXED, **settings)
+        row = {"cap": cap, "n_iter": int(base.n_iter_)}
+        for split in ("dev", "test"):
+            row[split] = {"base": B.seg_f1(y[split], base.predict(X[split])),
+                          "learned": B.seg_f1(y[split], learned.predict(X[split]))}
+        log(f"cap {cap}: {row}")
+        rows.append(row)
+    return rows
+
+
+KIND_VARIANTS = {"leaf (Anzaroot et al.'s four kinds)": (), "+ length": ("length",), "+ cue": ("cue",),
+                 "+ length + cue": ("length", "cue")}
+
+
+def visibility(events, totals, violated_pred, violated_gold):
+    """F1 worth of the errors in the references where the prediction breaks a rule the gold keeps."""
+    seen = np.flatnonzero(np.any((violated_pred > 0) & (violated_gold == 0), axis=1))
+    seen_set = set(seen.tolist())
+    return {"refs": int(seen.size), "f1_if_fixed": f1_fixed([e for e in events if e["seq"] in seen_set], totals)
+            - f1_fixed([], totals), "gold_breaks": int(np.sum(np.any(violated_gold > 0, axis=1)))}
+
+
+def run_kinds(saved, cache, log, only=None):
+    """Each candidate kind on dev: what it sees of the base CRF's errors, its oracle ceiling, one psi in-sample."""
+    from sklearn_struct._psi_learning import fit_energy, in_sample_thetas
+
+    X, y, data, vec = B.load_features()
+    base = fit_base(X, y, B.MAX_ITER, cache)
+    pred = base.predict(X["dev"])
+    events, totals = segment_events([list(v) for v in y["dev"]], [list(p) for p in pred])
+    y_dev = [np.searchsorted(base.classes_, v) for v in y["dev"]]
+    p_dev = [np.searchsorted(base.classes_, v) for v in pred]
+    theta = (base.coef_, base.intercept_, base.transition_)
+    names = list(vec.get_feature_names_out())
+    rows = [r for r in saved.get("kinds", []) if only and r["family"] not in only]
+    for name, extra in KIND_VARIANTS.items():
+        if only and name not in only:
+            continue
+        fam = B.ConstraintFamily(kinds=B.ConstraintFamily().kinds + extra, min_support=0.9, feature_names=names)
+        fam.fit(data["train"].labels, X["train"])
+        energy = fit_energy(fam.constraints_, y_dev, base.classes_).bind(X["dev"])
+        row = {"family": name, "n_candidates": len(fam.constraints_), "base_dev": totals and f1_fixed([], totals),
+               "kinds": {k: fam.kinds_.count(k) for k in sorted(set(fam.kinds_))},
+               "visible": visibility(events, totals, energy.violations(p_dev), energy.violations(y_dev)),
+               "new": [c.name for c, k in zip(fam.constraints_, fam.kinds_) if k in extra][:60]}
+        row["ceiling_dev"] = B.oracle_ceiling(base, fit_energy(fam.constraints_, y_dev, base.classes_), X["dev"],
+                                              y["dev"], B.CEILING_STRENGTHS[0])
+        settings = dict(B.PERCEPTRON_FIXED, psi_l1=0.0, learning_rate=3.0, n_epochs=B.IN_SAMPLE_EPOCHS[0])
+        model = B.with_energy(base, fam.constraints_, in_sample_thetas(theta, len(y_dev)), X["dev"], y_dev, **settings)
+        row["in_sample_dev"] = B.seg_f1(y["dev"], model.predict(X["dev"]))
+        row["in_sample_kept"] = [(c.name, w) for c, w in B.kept_constraints(model)][:30]
+        log(f"{name}: {row['n_candidates']} {row['kinds']} visible {row['visible']}, ceiling {row['ceiling_dev']}, "
+            f"in-sample {row['in_sample_dev']:.2f} (base {row['base_dev']:.2f})")
+        rows.append(row)
+    return rows
+
+
+def report(out, weak):
+    d = out["dev"]
+    L = ["# Base CRF errors on UMass dev: what each kind of segment error costs", "",
+         f"`bench_umass_errors.py`: the base CRF of Table 1 (c2=0.1, {out['base_n_iter']} L-BFGS iterations, the "
+         f"same features), MAP labelling of the 660 dev references: segment F1 {d['f1']:.2f} "
+         f"({d['totals']['tp']} of {d['totals']['n_gold']} gold segments right, {d['totals']['n_pred']} predicted). "
+         "Wrong gold and predicted segments that share a token form one error event; a column 'F1 if fixed' is "
+         "what micro segment F1 gains when every event of the row is fixed. *Count-visible*: fixing the event "
+         "changes some field's number of segments in its reference (only those can a constraint over segment "
+         "counts, Anzaroot et al.'s family, tell from the truth).", "",
+         "| error type | events | F1 if fixed | count-visible events | F1 if the count-visible ones are fixed |",
+         "|---|---:|---:|---:|---:|"]
+    for t in TYPES:
+        n, gain = d["by_type"].get(t, (0, 0.0))
+        nv, gv = d["by_type_visible"].get(json.dumps([t, True]), (0, 0.0))
+        L.append(f"| {t} | {n} | +{gain:.2f} | {nv} | +{gv:.2f} |")
+    vis = d["visible"]
+    nv, gv = vis.get("true", (0, 0.0))
+    ni, gi = vis.get("false", (0, 0.0))
+    L += [f"| **all** | {d['n_events']} | +{d['all']:.2f} | {nv} | +{gv:.2f} |", "",
+          f"Count-invisible events (fixing them leaves every field's count as predicted): {ni}, worth +{gi:.2f}. "
+          f"References with errors whose predicted counts equal the gold counts everywhere: {d['invisible_refs'][0]} of "
+          f"{d['invisible_refs'][1]}, worth +{d['invisible_refs'][2]:.2f}.", "",
+          "By field (the gold field of the event; the predicted one for spurious segments), largest first:", "",
+          "| field | events | F1 if fixed | largest types |", "|---|---:|---:|---|"]
+    by_ft = {}
+    for key, (n, g) in d["by_field_type"].items():
+        f, t = json.loads(key)
+        by_ft.setdefault(f, []).append((g, t, n))
+    for f, (n, g) in sorted(d["by_field"].items(), key=lambda kv: -kv[1][1])[:14]:
+        top = sorted(by_ft[f], reverse=True)[:3]
+        L.append(f"| {f} | {n} | +{g:.2f} | " + ", ".join(f"{t} {k} (+{v:.2f})" for v, t, k in top) + " |")
+    b = d["boundary"]
+    L += ["", f"Boundary shifts: tokens an edge moved by {b['tokens_moved']} (4 = 4 or more); the words of the tokens "
+          "that change field: " + ", ".join(f"`{w}` {n}" for w, n in b["top_words"]) + "; gold -> predicted field "
+          "of those tokens: " + ", ".join(f"{w} {n}" for w, n in b["fields"]) + ".", "",
+          "Wrong field (same or other span), gold -> predicted: " + ", ".join(f"{p} {n}" for p, n in d["confusions"])
+          + ".", ""]
+    if weak:
+        L += ["## The learned family over weaker base CRFs", "",
+              "The base CRF stopped after fewer L-BFGS iterations (c2=0.1, same features), the family and Algorithm 3 at "
+              "the main run's dev choice; testing scored once per row.", "",
+              "| L-BFGS iterations | base dev | learned dev | gain dev | base test | learned test | gain test |",
+              "|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in weak:
+            dv, ts = r["dev"], r["test"]
+            L.append(f"| {r['n_iter']} | {dv['base']:.2f} | {dv['learned']:.2f} | {dv['learned'] - dv['base']:+.2f} | "
+                     f"{ts['base']:.2f} | {ts['learned']:.2f} | {ts['learned'] - ts['base']:+.2f} |")
+        L.append("")
+    kpath = RESULTS / "umass_errors_kinds.json"
+    if kpath.exists():
+        L += kinds_report(json.loads(kpath.read_text())["kinds"])
+    (RESULTS / "umass_errors.md").write_text("\n".join(L) + "\n")
+    print("\n".join(L))
+
+
+def kinds_report(rows):
+    L = ["## Candidate kinds on dev: what they see, their oracle ceiling, one psi in-sample", "",
+         "Per family (min_support 0.9): *sees* = dev references where the base CRF's labelling breaks a candidate "
+         "the gold keeps, and the F1 their errors are worth; *gold breaks* = dev references whose gold breaks a "
+         f"candidate (where the rule pushes the wrong way); oracle ceiling (psi {B.CEILING_STRENGTHS[0]} on the "
+         "candidates each reference's gold keeps); one psi fitted by the perceptron on dev's own gold and scored "
+         f"there (in-sample, {B.IN_SAMPLE_EPOCHS[0]} epochs, step 3, no L1).", "",
+         "| family | candidates | sees: references (F1 worth) | gold breaks | base dev | oracle ceiling | one psi in-sample |",
+         "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        b, v = r["base_dev"], r["visible"]
+        kinds = ", ".join(f"{k} {n}" for k, n in r["kinds"].items())
+        L.append(f"| {r['family']} | {r['n_candidates']} ({kinds}) | {v['refs']} (+{v['f1_if_fixed']:.2f}) | "
+                 f"{v['gold_breaks']} | {b:.2f} | {r['ceiling_dev'][0]:.2f} ({r['ceiling_dev'][0] - b:+.2f}) | "
+                 f"{r['in_sample_dev']:.2f} ({r['in_sample_dev'] - b:+.2f}) |")
+    for r in rows:
+        if r["new"]:
+            L += ["", f"{r['family']}: new candidates " + "; ".join(f"`{n}`" for n in r["new"][:25])
+                  + (" ..." if len(r["new"]) > 25 else "") + "; kept in-sample: "
+                  + "; ".join(f"`{n}` {w:.2f}" for n, w in r["in_sample_kept"][:12])]
+    return L + [""]
+
+
+def _jsonable(out):
+    """Tuple keys of the tables as strings (json.dumps cannot write them)."""
+    if isinstance(out, dict):
+        return {json.dumps(k) if isinstance(k, tuple) else k: _jsonable(v) for k, v in out.items()}
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cache", help="directory for the fitted base CRFs (pickles), reused across runs")
+    parser.add_argument("--weak", type=int, nargs="*", help="L-BFGS caps of weaker base CRFs for the family's gain")
+    parser.add_argument("--kinds", nargs="*", help="dev screen of the candidate kinds (names: only those variants)")
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    numba.set_num_threads(1)
+    path = RESULTS / "umass_errors.json"
+    log = lambda msg: print(msg, flush=True)  # noqa: E731
+    saved = json.loads(path.read_text()) if path.exists() else {}
+    if not args.report_only:
+        if args.kinds is not None:  # its own file: runs beside the others
+            kpath = RESULTS / "umass_errors_kinds.json"
+            old = json.loads(kpath.read_text()) if kpath.exists() else {}
+            kpath.write_text(json.dumps({"kinds": run_kinds(old, args.cache, log, args.kinds)}))
+            report(saved, saved.get("weak"))
+            return
+        if args.weak:
+            weak = {r["cap"]: r for r in saved.get("weak", [])}
+            weak.update({r["cap"]: r for r in run_weak(args.weak, json.loads((RESULTS / "umass_table1.json").read_text()),
+                                                       args.cache, log)})
+            saved["weak"] = sorted(weak.values(), key=lambda r: r["n_iter"])
+        else:
+            saved.update(_jsonable(run_errors(args.cache)))
+        path.write_text(json.dumps(saved))
+        saved = json.loads(path.read_text())
+    report(saved, saved.get("weak"))
+
+
+if __name__ == "__main__":
+    main()
