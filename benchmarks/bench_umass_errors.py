@@ -123,10 +123,18 @@ KIND_VARIANTS = {"leaf (Anzaroot et al.'s four kinds)": (), "+ length": ("length
 
 def visibility(events, totals, violated_pred, violated_gold):
     """F1 worth of the errors in the references where the prediction breaks a rule the gold keeps."""
-    seen = np.flatnonzero(np.any((violated_pred > 0) & (violated_gold == 0), axis=1))
-    seen_set = set(seen.tolist())
-    return {"refs": int(seen.size), "f1_if_fixed": f1_fixed([e for e in events if e["seq"] in seen_set], totals)
-            - f1_fixed([], totals), "gold_breaks": int(np.sum(np.any(violated_gold > 0, axis=1)))}
+    helps = (violated_pred > 0) & (violated_gold == 0)
+    breaks = violated_gold > 0
+    out = {"gold_breaks": int(np.sum(np.any(breaks, axis=1)))}
+    # "precise": candidates that the prediction breaks (where the gold keeps them) more often than the gold does
+    precise = helps.sum(axis=0) > breaks.sum(axis=0)
+    out["n_precise"] = int(precise.sum())
+    for key, cols in (("", slice(None)), ("precise_", precise)):
+        seen = set(np.flatnonzero(np.any(helps[:, cols], axis=1)).tolist())
+        out[key + "refs"] = len(seen)
+        out[key + "f1_if_fixed"] = f1_fixed([e for e in events if e["seq"] in seen], totals) - f1_fixed([], totals)
+    out["precise_gold_breaks"] = int(np.sum(np.any(breaks[:, precise], axis=1)))
+    return out
 
 
 def run_kinds(saved, cache, log, only=None):
@@ -162,6 +170,50 @@ def run_kinds(saved, cache, log, only=None):
             f"in-sample {row['in_sample_dev']:.2f} (base {row['base_dev']:.2f})")
         rows.append(row)
     return rows
+
+
+PSI_SETTINGS = dict(B.FAMILY_FIXED, psi_l1=0.003, learning_rate=30.0)  # Algorithm 3 at the main run's dev choice
+MM_COMPONENTS = 100
+
+
+def with_phi(base, templates, thetas, X, y_enc, phi):
+    """``base`` plus ``templates``, psi(x) = max(0, phi(x) @ psi_coef + psi) by Algorithm 3 (phi None: one psi)."""
+    import copy
+
+    from sklearn_struct._psi_learning import fit_energy, learn_psi
+
+    model = copy.deepcopy(base).set_params(energy=templates, psi_holdout=B.PSI_HOLDOUT, **PSI_SETTINGS)
+    energy = fit_energy(templates, y_enc, base.classes_)
+    res = learn_psi(model, X, y_enc, energy, phi, *thetas)
+    model.__dict__.update(energy_=energy, psi_=res.psi, psi_coef_=res.psi_coef, psi_featurizer_=None,
+                          n_psi_features_in_=0 if phi is None else phi.shape[1], psi_history_=res.history,
+                          inference_n_iter_=res.n_iter)
+    return model
+
+
+def run_psi_features(cache, log):
+    """Input-dependent psi (the paper's MM features) against one psi, Algorithm 3, on dev: in-sample, then held out."""
+    from sklearn_struct._psi_learning import in_sample_thetas
+    from sklearn_struct.energies import RandomFourierMeanMap
+
+    X, y, data, _ = B.load_features()
+    base = fit_base(X, y, B.MAX_ITER, cache)
+    fam = B.ConstraintFamily(min_support=0.9).fit(data["train"].labels)
+    mm = RandomFourierMeanMap(n_components=MM_COMPONENTS, random_state=0).fit(X["train"])
+    phi = {s: mm.transform(X[s]) for s in ("train", "dev")}
+    y_enc = {s: [np.searchsorted(base.classes_, v) for v in y[s]] for s in ("train", "dev")}
+    theta = (base.coef_, base.intercept_, base.transition_)
+    out = {"base_dev": B.seg_f1(y["dev"], base.predict(X["dev"])), "settings": PSI_SETTINGS, "rows": []}
+    thetas = {"in-sample (psi fitted on dev's gold)": (in_sample_thetas(theta, len(y["dev"])), "dev"),
+              "held out (psi fitted on training, cross-fitted marginals)": (B.cross_fitted(base, X["train"],
+                                                                                             y_enc["train"]), "train")}
+    for how, (th, split) in thetas.items():
+        for name, use in (("one psi", False), (f"psi(x) on MM features ({MM_COMPONENTS})", True)):
+            model = B.quiet(with_phi, base, fam.constraints_, th, X[split], y_enc[split], phi[split] if use else None)
+            f1 = B.seg_f1(y["dev"], model.predict(X["dev"], psi_features=phi["dev"] if use else None))
+            out["rows"].append({"fit": how, "psi": name, "dev": f1})
+            log(f"{how}, {name}: dev {f1:.2f} (base {out['base_dev']:.2f})")
+    return out
 
 
 def report(out, weak):
@@ -213,6 +265,9 @@ def report(out, weak):
             L.append(f"| {r['n_iter']} | {dv['base']:.2f} | {dv['learned']:.2f} | {dv['learned'] - dv['base']:+.2f} | "
                      f"{ts['base']:.2f} | {ts['learned']:.2f} | {ts['learned'] - ts['base']:+.2f} |")
         L.append("")
+    ppath = RESULTS / "umass_errors_psi_features.json"
+    if ppath.exists():
+        L += psi_features_report(json.loads(ppath.read_text()))
     kpath = RESULTS / "umass_errors_kinds.json"
     if kpath.exists():
         L += kinds_report(json.loads(kpath.read_text())["kinds"])
@@ -224,22 +279,36 @@ def kinds_report(rows):
     L = ["## Candidate kinds on dev: what they see, their oracle ceiling, one psi in-sample", "",
          "Per family (min_support 0.9): *sees* = dev references where the base CRF's labelling breaks a candidate "
          "the gold keeps, and the F1 their errors are worth; *gold breaks* = dev references whose gold breaks a "
-         f"candidate (where the rule pushes the wrong way); oracle ceiling (psi {B.CEILING_STRENGTHS[0]} on the "
+         f"candidate (where the rule pushes the wrong way); *precise candidates*: those the base CRF's labelling breaks (where the "
+         "gold keeps them) in more dev references than the gold does (chosen on dev itself: optimistic); oracle ceiling (psi {B.CEILING_STRENGTHS[0]} on the "
          "candidates each reference's gold keeps); one psi fitted by the perceptron on dev's own gold and scored "
          f"there (in-sample, {B.IN_SAMPLE_EPOCHS[0]} epochs, step 3, no L1).", "",
-         "| family | candidates | sees: references (F1 worth) | gold breaks | base dev | oracle ceiling | one psi in-sample |",
-         "|---|---|---:|---:|---:|---:|---:|"]
+         "| family | candidates | sees: references (F1 worth) | gold breaks | precise candidates: n, sees, gold breaks "
+         "| base dev | oracle ceiling | one psi in-sample |",
+         "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         b, v = r["base_dev"], r["visible"]
         kinds = ", ".join(f"{k} {n}" for k, n in r["kinds"].items())
+        precise = (f"{v['n_precise']}, {v['precise_refs']} (+{v['precise_f1_if_fixed']:.2f}), {v['precise_gold_breaks']}"
+                   if "n_precise" in v else "")
         L.append(f"| {r['family']} | {r['n_candidates']} ({kinds}) | {v['refs']} (+{v['f1_if_fixed']:.2f}) | "
-                 f"{v['gold_breaks']} | {b:.2f} | {r['ceiling_dev'][0]:.2f} ({r['ceiling_dev'][0] - b:+.2f}) | "
+                 f"{v['gold_breaks']} | {precise} | {b:.2f} | {r['ceiling_dev'][0]:.2f} ({r['ceiling_dev'][0] - b:+.2f}) | "
                  f"{r['in_sample_dev']:.2f} ({r['in_sample_dev'] - b:+.2f}) |")
     for r in rows:
         if r["new"]:
             L += ["", f"{r['family']}: new candidates " + "; ".join(f"`{n}`" for n in r["new"][:25])
                   + (" ..." if len(r["new"]) > 25 else "") + "; kept in-sample: "
                   + "; ".join(f"`{n}` {w:.2f}" for n, w in r["in_sample_kept"][:12])]
+    return L + [""]
+
+
+def psi_features_report(p):
+    b = p["base_dev"]
+    L = ["## Input-dependent psi: one weight per candidate per reference", "",
+         f"The leaf family (min_support 0.9), Algorithm 3 ({p['settings']}); psi(x) = max(0, phi(x) @ psi_coef + psi) "
+         f"with phi the paper's MM features (`RandomFourierMeanMap`, {MM_COMPONENTS} components, fitted on "
+         f"training). Dev segment F1, base {b:.2f}.", "", "| psi fitted | psi | dev | over base |", "|---|---|---:|---:|"]
+    L += [f"| {r['fit']} | {r['psi']} | {r['dev']:.2f} | {r['dev'] - b:+.2f} |" for r in p["rows"]]
     return L + [""]
 
 
@@ -255,6 +324,7 @@ def main():
     parser.add_argument("--cache", help="directory for the fitted base CRFs (pickles), reused across runs")
     parser.add_argument("--weak", type=int, nargs="*", help="L-BFGS caps of weaker base CRFs for the family's gain")
     parser.add_argument("--kinds", nargs="*", help="dev screen of the candidate kinds (names: only those variants)")
+    parser.add_argument("--psi-features", action="store_true", help="input-dependent psi (MM features) on dev")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     numba.set_num_threads(1)
@@ -262,6 +332,11 @@ def main():
     log = lambda msg: print(msg, flush=True)  # noqa: E731
     saved = json.loads(path.read_text()) if path.exists() else {}
     if not args.report_only:
+        if args.psi_features:
+            ppath = RESULTS / "umass_errors_psi_features.json"
+            ppath.write_text(json.dumps(run_psi_features(args.cache, log)))
+            report(saved, saved.get("weak"))
+            return
         if args.kinds is not None:  # its own file: runs beside the others
             kpath = RESULTS / "umass_errors_kinds.json"
             old = json.loads(kpath.read_text()) if kpath.exists() else {}

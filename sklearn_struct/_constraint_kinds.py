@@ -129,7 +129,8 @@ def _top_cues(family, HT, c, f, sense, best, n_on, names, unconditional):
 
 
 def length_candidates(family, y, counts, leaves):
-    """``tokens(f) <= k #f`` and ``tokens(f) >= k #f`` (k >= 2) for the fields in ``min_cooccurrence``."""
+    """``tokens(f) <= k #f`` and ``tokens(f) >= k #f`` (k >= 2) for the fields in ``min_cooccurrence``,
+    each measured as ``tokens(f) / k - #f`` against 0."""
     tokens = token_counts(y, leaves, family.scheme_, family.outside)
     out = []
     for j, f in enumerate(leaves):
@@ -145,10 +146,12 @@ def length_candidates(family, y, counts, leaves):
                 continue
             values = tok - k * seg
             name = f"tokens({f}) {'<=' if sense == 'at_most' else '>='} {k} #{f}"
+            # measured as tokens / k - #f (coefficients below 1 in size, like a count's): one token too many is
+            # 1 / k of a unit, and a long field's rule cannot outweigh the counts
             if family.scheme_ == "BIO":
-                node, edge = {f"B-{f}": 1 - k, f"I-{f}": 1}, None
-            else:  # tokens - k * runs = (1 - k) * tokens + k * (f -> f transitions)
-                node, edge = {f: 1 - k}, {(f, f): k}
+                node, edge = {f"B-{f}": 1 / k - 1, f"I-{f}": 1 / k}, None
+            else:  # tokens / k - runs = (1 / k - 1) * tokens + (f -> f transitions)
+                node, edge = {f: 1 / k - 1}, {(f, f): 1.0}
             rule = LinearConstraint(node=node, edge=edge, sense=sense, bound=0, name=name)
             out.append(("length", rule, values <= 0 if sense == "at_most" else values >= 0))
     return out

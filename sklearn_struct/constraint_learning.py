@@ -41,7 +41,8 @@ with BIO labels, the maximal runs of ``f`` with plain (IO) labels (tokens minus 
   skipped);
 - ``"length"``: ``tokens(f) <= k #f`` and ``tokens(f) >= k #f`` (segment length bounds, ``k``
   the tightest with ``min_support`` among the sequences with ``f``; ``k >= 2`` for the lower
-  bound, which holds at ``k = 1`` by definition): a merged segment is longer than two.
+  bound, which holds at ``k = 1`` by definition), measured as ``tokens(f) / k - #f`` so that its
+  coefficients are no larger than a count's (a segment merged with a neighbour is too long).
 
 Hierarchical labels (``groups``, e.g. from :func:`hierarchy_groups` of the UMass paths): a
 group of fields (``person`` = person-first / -middle / -last) counts as one more field, its
