@@ -157,6 +157,21 @@ def length_candidates(family, y, counts, leaves):
     return out
 
 
+def position_candidates(family, y):
+    """``first token in S`` / ``last token in S``: S the fewest labels that start (end) ``min_support`` of the
+    sequences, most frequent first (all those seen there at most: the labels never seen there are excluded)."""
+    out = []
+    for side, at in (("first", 0), ("last", -1)):
+        labels = [seq[at] for seq in y]
+        ranked = sorted(set(labels), key=lambda lab: (-labels.count(lab), lab))
+        share = np.cumsum([labels.count(lab) for lab in ranked]) / len(labels)
+        S = ranked[: int(np.searchsorted(share, family.min_support - 1e-12)) + 1]
+        rule = LinearConstraint(**{side: {lab: 1 for lab in S}}, sense="at_least", bound=1,
+                                name=f"{side} token in {{{', '.join(sorted(S))}}}")
+        out.append(("position", rule, np.isin(labels, S)))
+    return out
+
+
 def token_counts(y, fields, scheme, outside):
     """(n_sequences, n_fields) numbers of tokens of each field."""
     index = {f: j for j, f in enumerate(fields)}

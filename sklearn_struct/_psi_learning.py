@@ -84,7 +84,7 @@ def psi_values(phi, psi, psi_coef):
     if psi_coef is None or phi is None:
         return np.broadcast_to(psi, (1 if phi is None else phi.shape[0], psi.shape[0])), None
     raw = phi @ psi_coef + psi
-    return np.maximum(raw, 0.0), raw > 0
+    return np.maximum(raw, 0.0), raw >= 0  # the kink counts as active: a start at psi_init=0 can move
 
 # ---------------------------------------------------------------- Algorithm 3
 

@@ -42,7 +42,10 @@ with BIO labels, the maximal runs of ``f`` with plain (IO) labels (tokens minus 
 - ``"length"``: ``tokens(f) <= k #f`` and ``tokens(f) >= k #f`` (segment length bounds, ``k``
   the tightest with ``min_support`` among the sequences with ``f``; ``k >= 2`` for the lower
   bound, which holds at ``k = 1`` by definition), measured as ``tokens(f) / k - #f`` so that its
-  coefficients are no larger than a count's (a segment merged with a neighbour is too long).
+  coefficients are no larger than a count's (a segment merged with a neighbour is too long);
+- ``"position"``: ``first token in S`` and ``last token in S``, ``S`` the fewest labels that
+  start (end) ``min_support`` of the training sequences (a citation starts with its authors or
+  a reference marker, not with its title).
 
 Hierarchical labels (``groups``, e.g. from :func:`hierarchy_groups` of the UMass paths): a
 group of fields (``person`` = person-first / -middle / -last) counts as one more field, its
@@ -64,13 +67,14 @@ from ._constraint_kinds import PatternBound as _PatternBound
 from ._constraint_kinds import bounds as _bounds
 from ._constraint_kinds import cue_candidates as _cue_candidates
 from ._constraint_kinds import length_candidates as _length_candidates
+from ._constraint_kinds import position_candidates as _position_candidates
 from .constraints import ConstraintEnergy, InputDependent, LinearConstraint
 from .utils._params import store_init_params
 
 __all__ = ["ConstraintFamily", "kept_constraints", "hierarchy_groups"]
 
 _KINDS = ("count", "difference", "exclusive", "implies")
-_ALL_KINDS = _KINDS + ("conditional", "cue", "length")
+_ALL_KINDS = _KINDS + ("conditional", "cue", "length", "position")
 
 
 class ConstraintFamily(BaseEstimator):
@@ -78,7 +82,7 @@ class ConstraintFamily(BaseEstimator):
 
     Parameters
     ----------
-    kinds : tuple of {"count", "difference", "exclusive", "implies", "conditional", "cue", "length"}, \
+    kinds : tuple of {"count", "difference", "exclusive", "implies", "conditional", "cue", "length", "position"}, \
             default=the first four
         Which templates to instantiate (see the module docstring).
     min_support : float in (0, 1], default=0.95
@@ -187,6 +191,8 @@ class ConstraintFamily(BaseEstimator):
             cands += _cue_candidates(self, counts[:, : len(leaves)], leaves, bounds, X, len(y))
         if "length" in self.kinds:
             cands += _length_candidates(self, y, counts[:, : len(leaves)], leaves)
+        if "position" in self.kinds:
+            cands += _position_candidates(self, y)
         self.constraints_ = [c for _, c, _ in cands]
         self.kinds_ = [k for k, _, _ in cands]
         self.support_ = np.array([np.mean(ok) for _, _, ok in cands])

@@ -353,3 +353,17 @@ def test_cue_and_length_bad_input():
         ConstraintFamily(kinds=("cue",)).fit(Y_BIO, [X[0], X[1], [1, 2]])
     with pytest.raises(ValueError, match="kinds must be"):
         ConstraintFamily(kinds=("length", "lengths")).fit(Y_BIO)
+
+
+def test_position_candidates_by_hand():
+    """Y_BIO starts with B-first three times and ends with B-year, B-year, I-journal."""
+    family = ConstraintFamily(kinds=("position",), min_support=1.0).fit(Y_BIO)
+    assert [c.name for c in family.constraints_] == ["first token in {B-first}", "last token in {B-year, I-journal}"]
+    assert [c.name for c in ConstraintFamily(kinds=("position",), min_support=0.6).fit(Y_BIO).constraints_] == [
+        "first token in {B-first}", "last token in {B-year}"]
+    classes = np.array(sorted({lab for seq in Y_BIO for lab in seq}))
+    energy = ConstraintEnergy(family.constraints_).fit(None, len(classes), classes=classes)
+    y_enc = [np.searchsorted(classes, seq) for seq in Y_BIO]
+    np.testing.assert_array_equal(energy.violations(y_enc), 0.0)
+    title_first = np.searchsorted(classes, ["B-title", "I-title", "B-first", "B-last", "B-year"])
+    assert energy.violations([title_first])[0].tolist() == [1.0, 0.0]

@@ -299,3 +299,13 @@ def test_bad_input():
         NonLocalCRF(WordDictionaryEnergy(), n_epochs=1).fit(X, y, psi_features=np.ones((3, 2)))
     with pytest.raises(ValueError, match="energy"):
         NonLocalCRF(energy="words").fit(X, y)
+
+
+def test_featurized_psi_learns_from_psi_init_zero(dictionary_task):
+    """psi(x) = max(0, phi @ psi_coef + psi) starts at the kink when psi_init=0: the step must still move it
+    (a clip mask of raw > 0 left every weight dead at zero, the model equal to its base CRF)."""
+    X, y, Xt, yt = dictionary_task
+    model = NonLocalCRF(WordDictionaryEnergy(), c2=0.1, n_epochs=3, psi_init=0.0, random_state=0).fit(
+        X, y, psi_features=np.ones((len(X), 1)))
+    psi = np.maximum(model.psi_coef_[0] + model.psi_, 0.0)
+    assert psi[0] > 0
