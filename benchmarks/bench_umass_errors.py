@@ -123,7 +123,8 @@ def run_weak(caps, saved, cache, log):
 
 
 KIND_VARIANTS = {"leaf (Anzaroot et al.'s four kinds)": (), "+ length": ("length",), "+ cue": ("cue",),
-                 "+ length + cue": ("length", "cue"), "+ position (its min_support 0.99)": ("position@0.99",)}
+                 "+ length + cue": ("length", "cue"), "+ position (its min_support 0.99)": ("position@0.99",),
+                 "+ region": ("region",)}
 
 
 def visibility(events, totals, violated_pred, violated_gold):

@@ -172,6 +172,45 @@ def position_candidates(family, y):
     return out
 
 
+class Region:
+    """Weight 1 on the tokens whose relative position ``(t + 1/2) / n`` lies in ``[lo, hi)``."""
+
+    def __init__(self, lo, hi):
+        self.lo, self.hi = lo, hi
+
+    def __call__(self, x):
+        pos = (np.arange(x.shape[0]) + 0.5) / x.shape[0]
+        return ((pos >= self.lo) & (pos < self.hi)).astype(float)
+
+
+REGIONS = {"first third": (0.0, 1 / 3), "last third": (2 / 3, 1.0)}
+
+
+def region_candidates(family, y, counts, leaves, count_bounds):
+    """``#f in the first (last) third >= k`` / ``<= k``, tighter than ``f``'s count bounds (BIO labels):
+    the count rule placed where the field sits, so its energy acts on those tokens."""
+    if family.scheme_ != "BIO":
+        raise ValueError("kinds 'region' needs BIO labels (its counts are B- tokens).")
+    out = []
+    for rname, (lo_r, hi_r) in REGIONS.items():
+        weights = Region(lo_r, hi_r)
+        inside = np.zeros((len(y), len(leaves)), dtype=np.int64)
+        index = {f"B-{f}": j for j, f in enumerate(leaves)}
+        for i, seq in enumerate(y):
+            for lab, w in zip(seq, weights(np.empty((len(seq), 0)))):
+                if w and lab in index:
+                    inside[i, index[lab]] += 1
+        for j, f in enumerate(leaves):
+            lo, hi = bounds(inside[:, j], family.min_support)
+            for sense, k, tighter in (("at_least", lo, lo >= 1), ("at_most", hi, hi < count_bounds[f][1])):
+                if not tighter or (counts[:, j] > 0).mean() < family.min_cooccurrence:
+                    continue
+                name = f"#{f} in the {rname} {'>=' if sense == 'at_least' else '<='} {k}"
+                rule = InputDependent(f"B-{f}", weights, sense=sense, bound=float(k), name=name)
+                out.append(("region", rule, inside[:, j] >= k if sense == "at_least" else inside[:, j] <= k))
+    return out
+
+
 def token_counts(y, fields, scheme, outside):
     """(n_sequences, n_fields) numbers of tokens of each field."""
     index = {f: j for j, f in enumerate(fields)}

@@ -45,7 +45,10 @@ with BIO labels, the maximal runs of ``f`` with plain (IO) labels (tokens minus 
   coefficients are no larger than a count's (a segment merged with a neighbour is too long);
 - ``"position"``: ``first token in S`` and ``last token in S``, ``S`` the fewest labels that
   start (end) ``min_support`` of the training sequences (a citation starts with its authors or
-  a reference marker, not with its title).
+  a reference marker, not with its title);
+- ``"region"`` (BIO labels): ``#f in the first third >= k`` / ``<= k`` (and the last third),
+  counts of ``f``'s segments among the tokens at those relative positions, tighter than ``f``'s
+  count bounds (the authors come first): the count's energy then acts where the field sits.
 
 Hierarchical labels (``groups``, e.g. from :func:`hierarchy_groups` of the UMass paths): a
 group of fields (``person`` = person-first / -middle / -last) counts as one more field, its
@@ -68,13 +71,14 @@ from ._constraint_kinds import bounds as _bounds
 from ._constraint_kinds import cue_candidates as _cue_candidates
 from ._constraint_kinds import length_candidates as _length_candidates
 from ._constraint_kinds import position_candidates as _position_candidates
+from ._constraint_kinds import region_candidates as _region_candidates
 from .constraints import ConstraintEnergy, InputDependent, LinearConstraint
 from .utils._params import store_init_params
 
 __all__ = ["ConstraintFamily", "kept_constraints", "hierarchy_groups"]
 
 _KINDS = ("count", "difference", "exclusive", "implies")
-_ALL_KINDS = _KINDS + ("conditional", "cue", "length", "position")
+_ALL_KINDS = _KINDS + ("conditional", "cue", "length", "position", "region")
 
 
 class ConstraintFamily(BaseEstimator):
@@ -82,7 +86,8 @@ class ConstraintFamily(BaseEstimator):
 
     Parameters
     ----------
-    kinds : tuple of {"count", "difference", "exclusive", "implies", "conditional", "cue", "length", "position"}, \
+    kinds : tuple of {"count", "difference", "exclusive", "implies", "conditional", "cue", "length", "position", \
+            "region"}, \
             default=the first four
         Which templates to instantiate (see the module docstring).
     min_support : float in (0, 1], default=0.95
@@ -193,6 +198,8 @@ class ConstraintFamily(BaseEstimator):
             cands += _length_candidates(self, y, counts[:, : len(leaves)], leaves)
         if "position" in self.kinds:
             cands += _position_candidates(self, y)
+        if "region" in self.kinds:
+            cands += _region_candidates(self, y, counts[:, : len(leaves)], leaves, bounds)
         self.constraints_ = [c for _, c, _ in cands]
         self.kinds_ = [k for k, _, _ in cands]
         self.support_ = np.array([np.mean(ok) for _, _, ok in cands])

@@ -367,3 +367,24 @@ def test_position_candidates_by_hand():
     np.testing.assert_array_equal(energy.violations(y_enc), 0.0)
     title_first = np.searchsorted(classes, ["B-title", "I-title", "B-first", "B-last", "B-year"])
     assert energy.violations([title_first])[0].tolist() == [1.0, 0.0]
+
+
+def test_region_candidates_by_hand():
+    """First third of Y_BIO: tokens 0-2 of 8, 0-1 of 6; last third: tokens 5-7 of 8, 4-5 of 6."""
+    family = ConstraintFamily(kinds=("region",), min_support=1.0).fit(Y_BIO)
+    assert sorted(c.name for c in family.constraints_) == sorted([
+        "#first in the first third >= 1", "#last in the first third >= 1", "#last in the first third <= 1",
+        "#title in the first third <= 0", "#journal in the first third <= 0", "#booktitle in the first third <= 0",
+        "#year in the first third <= 0", "#first in the last third <= 0", "#last in the last third <= 0",
+        "#title in the last third <= 0", "#booktitle in the last third <= 0"])
+    classes = np.array(sorted({lab for seq in Y_BIO for lab in seq}))
+    energy = ConstraintEnergy(family.constraints_).fit(None, len(classes), classes=classes)
+    y_enc = [np.searchsorted(classes, seq) for seq in Y_BIO]
+    X = [np.zeros((len(s), 1)) for s in Y_BIO]
+    np.testing.assert_array_equal(energy.violations(y_enc, X), 0.0)
+    title_first = np.searchsorted(classes, ["B-title", "I-title", "B-first", "B-last", "B-journal", "B-year"])
+    v = energy.violations([title_first], [np.zeros((6, 1))])[0]
+    assert {n for n, x in zip(energy.term_names_, v) if x > 0} == {
+        "#title in the first third <= 0", "#first in the first third >= 1", "#last in the first third >= 1"}
+    with pytest.raises(ValueError, match="'region' needs BIO labels"):
+        ConstraintFamily(kinds=("region",)).fit([[lab[2:] for lab in s] for s in Y_BIO])
