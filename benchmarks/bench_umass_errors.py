@@ -8,14 +8,23 @@ is *count-visible* when fixing it changes some field's number of segments in its
 only those can a constraint over segment counts (Anzaroot et al.'s family, however learned)
 tell apart from the truth. Dev only: testing plays no part.
 
-``--weak CAP ...``: item 3 of the issue's follow-up, the learned family's gain over weaker
-base CRFs (L-BFGS stopped after CAP iterations), Algorithm 3 at the main run's dev choice.
+``--weak CAP ...``: the learned family's gain over weaker base CRFs (L-BFGS stopped after CAP
+iterations), Algorithm 3 at the main run's dev choice, dev and test (``umass_errors.json``).
+
+``--kinds [NAME ...]``: each candidate kind added to the leaf family (``KIND_VARIANTS``:
+``"length"``, ``"cue"``, ``"position"``, ``"region"``) on dev: the references whose errors it sees,
+its oracle ceiling and one psi fitted in-sample (``umass_errors_kinds.json``).
+
+``--psi-features``: psi(x) on the paper's MM features against one psi, Algorithm 3, in-sample
+and held out, scored on dev (``umass_errors_psi_features.json``).
+
+``--cache DIR``: the fitted base CRFs are pickled there and reused by later runs.
 
 Run::
 
     SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/bench_umass_errors.py
 
-Output: ``benchmarks/results/umass_errors.{md,json}``.
+Output: ``benchmarks/results/umass_errors.{md,json}`` (and the json files above).
 """
 
 import argparse
