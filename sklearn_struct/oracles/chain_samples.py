@@ -19,8 +19,8 @@ log-sum-exp, so results stay finite and exact for any finite potentials.
 """
 
 import numpy as np
-from numba import njit
 
+from ..utils._jit import helper, kernel
 from ..utils.validation import check_float_array, check_int_array
 
 __all__ = ["sampled_log_likelihood", "sampled_marginals"]
@@ -28,7 +28,7 @@ __all__ = ["sampled_log_likelihood", "sampled_marginals"]
 _FM = {"nsz", "arcp", "contract", "reassoc"}
 
 
-@njit(cache=True, nogil=True, fastmath=_FM)
+@helper(fastmath=_FM)
 def _shifted_columns(trans, E, cmax):
     """``E[i, j, s] = exp(trans[i, j, s] - cmax[j, s])`` with ``cmax[j, s] = max_i trans[i, j, s]``."""
     L, _, S = trans.shape
@@ -43,7 +43,7 @@ def _shifted_columns(trans, E, cmax):
                 E[i, j, s] = np.exp(trans[i, j, s] - cmax[j, s])
 
 
-@njit(cache=True, nogil=True, fastmath=_FM)
+@helper(fastmath=_FM)
 def _step(prev, trans, E, cmax, nxt, ea, amax, acc):
     """``nxt[a, s] = log sum_b exp(prev[b, s] + trans[b, a, s])`` for all samples (one message step).
 
@@ -72,7 +72,7 @@ def _step(prev, trans, E, cmax, nxt, ea, amax, acc):
                 nxt[a, s] = _exact_lse(prev, trans, a, s)
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _exact_lse(prev, trans, a, s):
     """``log sum_b exp(prev[b, s] + trans[b, a, s])`` computed directly (the underflow fallback)."""
     L = prev.shape[0]
@@ -85,7 +85,7 @@ def _exact_lse(prev, trans, a, s):
     return m + np.log(tot)
 
 
-@njit(cache=True, nogil=True, fastmath=_FM)
+@helper(fastmath=_FM)
 def _log_z(last, out):
     L, S = last.shape
     for s in range(S):
@@ -98,7 +98,7 @@ def _log_z(last, out):
         out[s] = m + np.log(tot)
 
 
-@njit(cache=True, nogil=True)
+@helper
 def _forward(unary, trans, alpha):
     """Log forward messages of every token: ``alpha[t]`` is (L, S); ``alpha`` is (T or 2, L, S).
 
@@ -125,7 +125,7 @@ def _forward(unary, trans, alpha):
     return cur
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _loglik_kernel(unary, trans, y, out):
     L, T, S = unary.shape
     alpha = np.empty((2, L, S))
@@ -138,7 +138,7 @@ def _loglik_kernel(unary, trans, y, out):
         out[s] = score - out[s]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _marginals_kernel(unary, trans, out):
     L, T, S = unary.shape
     alpha = np.empty((T, L, S))
