@@ -230,7 +230,10 @@ class VarParams:
             self.Loff[..., r, c] = x[2 * n:].reshape(K, Q, -1)
 
     def unary_grad_vector(self, gm, gL):
-        """Flatten gradients w.r.t. ``m`` and the full ``L`` into the unary parameter layout."""
+        """Flatten gradients w.r.t. ``m`` and ``L`` into the unary parameter layout. ``gL`` is the full
+        (K, Q, M, M) gradient, or with a diagonal covariance its diagonal (K, Q, M)."""
+        if self.diagonal and gL.ndim == 3:
+            return np.concatenate([gm.ravel(), (gL * np.exp(self.logd)).ravel()])
         idx = np.arange(self.M)
         parts = [gm.ravel(), (gL[..., idx, idx] * np.exp(self.logd)).ravel()]
         if not self.diagonal:
@@ -249,7 +252,26 @@ class VarParams:
 
 # ----------------------------------------------------------------------------- KL terms
 def unary_kl(p):
-    """``-KL(q(v) || p(v))`` as cross-entropy + Jensen entropy bound; value and gradients (gm, gL)."""
+    """``-KL(q(v) || p(v))`` as cross-entropy + Jensen entropy bound; value and gradients (gm, gL).
+
+    With a diagonal covariance ``gL`` is the diagonal (K, Q, M) of the gradient (the off-diagonal
+    part of ``L`` is not a parameter); with one component it is computed without any M x M array.
+    """
+    K, Q, M = p.K, p.Q, p.M
+    if p.diagonal and K == 1:
+        d = np.exp(p.logd)
+        ce = float(-0.5 * Q * M * _LOG2PI - 0.5 * np.sum(p.m**2) - 0.5 * np.sum(d**2))
+        h = 0.5 * Q * M * _LOG2PI + np.sum(p.logd) + 0.5 * Q * M * np.log(2.0)
+        return ce + h, -p.m, -d + 1.0 / d
+    ce_h, gm, gL = _unary_kl_full(p)
+    if p.diagonal:
+        idx = np.arange(M)
+        return ce_h, gm, gL[..., idx, idx]
+    return ce_h, gm, gL
+
+
+def _unary_kl_full(p):
+    """:func:`unary_kl` with the full (K, Q, M, M) gradient of ``L``."""
     K, Q, M = p.K, p.Q, p.M
     L = p.L
     pi = np.full(K, 1.0 / K)
@@ -512,17 +534,17 @@ def unary_data_grad(B_rows, est, p):
     """Map per-token gradient parts to the whitened parameters: dm = B^T gb, dL = 2 B^T U.
 
     ``B_rows`` is (G, n, M) for the tokens of ``est``: one GEMM when the labels share a kernel.
-    With a diagonal covariance only the diagonal of ``dL`` is computed (the rest is zero).
+    With a diagonal covariance ``dL`` is only its diagonal (K, Q, M).
     """
     K, Q, M = p.K, p.Q, p.M
     n = B_rows.shape[1]
-    if p.diagonal:
-        dm = np.einsum("gnm,nkq->kqm", B_rows, est["gb"]) if B_rows.shape[0] == 1 else \
-            np.einsum("qnm,nkq->kqm", B_rows, est["gb"])
-        Bk = B_rows[0][:, None, None, :] if B_rows.shape[0] == 1 else np.transpose(B_rows, (1, 0, 2))[:, None]
-        dL = np.zeros((K, Q, M, M))
-        idx = np.arange(M)
-        dL[..., idx, idx] = 2.0 * np.einsum("nkqm,nkqm->kqm", np.broadcast_to(Bk, est["U"].shape), est["U"])
+    if p.diagonal:  # dL: its diagonal (K, Q, M), the only part that is a parameter
+        if B_rows.shape[0] == 1:
+            dm = (B_rows[0].T @ est["gb"].reshape(n, K * Q)).reshape(M, K, Q).transpose(1, 2, 0)
+            dL = 2.0 * np.einsum("nm,nkqm->kqm", B_rows[0], est["U"])
+        else:
+            dm = np.einsum("qnm,nkq->kqm", B_rows, est["gb"])
+            dL = 2.0 * np.einsum("qnm,nkqm->kqm", B_rows, est["U"])
         return dm, dL
     if B_rows.shape[0] == 1:
         Bt = B_rows[0].T
