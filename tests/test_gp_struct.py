@@ -22,8 +22,10 @@ from sklearn_struct.datasets import make_chain_data
 
 # The settings these tests were written for (the defaults before issue #20): the gray-box prior start,
 # the ELBO's kernel amplitude, full covariances, 200 samples, and a fixed number of global iterations
-# (tol=0: no stopping rule, so no ConvergenceWarning at max_iter).
-LEGACY = dict(init="prior", amplitude="elbo", covariance="full", n_samples=200, n_predict_samples=200, tol=0.0)
+# (tol=0: no stopping rule, so no ConvergenceWarning at max_iter), and k-means inducing inputs (before
+# issue #22; the SVD basis is tested in test_gp_struct_inducing.py).
+LEGACY = dict(init="prior", amplitude="elbo", covariance="full", n_samples=200, n_predict_samples=200, tol=0.0,
+              inducing="kmeans")
 
 
 def _legacy(*args, **kw):
