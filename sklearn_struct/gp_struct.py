@@ -127,8 +127,8 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         Sequences per SAGA step.
     learning_rate : float, default=1e-4
         SAGA step size of the means (unary and pairwise). Each coordinate's step is
-        clipped to 0.5; a global iteration that lowers the ELBO estimate (by more than two
-        Monte-Carlo standard errors) is undone and both step sizes are halved. Steps of row
+        clipped to 0.5; a global iteration that lowers the ELBO (estimated with one seed for the
+        whole fit: common random numbers) is undone and both step sizes are halved. Steps of row
         ``a`` of the pairwise table are divided by ``1 + n_a / 4`` (``n_a`` transitions out of
         label ``a`` in the training data, a bound on that row's curvature), so one step size
         suits both blocks.
@@ -141,7 +141,7 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         or the variational means of the unaries change by less than 1e-3 on average. The
         ELBO watched is the Monte-Carlo estimate with one seed for the whole fit (common random
         numbers), so the change is the parameters' effect, not fresh sampling noise. SAGA stops
-        when an accepted global iteration raises the ELBO by less than ``tol`` (relative), or
+        when a kept global iteration raises that ELBO by less than ``tol`` (relative), or
         its step sizes have been halved below 1e-3 of their start. ``tol=0``: no stopping
         rule, exactly ``max_iter`` global iterations and no warning.
     n_predict_samples : int, default=100
@@ -178,7 +178,9 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
     amplitude_scores_ : ndarray of shape (7, 2) or None
         ``amplitude="cv"``: mean held-out token error and log-loss of each amplitude of the grid.
     elbo_curve_ : ndarray of shape (``n_iter_ + 1``,)
-        ELBO estimate at the start and after each global iteration.
+        ELBO estimate at the start and after each global iteration (with one seed for the whole
+        fit, so the curve shows the parameters' effect; SAGA repeats the value of an undone
+        iteration, so its curve never falls).
     elbo_times_ : ndarray of shape (``n_iter_ + 1``,)
         Seconds since the start of ``fit`` at each ``elbo_curve_`` point.
     step_scale_ : float
