@@ -610,7 +610,13 @@ def test_saga_stops_by_its_elbo_rule(chain_data):
     gp = GPStructClassifier(optimizer="saga", n_inducing=15, n_samples=30, block_iters=(60, 20, 0), batch_size=5,
                             learning_rate=3e-3, learning_rate_cov=3e-4, max_iter=60, tol=1e-3,
                             random_state=0).fit(Xtr, ytr)
-    assert gp.stop_reason_ in ("elbo", "step") and gp.n_iter_ < 60
+    assert gp.stop_reason_ in ("elbo", "step") and 2 <= gp.n_iter_ < 60
+    # the same fit with a cap one iteration short of the rule: the cap ends it, with a warning
+    capped = clone(gp).set_params(max_iter=gp.n_iter_ - 1)
+    with pytest.warns(ConvergenceWarning, match=f"max_iter={gp.n_iter_ - 1}"):
+        capped.fit(Xtr, ytr)
+    assert capped.stop_reason_ == "max_iter"
+    np.testing.assert_array_equal(capped.elbo_curve_, gp.elbo_curve_[:gp.n_iter_])  # same seed, same path
 
 
 def test_saga_elbo_curve_is_a_common_random_numbers_monitor(chain_data):
