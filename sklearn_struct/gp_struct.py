@@ -99,7 +99,8 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         Start of the variational parameters. ``"prior"``: zero means, covariances ``0.1^2 I``
         (gray-box: the likelihood is only evaluated). ``"map"``: the means at the sparse MAP
         solution (L-BFGS on the whitened inducing values with the likelihood's exact gradients,
-        i.e. a CRF on the inducing features with the ``N(0, I)`` prior as its L2 penalty) and
+        i.e. a CRF on the inducing features with the ``N(0, I)`` prior as its L2 penalty; with
+        ``likelihood="piecewise"`` the MAP of the piecewise pseudo-likelihood, the model fitted) and
         diagonal covariances from its Laplace (Gauss-Newton) curvature. A departure from the
         gray-box recipe: the likelihood's gradients are used once, at the start; the
         optimisers then use only likelihood values.
@@ -317,7 +318,7 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
             if self.optimizer == "lbfgs" and blocks[2] and kernel_theta(kernel)[0].size == 1:
                 map_start_with_hyper_search(ctx, p)
             else:
-                start_from_map(p, prior, y_all, offsets, rng)
+                start_from_map(p, prior, y_all, offsets, rng, self.likelihood)
         elif not warm and self.n_components > 1:  # break the symmetry between components
             p.m += 0.1 * rng.standard_normal(p.m.shape)
         if self.optimizer == "lbfgs":

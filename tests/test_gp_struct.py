@@ -452,6 +452,50 @@ def test_sparse_map_is_the_enumerated_optimum_and_laplace_variances_shrink():
     np.testing.assert_allclose(p.m[0], v)
 
 
+def _piecewise_map_objective(prior, y, offsets, Q, x):
+    """The piecewise pseudo-likelihood MAP objective written out token by token and edge by edge."""
+    M = prior.B.shape[2]
+    v, mb = x[:Q * M].reshape(Q, M), x[Q * M:].reshape(Q, Q)
+    unary = prior.B[0] @ v.T
+    total = 0.5 * float(x @ x)
+    for s in range(len(offsets) - 1):
+        for t in range(offsets[s], offsets[s + 1]):
+            total -= unary[t, y[t]] - logsumexp(unary[t])
+            if t > offsets[s]:
+                a, b = y[t - 1], y[t]
+                total -= (mb[a, b] - logsumexp(mb[a, :])) + (mb[a, b] - logsumexp(mb[:, b]))
+    return total
+
+
+def test_piecewise_sparse_map_is_the_optimum_of_the_pseudo_likelihood():
+    """gp-var-p starts from the MAP of its own (piecewise) likelihood: the analytic gradient matches finite
+    differences of the objective written out edge by edge, and the point returned is its stationary point
+    (not the chain's)."""
+    from sklearn_struct._gp_struct_optim import _piecewise_nll, sparse_map
+
+    prior, _, y = _two_sequences(1, False)
+    Q, M = 3, prior.B.shape[2]
+    rng = np.random.RandomState(0)
+    x = rng.normal(scale=0.7, size=Q * M + Q * Q)
+    onehot = np.eye(Q)[y]
+    counts = np.zeros((Q, Q))
+    for s in range(2):
+        lo, hi = prior.offsets[s], prior.offsets[s + 1]
+        np.add.at(counts, (y[lo:hi - 1], y[lo + 1:hi]), 1.0)
+    value, g_unary, g_mb = _piecewise_nll(prior.B[0] @ x[:Q * M].reshape(Q, M).T, x[Q * M:].reshape(Q, Q),
+                                          prior.offsets, onehot, counts)[:3]
+    grad = np.concatenate([(prior.B[0].T @ g_unary).T.ravel(), g_mb.ravel()]) + x
+    objective = functools.partial(_piecewise_map_objective, prior, y, prior.offsets, Q)
+    np.testing.assert_allclose(value + 0.5 * x @ x, objective(x), rtol=1e-12)
+    np.testing.assert_allclose(grad, _fd(objective, x), rtol=1e-6, atol=1e-7)
+    v, mb, var_v, var_bin, _ = sparse_map(prior, y, prior.offsets, Q, likelihood="piecewise")
+    x_map = np.concatenate([v.ravel(), mb.ravel()])
+    assert np.abs(_fd(objective, x_map)).max() < 2e-3  # L-BFGS's tolerance
+    v_chain, mb_chain = sparse_map(prior, y, prior.offsets, Q)[:2]
+    assert np.abs(_fd(objective, np.concatenate([v_chain.ravel(), mb_chain.ravel()]))).max() > 0.05
+    assert np.all((var_v > 0) & (var_v < 1)) and np.all((var_bin > 0) & (var_bin <= 1))
+
+
 def _ctx(X, y, n_samples=30, seed=0, kernel=None):
     import time
 
