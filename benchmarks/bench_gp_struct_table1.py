@@ -353,7 +353,9 @@ def _goal_lines(rows, names, ids, protocol):
 
 # The code version of the committed Table 1 rows (update with each rerun).
 TABLE1_RUN = {
-    "pooled": ("Code versions: every row was run at commit e9b7abb (gp-var-b on the importance-weighted fixed-sample "
+    "pooled": ("Code versions: the rows 'crf (ChainCRF)' and 'sklearn-crfsuite' were rerun on issue #22's branch gps "
+               "(the same five splits and features; the GP rows were not rerun for lack of CPU). Every other row was "
+               "run at commit e9b7abb (gp-var-b on the importance-weighted fixed-sample "
                "objective; SAGA with the noise-margin undo and row-scaled pairwise steps), except gp-var-b on "
                "Japanese NE, run at 369a27f: e9b7abb's stopping rule (mean change of all unary parameters, diluted "
                "by the Cholesky factors) stopped those fits after one global iteration. Every other gp-var-b fit ran "
@@ -363,7 +365,12 @@ TABLE1_RUN = {
               "run under nice 10 with the other agents' jobs on the two cores); the CRF rows' seconds are wall time. "
               "The rows 'gp-var-b, ELBO amplitude (previous run)' are the previous session's gp-var-b (commit "
               "bb1437e: kernel amplitude fitted by the ELBO, at most 6 global iterations), kept for comparison. "
-              "The CRF rows were run at bb1437e on the same splits and features."),
+              "The CRF rows were run at bb1437e on the same splits and features. The gp-var-s / gp-var-p rows were "
+              "run on issue #22's branch gps after merging the SVD inducing inputs (commit 62219a1, the defaults of "
+              "the gp-var-b rows): gp-var-s at b7c468a (the chain code is unchanged in the later commits), "
+              "gp-var-p at c283bb2 (the piecewise MAP start); with OPENBLAS_NUM_THREADS=1, except gp-var-s "
+              "on split 0 of chunking, segmentation and base NP (two BLAS threads, CPU seconds inflated by spinning "
+              "on the loaded machine)."),
 }
 PROTOCOL_TEXT = {
     "pooled": ("**Pooled protocol** (the harder generalisation test): CRF++ train and test pooled, {n} random "
@@ -531,8 +538,7 @@ def plot_convergence(traces):
         ax.set_ylabel("ELBO estimate")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=6)
-    fig.suptitle("ELBO over the fit, papers' protocol (gp-var-b: common random numbers; SAGA: a fresh "
-                 "estimate per global iteration)")
+    fig.suptitle("ELBO over the fit, papers' protocol (common random numbers: one seed per fit)")
     fig.tight_layout()
     fig.savefig(RESULTS / "gp_struct_elbo_convergence.png", dpi=90)
 
