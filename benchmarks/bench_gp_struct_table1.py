@@ -92,7 +92,8 @@ SETTINGS_PAPER = (
     "gp-var-b: GPStructClassifier() at its defaults: init='map' (variational means at the sparse MAP, "
     "diagonal covariances from its Laplace curvature), the kernel amplitude chosen by 3-fold cross-validation "
     "on the training half from 4^-2 ... 4^4 (amplitude='cv': held-out token error of the sparse MAP; the "
-    "paper fits it by the ELBO), diagonal covariances, M = 500 inducing inputs (k-means), S = 100 samples per "
+    "paper fits it by the ELBO), diagonal covariances, M = 500 inducing inputs (inducing='auto': for the linear "
+    "kernel an SVD basis of the training features, commit 62219a1), S = 100 samples per "
     "sequence and sample set (paper 10,000), L-BFGS blocks (10, 5, 2) (unary, pairwise, hyperparameters; the "
     "paper 50 / 10 / 5) with the curvature memory kept across sample redraws, stopping when a global iteration "
     "raises the ELBO (common random numbers) by less than 2e-3 relative (at most 50). gp-var-s / gp-var-p: "
@@ -377,7 +378,7 @@ TABLE1_RUN = {
               "on the loaded machine)."),
 }
 PROTOCOL_TEXT = {
-    "pooled": ("**Pooled protocol** (the harder generalisation test): CRF++ train and test pooled, {n} random "
+    "pooled": ("**Pooled protocol** (the harder generalisation test): CRF++ train and test pooled, five random "
                "splits with the paper's training sizes (150 / 50 / 20 / 50 sequences), all other pooled sequences "
                "held out, features from the training split's vocabulary."),
     "paper": ("**The papers' protocol** (`crfpp/paper_splits/PROVENANCE.txt`, from pygpstruct): the pool of "
