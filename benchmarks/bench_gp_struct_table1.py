@@ -358,8 +358,10 @@ def _goal_lines(rows, names, ids, protocol):
 
 # The code version of the committed Table 1 rows (update with each rerun).
 TABLE1_RUN = {
-    "pooled": ("Code versions: the rows 'crf (ChainCRF)' and 'sklearn-crfsuite' were rerun on issue #22's branch gps "
-               "(the same five splits and features; the GP rows were not rerun for lack of CPU). Every other row was "
+    "pooled": ("Code versions: the rows 'crf (ChainCRF)' and 'sklearn-crfsuite' (five splits) and 'gp-var-b' (the "
+               "current defaults with the SVD inducing inputs of 62219a1, splits 0-2, run with the library code of c283bb2 and "
+               "OPENBLAS_NUM_THREADS=1) were run on issue #22's branch gps; gp-var-s / gp-var-p were not rerun on this "
+               "protocol for lack of CPU. The rows marked '(e9b7abb settings)' and 'crf (NonLocalCRF)' were "
                "run at commit e9b7abb (gp-var-b on the importance-weighted fixed-sample "
                "objective; SAGA with the noise-margin undo and row-scaled pairwise steps), except gp-var-b on "
                "Japanese NE, run at 369a27f: e9b7abb's stopping rule (mean change of all unary parameters, diluted "
