@@ -511,7 +511,7 @@ def report():
                 dict(protocol=protocol, n_splits=n_splits, rows=rows, split_ids=ids, paper=PAPER, settings=settings),
                 indent=1))
             print("\n".join(lines))
-        if traces:
+        if traces and protocol == "paper":  # the convergence plot is the papers-protocol table's
             plot_convergence(traces)
     extra = {k: json.loads((RESULTS / f"gp_struct_{k}.part.json").read_text())
              for k in ("scaling", "figure1") if (RESULTS / f"gp_struct_{k}.part.json").exists()}
