@@ -39,8 +39,18 @@ def gram(kernel, A, B=None):
             raise ValueError(f"kernel {kernel!r} does not fit the features ({A.shape[1]} columns): {exc}") from None
     A = sp.csr_matrix(A)
     same = B is None
-    B = A if same else sp.csr_matrix(B)
+    B = A if same else B if isinstance(B, np.ndarray) else sp.csr_matrix(B)  # dense inducing inputs stay dense
     return _sparse_gram(kernel, A, B, same)
+
+
+def _dot(A, B):
+    """``A @ B.T`` as a dense array (either operand sparse or dense)."""
+    out = A @ B.T
+    return out.toarray() if sp.issparse(out) else np.asarray(out)
+
+
+def _sq_norms(A):
+    return np.asarray(A.multiply(A).sum(axis=1)).ravel() if sp.issparse(A) else np.einsum("ij,ij->i", A, A)
 
 
 def _sparse_gram(k, A, B, same):
@@ -55,16 +65,14 @@ def _sparse_gram(k, A, B, same):
     if type(k) is gpk.WhiteKernel:
         return k.noise_level * np.eye(A.shape[0]) if same else np.zeros((A.shape[0], B.shape[0]))
     if type(k) is gpk.DotProduct:
-        return k.sigma_0**2 + (A @ B.T).toarray()
+        return k.sigma_0**2 + _dot(A, B)
     if type(k) is gpk.RBF:
         ls = np.atleast_1d(k.length_scale)
         if ls.size != 1:
             raise ValueError(
                 f"kernel {k!r}: an anisotropic RBF on sparse features is not supported; use one length_scale."
             )
-        a2 = np.asarray(A.multiply(A).sum(axis=1)).ravel()
-        b2 = np.asarray(B.multiply(B).sum(axis=1)).ravel()
-        d2 = np.maximum(a2[:, None] + b2[None, :] - 2.0 * (A @ B.T).toarray(), 0.0)
+        d2 = np.maximum(_sq_norms(A)[:, None] + _sq_norms(B)[None, :] - 2.0 * _dot(A, B), 0.0)
         return np.exp(-0.5 * d2 / float(ls[0]) ** 2)
     raise ValueError(
         f"kernel {k!r} cannot be evaluated on sparse features; use DotProduct or RBF (optionally scaled by "
@@ -124,6 +132,59 @@ def init_inducing(Xp, n_inducing, rng, n_iter=10):
             new = sp.vstack([C[i] if empty[i] else new[i] for i in range(m)], format="csr")
         C = new
     return C
+
+
+def linear_sigma_0(kernels):
+    """``sigma_0`` of a linear kernel: ``DotProduct`` or ``ConstantKernel * DotProduct`` (either order), or
+    a list of such kernels with one ``sigma_0``; None for any other kernel."""
+    kernels = kernels if isinstance(kernels, (list, tuple)) else [kernels]
+    found = set()
+    for k in kernels:
+        if isinstance(k, gpk.Product) and type(k.k1) is gpk.ConstantKernel:
+            k = k.k2
+        elif isinstance(k, gpk.Product) and type(k.k2) is gpk.ConstantKernel:
+            k = k.k1
+        if type(k) is not gpk.DotProduct:
+            return None
+        found.add(float(k.sigma_0))
+    return found.pop() if len(found) == 1 else None
+
+
+def svd_inducing(Xp, n_inducing, sigma_0, rng, rtol=1e-9):
+    """Inducing inputs for the linear kernel ``sigma_0^2 + x.z``: rows spanning the top right singular
+    subspace of the augmented tokens ``[sigma_0, x]``, with ``K(Z, Z)`` a multiple of the identity.
+
+    The linear kernel is the inner product of the augmented features, so the sparse GP's functions are
+    the weight vectors in the span of the augmented ``Z``: the top-M right singular vectors give the
+    best rank-M Nystrom approximation of ``K(X, X)``, exact when M reaches the rank of the tokens (then
+    the sparse model is the full one on these tokens). The singular basis ``V`` (randomized SVD, exact
+    when the rank is at most M plus the oversampling) is rotated by a Householder reflection so that
+    every row has the same first coordinate, and scaled so that it is ``sigma_0``: the rows are then
+    ``[sigma_0, z_i]`` for inputs ``z_i``, mutually orthogonal with equal norms. Directions with a
+    singular value below ``rtol`` times the largest are dropped (M follows the rank).
+
+    Returns a dense array (M, n_features), ``M = min(n_inducing, rank)``.
+    """
+    from sklearn.utils.extmath import randomized_svd
+
+    n, d = Xp.shape
+    const = np.full((n, 1), float(sigma_0))
+    Xa = sp.hstack([sp.csr_matrix(const), Xp], format="csr") if sp.issparse(Xp) else np.hstack([const, Xp])
+    k = min(n_inducing, n, d + 1)
+    _, s, Vt = randomized_svd(Xa, k, n_oversamples=max(10, k // 10), n_iter=4, random_state=rng)
+    Vt = Vt[s > rtol * max(s[0], 1e-300)]
+    if sigma_0 == 0.0:
+        return np.ascontiguousarray(Vt[:, 1:])
+    c = Vt[:, 0]
+    if np.linalg.norm(c) < 1e-8:  # the constant direction is outside the subspace: take it in place of the last
+        Vt[-1] = 0.0
+        Vt[-1, 0] = 1.0
+        c = Vt[:, 0]
+    m, norm = Vt.shape[0], np.linalg.norm(c)
+    w = c / norm - np.full(m, 1.0 / np.sqrt(m))
+    if w @ w > 1e-30:  # Householder reflection taking c / |c| to ones / sqrt(m)
+        Vt = Vt - np.outer(2.0 * w / (w @ w), w @ Vt)
+    return np.ascontiguousarray(Vt[:, 1:] * (float(sigma_0) * np.sqrt(m) / norm))
 
 
 class SparsePrior:
@@ -230,7 +291,10 @@ class VarParams:
             self.Loff[..., r, c] = x[2 * n:].reshape(K, Q, -1)
 
     def unary_grad_vector(self, gm, gL):
-        """Flatten gradients w.r.t. ``m`` and the full ``L`` into the unary parameter layout."""
+        """Flatten gradients w.r.t. ``m`` and ``L`` into the unary parameter layout. ``gL`` is the full
+        (K, Q, M, M) gradient, or with a diagonal covariance its diagonal (K, Q, M)."""
+        if self.diagonal and gL.ndim == 3:
+            return np.concatenate([gm.ravel(), (gL * np.exp(self.logd)).ravel()])
         idx = np.arange(self.M)
         parts = [gm.ravel(), (gL[..., idx, idx] * np.exp(self.logd)).ravel()]
         if not self.diagonal:
@@ -249,7 +313,26 @@ class VarParams:
 
 # ----------------------------------------------------------------------------- KL terms
 def unary_kl(p):
-    """``-KL(q(v) || p(v))`` as cross-entropy + Jensen entropy bound; value and gradients (gm, gL)."""
+    """``-KL(q(v) || p(v))`` as cross-entropy + Jensen entropy bound; value and gradients (gm, gL).
+
+    With a diagonal covariance ``gL`` is the diagonal (K, Q, M) of the gradient (the off-diagonal
+    part of ``L`` is not a parameter); with one component it is computed without any M x M array.
+    """
+    K, Q, M = p.K, p.Q, p.M
+    if p.diagonal and K == 1:
+        d = np.exp(p.logd)
+        ce = float(-0.5 * Q * M * _LOG2PI - 0.5 * np.sum(p.m**2) - 0.5 * np.sum(d**2))
+        h = 0.5 * Q * M * _LOG2PI + np.sum(p.logd) + 0.5 * Q * M * np.log(2.0)
+        return ce + h, -p.m, -d + 1.0 / d
+    ce_h, gm, gL = _unary_kl_full(p)
+    if p.diagonal:
+        idx = np.arange(M)
+        return ce_h, gm, gL[..., idx, idx]
+    return ce_h, gm, gL
+
+
+def _unary_kl_full(p):
+    """:func:`unary_kl` with the full (K, Q, M, M) gradient of ``L``."""
     K, Q, M = p.K, p.Q, p.M
     L = p.L
     pi = np.full(K, 1.0 / K)
@@ -512,17 +595,17 @@ def unary_data_grad(B_rows, est, p):
     """Map per-token gradient parts to the whitened parameters: dm = B^T gb, dL = 2 B^T U.
 
     ``B_rows`` is (G, n, M) for the tokens of ``est``: one GEMM when the labels share a kernel.
-    With a diagonal covariance only the diagonal of ``dL`` is computed (the rest is zero).
+    With a diagonal covariance ``dL`` is only its diagonal (K, Q, M).
     """
     K, Q, M = p.K, p.Q, p.M
     n = B_rows.shape[1]
-    if p.diagonal:
-        dm = np.einsum("gnm,nkq->kqm", B_rows, est["gb"]) if B_rows.shape[0] == 1 else \
-            np.einsum("qnm,nkq->kqm", B_rows, est["gb"])
-        Bk = B_rows[0][:, None, None, :] if B_rows.shape[0] == 1 else np.transpose(B_rows, (1, 0, 2))[:, None]
-        dL = np.zeros((K, Q, M, M))
-        idx = np.arange(M)
-        dL[..., idx, idx] = 2.0 * np.einsum("nkqm,nkqm->kqm", np.broadcast_to(Bk, est["U"].shape), est["U"])
+    if p.diagonal:  # dL: its diagonal (K, Q, M), the only part that is a parameter
+        if B_rows.shape[0] == 1:
+            dm = (B_rows[0].T @ est["gb"].reshape(n, K * Q)).reshape(M, K, Q).transpose(1, 2, 0)
+            dL = 2.0 * np.einsum("nm,nkqm->kqm", B_rows[0], est["U"])
+        else:
+            dm = np.einsum("qnm,nkq->kqm", B_rows, est["gb"])
+            dL = 2.0 * np.einsum("qnm,nkqm->kqm", B_rows, est["U"])
         return dm, dL
     if B_rows.shape[0] == 1:
         Bt = B_rows[0].T

@@ -22,8 +22,10 @@ from sklearn_struct.datasets import make_chain_data
 
 # The settings these tests were written for (the defaults before issue #20): the gray-box prior start,
 # the ELBO's kernel amplitude, full covariances, 200 samples, and a fixed number of global iterations
-# (tol=0: no stopping rule, so no ConvergenceWarning at max_iter).
-LEGACY = dict(init="prior", amplitude="elbo", covariance="full", n_samples=200, n_predict_samples=200, tol=0.0)
+# (tol=0: no stopping rule, so no ConvergenceWarning at max_iter), and k-means inducing inputs (before
+# issue #22; the SVD basis is tested in test_gp_struct_inducing.py).
+LEGACY = dict(init="prior", amplitude="elbo", covariance="full", n_samples=200, n_predict_samples=200, tol=0.0,
+              inducing="kmeans")
 
 
 def _legacy(*args, **kw):
@@ -50,7 +52,7 @@ def _fd(fun, x, eps=1e-5):
     return g
 
 
-@pytest.mark.parametrize("K, diagonal", [(1, False), (2, False), (3, True)])
+@pytest.mark.parametrize("K, diagonal", [(1, False), (2, False), (3, True), (1, True)])
 def test_kl_gradients_match_finite_differences(K, diagonal):
     rng = np.random.RandomState(K)
     p = _random_params(rng, K, 2, 3, diagonal)
@@ -72,6 +74,36 @@ def test_kl_gradients_match_finite_differences(K, diagonal):
 
     np.testing.assert_allclose(np.concatenate([g_mb.ravel(), g_lsb.ravel()]), _fd(pair_value, p.get_pair()),
                                rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("K", [1, 2])
+def test_diagonal_gradient_parts_are_the_diagonal_of_the_full_ones(K):
+    """With a diagonal covariance the KL and data gradients of L are computed as (K, Q, M) diagonals
+    (no M x M arrays: they were 70% of a SAGA step's CPU at M = 500); they equal the diagonal of the
+    full gradients of the same parameters seen as a full covariance with a zero off-diagonal part."""
+    from sklearn_struct._gp_struct_model import unary_data_grad
+
+    rng = np.random.RandomState(K)
+    p = _random_params(rng, K, 3, 4, diagonal=True)
+    full = p.copy()
+    full.diagonal = False
+    idx = np.arange(4)
+    vd, gmd, gLd = unary_kl(p)
+    vf, gmf, gLf = unary_kl(full)
+    assert gLd.shape == (K, 3, 4)
+    np.testing.assert_allclose(vd, vf, rtol=1e-12)
+    np.testing.assert_allclose(gmd, gmf, rtol=1e-12)
+    np.testing.assert_allclose(gLd, gLf[..., idx, idx], rtol=1e-10)
+    for G in (1, 3):
+        B = rng.normal(size=(G, 7, 4))
+        est = dict(gb=rng.normal(size=(7, K, 3)), U=rng.normal(size=(7, K, 3, 4)))
+        dmd, dLd = unary_data_grad(B, est, p)
+        dmf, dLf = unary_data_grad(B, est, full)
+        np.testing.assert_allclose(dmd, dmf, rtol=1e-10)
+        np.testing.assert_allclose(dLd, np.einsum("gnm,nkqm->kqm", B, est["U"]) * 2 if G == 1 else
+                                   2 * np.einsum("qnm,nkqm->kqm", B, est["U"]), rtol=1e-10)
+        # the full path's dL holds 2 B^T U; its diagonal is the compact one
+        np.testing.assert_allclose(dLd, dLf[..., idx, idx], rtol=1e-10)
 
 
 def test_kl_is_zero_at_the_prior_for_one_component():
@@ -420,6 +452,50 @@ def test_sparse_map_is_the_enumerated_optimum_and_laplace_variances_shrink():
     np.testing.assert_allclose(p.m[0], v)
 
 
+def _piecewise_map_objective(prior, y, offsets, Q, x):
+    """The piecewise pseudo-likelihood MAP objective written out token by token and edge by edge."""
+    M = prior.B.shape[2]
+    v, mb = x[:Q * M].reshape(Q, M), x[Q * M:].reshape(Q, Q)
+    unary = prior.B[0] @ v.T
+    total = 0.5 * float(x @ x)
+    for s in range(len(offsets) - 1):
+        for t in range(offsets[s], offsets[s + 1]):
+            total -= unary[t, y[t]] - logsumexp(unary[t])
+            if t > offsets[s]:
+                a, b = y[t - 1], y[t]
+                total -= (mb[a, b] - logsumexp(mb[a, :])) + (mb[a, b] - logsumexp(mb[:, b]))
+    return total
+
+
+def test_piecewise_sparse_map_is_the_optimum_of_the_pseudo_likelihood():
+    """gp-var-p starts from the MAP of its own (piecewise) likelihood: the analytic gradient matches finite
+    differences of the objective written out edge by edge, and the point returned is its stationary point
+    (not the chain's)."""
+    from sklearn_struct._gp_struct_optim import _piecewise_nll, sparse_map
+
+    prior, _, y = _two_sequences(1, False)
+    Q, M = 3, prior.B.shape[2]
+    rng = np.random.RandomState(0)
+    x = rng.normal(scale=0.7, size=Q * M + Q * Q)
+    onehot = np.eye(Q)[y]
+    counts = np.zeros((Q, Q))
+    for s in range(2):
+        lo, hi = prior.offsets[s], prior.offsets[s + 1]
+        np.add.at(counts, (y[lo:hi - 1], y[lo + 1:hi]), 1.0)
+    value, g_unary, g_mb = _piecewise_nll(prior.B[0] @ x[:Q * M].reshape(Q, M).T, x[Q * M:].reshape(Q, Q),
+                                          prior.offsets, onehot, counts)[:3]
+    grad = np.concatenate([(prior.B[0].T @ g_unary).T.ravel(), g_mb.ravel()]) + x
+    objective = functools.partial(_piecewise_map_objective, prior, y, prior.offsets, Q)
+    np.testing.assert_allclose(value + 0.5 * x @ x, objective(x), rtol=1e-12)
+    np.testing.assert_allclose(grad, _fd(objective, x), rtol=1e-6, atol=1e-7)
+    v, mb, var_v, var_bin, _ = sparse_map(prior, y, prior.offsets, Q, likelihood="piecewise")
+    x_map = np.concatenate([v.ravel(), mb.ravel()])
+    assert np.abs(_fd(objective, x_map)).max() < 2e-3  # L-BFGS's tolerance
+    v_chain, mb_chain = sparse_map(prior, y, prior.offsets, Q)[:2]
+    assert np.abs(_fd(objective, np.concatenate([v_chain.ravel(), mb_chain.ravel()]))).max() > 0.05
+    assert np.all((var_v > 0) & (var_v < 1)) and np.all((var_bin > 0) & (var_bin <= 1))
+
+
 def _ctx(X, y, n_samples=30, seed=0, kernel=None):
     import time
 
@@ -578,7 +654,28 @@ def test_saga_stops_by_its_elbo_rule(chain_data):
     gp = GPStructClassifier(optimizer="saga", n_inducing=15, n_samples=30, block_iters=(60, 20, 0), batch_size=5,
                             learning_rate=3e-3, learning_rate_cov=3e-4, max_iter=60, tol=1e-3,
                             random_state=0).fit(Xtr, ytr)
-    assert gp.stop_reason_ in ("elbo", "step") and gp.n_iter_ < 60
+    assert gp.stop_reason_ in ("elbo", "step") and 2 <= gp.n_iter_ < 60
+    # the same fit with a cap one iteration short of the rule: the cap ends it, with a warning
+    capped = clone(gp).set_params(max_iter=gp.n_iter_ - 1)
+    with pytest.warns(ConvergenceWarning, match=f"max_iter={gp.n_iter_ - 1}"):
+        capped.fit(Xtr, ytr)
+    assert capped.stop_reason_ == "max_iter"
+    np.testing.assert_array_equal(capped.elbo_curve_, gp.elbo_curve_[:gp.n_iter_])  # same seed, same path
+
+
+def test_saga_elbo_curve_is_a_common_random_numbers_monitor(chain_data):
+    """SAGA's ELBO curve is the monitor with one seed for the whole fit: an iteration that lowers it is
+    undone (its value repeated, the step sizes halved), so the curve never falls; with huge steps some
+    iterations are undone (from the prior, where small steps raise it far)."""
+    Xtr, ytr = chain_data[0][:30], chain_data[1][:30]
+    kw = dict(optimizer="saga", init="prior", amplitude=1.0, n_inducing=15, n_samples=20, block_iters=(30, 10, 0),
+              batch_size=3, max_iter=5, tol=0.0, random_state=0)
+    small = GPStructClassifier(learning_rate=3e-3, learning_rate_cov=3e-4, **kw).fit(Xtr, ytr)
+    huge = GPStructClassifier(learning_rate=3.0, learning_rate_cov=0.3, **kw).fit(Xtr, ytr)
+    for gp in (small, huge):
+        assert gp.n_iter_ == 5 and np.all(np.diff(gp.elbo_curve_) >= 0)
+    assert small.elbo_curve_[-1] > small.elbo_curve_[0] + 50
+    assert huge.step_scale_ <= 0.25 and np.sum(np.diff(huge.elbo_curve_) == 0) >= 2
 
 
 def test_scaling_the_kernel_scales_the_whitened_features_by_its_square_root(chain_data):
