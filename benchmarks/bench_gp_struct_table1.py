@@ -89,7 +89,9 @@ SETTINGS_PAPER = (
     "gp-var-b: GPStructClassifier() at its defaults: init='map' (variational means at the sparse MAP, "
     "diagonal covariances from its Laplace curvature), the kernel amplitude chosen by 3-fold cross-validation "
     "on the training half from 4^-2 ... 4^4 (amplitude='cv': held-out token error of the sparse MAP; the "
-    "paper fits it by the ELBO), diagonal covariances, M = 500 inducing inputs (k-means), S = 100 samples per "
+    "paper fits it by the ELBO), diagonal covariances, M = 500 inducing inputs "
+    "(inducing='auto': a basis of the top-500 right singular subspace of the training tokens' features "
+    "augmented by the kernel's constant, issue #22; the previous run: k-means centres), S = 100 samples per "
     "sequence and sample set (paper 10,000), L-BFGS blocks (10, 5, 2) (unary, pairwise, hyperparameters; the "
     "paper 50 / 10 / 5) with the curvature memory kept across sample redraws, stopping when a global iteration "
     "raises the ELBO (common random numbers) by less than 2e-3 relative (at most 50). gp-var-s / gp-var-p: "
@@ -357,8 +359,11 @@ TABLE1_RUN = {
                "processes sharing the two cores. The CRF rows are NonLocalCRF's base CRF (ChainCRF's objective)."),
     "paper": ("Fit seconds of the gp-var-b / gp-var-s / gp-var-p rows are CPU seconds of the fit (time.process_time, "
               "run under nice 10 with the other agents' jobs on the two cores); the CRF rows' seconds are wall time. "
-              "The rows 'gp-var-b, ELBO amplitude (previous run)' are the previous session's gp-var-b (commit "
-              "bb1437e: kernel amplitude fitted by the ELBO, at most 6 global iterations), kept for comparison. "
+              "The gp-var-b rows were run at commit 62219a1 (inducing='auto': the SVD basis of the training features, "
+              "issue #22). The rows 'gp-var-b, k-means Z (previous run)' are the same defaults with k-means "
+              "inducing inputs (commit 2e1ac69 and before), 'gp-var-b, ELBO amplitude (previous run)' the session "
+              "before (commit bb1437e: kernel amplitude fitted by the ELBO, at most 6 global iterations), both "
+              "kept for comparison. "
               "The CRF rows were run at bb1437e on the same splits and features."),
 }
 PROTOCOL_TEXT = {
