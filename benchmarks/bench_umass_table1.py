@@ -507,10 +507,15 @@ def report(out, grobid):
     plot(out)
 
 
+def _fold_scores(rows):
+    """Per-fold F1 of the base, hand-written and learned models, and the learned gain over the base."""
+    g = {k: np.array([r[k]["f1"] for r in rows]) for k in ("base", "hand", "learned")}
+    return g, g["learned"] - g["base"]
+
+
 def grobid_perceptron_report(rows):
     """GROBID folds with psi by the perceptron (the UMass-dev setting, no tuning on GROBID)."""
-    g = {k: np.array([r[k]["f1"] for r in rows]) for k in ("base", "hand", "learned")}
-    gain = g["learned"] - g["base"]
+    g, gain = _fold_scores(rows)
     return [f"GROBID, psi by the perceptron ({rows[0]['family_setting']}), folds {[r['fold'] for r in rows]}: "
             f"base {g['base'].mean():.2f}, hand-written {g['hand'].mean():.2f}, learned {g['learned'].mean():.2f} "
             f"= {gain.mean():+.2f} over base (per fold {', '.join(f'{v:+.2f}' for v in gain)}; goal >= +0.5: "
@@ -522,8 +527,7 @@ def grobid_perceptron_report(rows):
 
 def grobid_converged_report(rows):
     """GROBID folds with every base CRF run to CRFsuite's stop (``--to-convergence``)."""
-    g = {k: np.array([r[k]["f1"] for r in rows]) for k in ("base", "hand", "learned")}
-    gain = g["learned"] - g["base"]
+    g, gain = _fold_scores(rows)
     return [f"GROBID with the base CRFs run to CRFsuite's stop (`--to-convergence`; "
             f"{', '.join(str(r['base_n_iter']) for r in rows)} L-BFGS iterations), folds {[r['fold'] for r in rows]}, "
             f"the UMass-dev family setting {rows[0]['family_setting']}: base {g['base'].mean():.2f}, hand-written "
