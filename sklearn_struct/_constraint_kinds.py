@@ -64,13 +64,8 @@ def check_bio_x(kind, family, X, n_seq):
 
 def presence(X, n_seq):
     """(n_sequences, n_features) sparse 0/1 matrix: is column j on somewhere in sequence i."""
-    rows, cols, width = [], [], None
-    for i, x in enumerate(X):
-        if not hasattr(x, "shape") or len(x.shape) != 2:
-            raise ValueError(f"X: sequence {i} must be a 2D feature matrix, got {type(x).__name__}.")
-        if width is not None and x.shape[1] != width:
-            raise ValueError(f"X: sequence {i} has {x.shape[1]} features, sequence 0 has {width}.")
-        width = x.shape[1]
+    rows, cols, width = [], [], X[0].shape[1]
+    for i, x in enumerate(X):  # shapes checked by ConstraintFamily.fit
         on = np.unique(sp.csr_matrix(x).nonzero()[1]) if sp.issparse(x) else np.flatnonzero(np.any(np.asarray(x) != 0, 0))
         rows.append(np.full(on.size, i))
         cols.append(on)

@@ -61,6 +61,7 @@ import itertools
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -175,6 +176,9 @@ class ConstraintFamily(BaseEstimator):
         if bad or not self.kinds:
             raise ValueError(f"kinds must be a non-empty subset of {_ALL_KINDS}, got {self.kinds!r}.")
         y = _check_labels(y)
+        if X is not None:
+            X = list(X)
+            _check_features(X, y)
         self.scheme_ = _scheme(y, self.scheme, self.outside)
         leaves, counts = _segment_counts(y, self.scheme_, self.outside)
         self._labels = sorted({lab for seq in y for lab in seq} - {self.outside})
@@ -395,6 +399,30 @@ def kept_constraints(model, tol=0.0):
 
 
 # ---- helpers -----------------------------------------------------------------------------
+def _check_features(X, y):
+    """ValueError naming the sequence unless ``X`` (when it has one entry per label sequence) holds 2D
+    feature matrices of one width, one row per token and finite values; a count mismatch is left to
+    the kinds that read ``X``."""
+    if len(X) != len(y):
+        return
+    width = None
+    for i, x in enumerate(X):
+        if not hasattr(x, "shape") or len(x.shape) != 2:
+            raise ValueError(f"X: sequence {i} must be a 2D feature matrix, got {type(x).__name__}.")
+        if width is not None and x.shape[1] != width:
+            raise ValueError(f"X: sequence {i} has {x.shape[1]} features, sequence 0 has {width}.")
+        width = x.shape[1]
+        if x.shape[0] != len(y[i]):
+            raise ValueError(f"X: sequence {i} has {x.shape[0]} rows, but its labels have {len(y[i])} tokens.")
+        data = x.data if sp.issparse(x) else x
+        try:
+            finite = np.all(np.isfinite(np.asarray(data, dtype=float)))
+        except (TypeError, ValueError):
+            raise ValueError(f"X: sequence {i} has non-numeric features.") from None
+        if not finite:
+            raise ValueError(f"X: sequence {i} has NaN or infinite features.")
+
+
 def _check_labels(y):
     if isinstance(y, (str, bytes)) or not hasattr(y, "__len__") or len(y) == 0:
         raise ValueError("y must be a non-empty list of label sequences.")

@@ -353,6 +353,14 @@ def test_cue_and_length_bad_input():
         ConstraintFamily(kinds=("cue",)).fit(Y_BIO, [X[0], X[1], [1, 2]])
     with pytest.raises(ValueError, match="kinds must be"):
         ConstraintFamily(kinds=("length", "lengths")).fit(Y_BIO)
+    with pytest.raises(ValueError, match="X: sequence 1 has 2 rows, but its labels have"):
+        ConstraintFamily(kinds=("cue",)).fit(Y_BIO, [X[0], np.zeros((2, 2)), X[2]])
+    nan = X[2].copy()
+    nan[0, 1] = np.nan
+    with pytest.raises(ValueError, match="X: sequence 2 has NaN or infinite features"):
+        ConstraintFamily(kinds=("cue",)).fit(Y_BIO, [X[0], X[1], nan])
+    with pytest.raises(ValueError, match="X: sequence 0 has NaN or infinite features"):
+        ConstraintFamily(kinds=("cue",)).fit(Y_BIO, [sp.csr_matrix(np.full(X[0].shape, np.inf)), X[1], X[2]])
 
 
 def test_position_candidates_by_hand():
