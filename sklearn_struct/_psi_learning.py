@@ -94,7 +94,7 @@ def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None):
 
     ``est`` is the NonLocalCRF being fitted (its parameters: ``psi_init``, ``n_epochs``,
     ``batch_size``, ``learning_rate(_schedule)``, ``psi_l1``, ``learn_theta``,
-    ``psi_gradient``, ``c2``, ``random_state`` and the inference settings), ``energy`` the
+    ``theta_learning_rate``, ``psi_gradient``, ``c2``, ``random_state`` and the inference settings), ``energy`` the
     fitted energy, ``phi`` the psi features of all training sequences (or None). No epoch
     runs once ``progress`` (the fit's reporter) has been stopped.
 
@@ -175,9 +175,8 @@ def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None):
                                           edge_sum=est.learn_theta)
             g_psi, d_node, m_edge = sur.g_psi, sur.d_node, sur.m_edge
             g_epoch += g_psi.sum(axis=0)
-            lr = est.learning_rate
-            if est.learning_rate_schedule == "invscaling":
-                lr = lr / np.sqrt(1.0 + step)
+            decay = 1.0 / np.sqrt(1.0 + step) if est.learning_rate_schedule == "invscaling" else 1.0
+            lr = est.learning_rate * decay
             nb = idx.shape[0]
             if psi_coef is None:  # projected (with the L1 term: proximal) ascent
                 psi = np.maximum(psi + lr * (g_psi.mean(axis=0) - est.psi_l1), 0.0)
@@ -189,9 +188,10 @@ def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None):
                 exp_edges = m_edge.sum(axis=0) if uses_edges else m_edge
                 g_coef, g_int, g_trans = _theta_gradient(Xb, d_node, edge_from[etok], edge_to[etok], exp_edges,
                                                          coef, trans, nb, est.c2 / n_seq)
-                coef += lr * g_coef
-                intercept += lr * g_int
-                trans += lr * g_trans
+                lr_theta = lr if est.theta_learning_rate is None else est.theta_learning_rate * decay
+                coef += lr_theta * g_coef
+                intercept += lr_theta * g_int
+                trans += lr_theta * g_trans
             step += 1
         history.append(psi.copy())
         if epochs(epoch + 1, np.linalg.norm(g_epoch / n_seq), psi=psi, mean_inference_iterations=n_iter.mean()):

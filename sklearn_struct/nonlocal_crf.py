@@ -159,6 +159,11 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
     learn_theta : bool, default=False
         Also update the base CRF parameters during Algorithm 3 (gradient ``S(y) - m``,
         plus the L2 penalty spread over the examples).
+    theta_learning_rate : None or float, default=None
+        Step size of the theta updates with ``learn_theta=True`` (same schedule as
+        ``learning_rate``); None: ``learning_rate``. The paper's Algorithm 3 takes a
+        "Gradient-Step" on theta and on psi without saying they share a size; psi steps
+        that suit constraint weights (e.g. 30) would wreck a fitted CRF's theta.
     warm_start : bool, default=False
         When True and the model is fitted, the next ``fit`` (same features and labels) starts
         the base CRF's L-BFGS from the fitted parameters, so a converged base model is reused
@@ -274,6 +279,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         "learning_rate_schedule": [StrOptions({"constant", "invscaling"})],
         "psi_gradient": [StrOptions({"algorithm3", "exact", "perceptron"})],
         "learn_theta": ["boolean"],
+        "theta_learning_rate": [None, Interval(numbers.Real, 0, None, closed="neither")],
         **shared_constraints("warm_start", "callback", "random_state", "n_jobs", "verbose"),
     }
 
@@ -301,6 +307,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         learning_rate_schedule="invscaling",
         psi_l1=0.0,
         learn_theta=False,
+        theta_learning_rate=None,
         psi_gradient="algorithm3",
         warm_start=False,
         callback=None,

@@ -107,3 +107,22 @@ def test_learn_theta_step_is_the_surrogate_likelihood_gradient():
         minus[k] = minus[k] - eps * direction
         fd = (J(*plus)[0] - J(*minus)[0]) / (2 * eps)
         assert np.sum(g * direction) == pytest.approx(fd, rel=1e-6, abs=1e-8), k
+
+
+def test_theta_learning_rate_scales_only_the_theta_step():
+    # learn_theta=True: theta_learning_rate=None steps theta with learning_rate; a tiny
+    # theta_learning_rate leaves theta at the base CRF and psi where theta-fixed learning puts it
+    X, y = _one_segment_task(30, seed=4, d=10)
+    kw = dict(c2=0.01, psi_holdout=None, psi_init=0.5, n_epochs=2, learning_rate=1.0, random_state=0)
+    fixed = NonLocalCRF(AT_MOST_ONE, **kw).fit(X, y)
+    same = NonLocalCRF(AT_MOST_ONE, learn_theta=True, **kw).fit(X, y)
+    explicit = NonLocalCRF(AT_MOST_ONE, learn_theta=True, theta_learning_rate=1.0, **kw).fit(X, y)
+    np.testing.assert_allclose(explicit.coef_, same.coef_)
+    np.testing.assert_allclose(explicit.psi_, same.psi_)
+    tiny = NonLocalCRF(AT_MOST_ONE, learn_theta=True, theta_learning_rate=1e-12, **kw).fit(X, y)
+    np.testing.assert_allclose(tiny.coef_, fixed.coef_, atol=1e-9)
+    np.testing.assert_allclose(tiny.psi_, fixed.psi_, rtol=1e-7)
+    assert not np.allclose(same.coef_, fixed.coef_, atol=1e-3)
+    slow = NonLocalCRF(AT_MOST_ONE, learn_theta=True, theta_learning_rate=0.1, **kw).fit(X, y)
+    moved = lambda m: np.abs(m.coef_ - fixed.coef_).sum()  # noqa: E731
+    assert 0 < moved(slow) < moved(same)
