@@ -58,6 +58,10 @@ candidates its own gold satisfies, which bounds what any single psi over the fam
 and one psi fitted by the perceptron on dev's own gold) of the family with the hierarchical
 groups of the UMass label tree and the input-dependent "conditional" counts added
 (``umass_table1_families.json``).
+``--paper-protocol`` (after the main run): the paper's protocol (sec. 8.1), psi (and with
+``learn_theta=True`` theta) by Algorithm 3 on the dev references, every setting chosen by 3-fold
+CV inside dev, with the same-data controls (``benchmarks/_umass_paper_protocol.py``,
+``umass_table1_paper.json``).
 ``--to-convergence`` (with ``--grobid``): base CRFs to CRFsuite's stop instead of
 ``bench_citations``' cap of 100 iterations.
 
@@ -66,6 +70,7 @@ Run::
     SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/bench_umass_table1.py
     SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/bench_umass_table1.py --grobid 0 1
     SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/bench_umass_table1.py --learners
+    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/bench_umass_table1.py --paper-protocol
 
 Output: ``benchmarks/results/umass_table1.{md,json,png}`` (``umass_table1_grobid*.json``,
 ``umass_table1_learners.json``).
@@ -143,17 +148,20 @@ def quiet(fn, *args, **kw):
         return fn(*args, **kw)
 
 
-def with_energy(base, templates, thetas, X, y_enc, **settings):
+def with_energy(base, templates, thetas, X, y_enc, holdout=PSI_HOLDOUT, **settings):
     """``base`` (a fitted NonLocalCRF without energy) plus ``templates``, psi learned on ``thetas``.
 
     The same as ``NonLocalCRF(templates, c2=..., psi_holdout=3, **settings).fit(X, y)``
-    without refitting the base CRF and the cross-fitted ones for every row.
+    without refitting the base CRF and the cross-fitted ones for every row; with
+    ``learn_theta=True`` (and ``holdout=None``) the model takes Algorithm 3's theta too.
     """
-    model = copy.deepcopy(base).set_params(energy=templates, psi_holdout=PSI_HOLDOUT, **settings)
+    model = copy.deepcopy(base).set_params(energy=templates, psi_holdout=holdout, **settings)
     energy = fit_energy(templates, y_enc, base.classes_)
     res = learn_psi(model, X, y_enc, energy, None, *thetas)
     model.__dict__.update(energy_=energy, psi_=res.psi, psi_coef_=None, psi_featurizer_=None, n_psi_features_in_=0,
                           psi_history_=res.history, inference_n_iter_=res.n_iter)
+    if res.theta is not None:
+        model.__dict__.update(coef_=res.theta[0], intercept_=res.theta[1], transition_=res.theta[2])
     return model
 
 
@@ -477,6 +485,11 @@ def report(out, grobid):
           f"Candidate kinds of the chosen family: {out['family_kinds']}. Kept constraints, largest psi first: "
           + "; ".join(f"`{n}` {w:.2f}" for n, w in out["kept"][:40]) + ("; ..." if len(out["kept"]) > 40 else "") + ".",
           ""]
+    pp_path = RESULTS / "umass_table1_paper.json"
+    if pp_path.exists() and "test" in json.loads(pp_path.read_text()):
+        import _umass_paper_protocol as pp
+
+        L += pp.paper_protocol_report(json.loads(pp_path.read_text()))
     if grobid:
         g = {k: np.array([r[k]["f1"] for r in grobid]) for k in ("base", "hand", "learned")}
         gg = g["learned"] - g["base"]
@@ -648,6 +661,8 @@ def main():
                         "on dev and scored on dev, the most one psi vector over the family can do")
     parser.add_argument("--families", nargs="*", help="after the main run: the dev ceilings of the hierarchical "
                         "and input-dependent candidate kinds (umass_table1_families.json); names: only those variants")
+    parser.add_argument("--paper-protocol", action="store_true", help="after the main run: the paper's protocol, "
+                        "psi (and theta) by Algorithm 3 on dev, settings by CV inside dev (umass_table1_paper.json)")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     numba.set_num_threads(1)
@@ -661,6 +676,13 @@ def main():
 
     if args.families is not None:
         run_families(json.loads(path.read_text()), log, args.families)
+        args.report_only = True
+    if args.paper_protocol:
+        import _umass_paper_protocol as pp
+
+        res = pp.run_paper_protocol(json.loads(path.read_text()), log)
+        res["elapsed"] = time.perf_counter() - start
+        pp.PATH.write_text(json.dumps(res))
         args.report_only = True
     if args.learners:
         lpath.write_text(json.dumps(run_learners(json.loads(path.read_text()), log)))
