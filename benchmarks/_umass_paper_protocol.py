@@ -218,7 +218,8 @@ def paper_protocol_report(pp):
               "step 0.003-0.1, 3 / 6 epochs) chose its edges by the same CV (" + "; ".join(
                   f"{k}: {_setting(g1[k + '_setting'])}" for k in ("psi_dev", "joint_dev")) + "); its test row, "
               "once: " + ", ".join(f"{k} {f1[k]:.2f} ({f1[k] - f1['base']:+.2f})" for k, _ in ROWS) + ". This grid "
-              "reaches past those edges."]
+              "reaches past those edges; it was run after grid 1's test row had been seen (the widening follows grid 1's "
+              "CV edges, and both test rows are reported)."]
     L += ["", "Chosen: " + "; ".join(f"{k}: {_setting(pp[k + '_setting'])}"
                                      for k in ("psi_dev", "joint_dev", "theta_only_dev")) + ".", ""]
     keys = [k for k, _ in ROWS]
