@@ -388,7 +388,9 @@ TABLE1_RUN = {
               "the gp-var-b rows): gp-var-s at b7c468a (the chain code is unchanged in the later commits), "
               "gp-var-p at c283bb2 (the piecewise MAP start); with OPENBLAS_NUM_THREADS=1, except gp-var-s "
               "on split 0 of chunking, segmentation and base NP (two BLAS threads, CPU seconds inflated by spinning "
-              "on the loaded machine)."),
+              "on the loaded machine). The rows 'gp-var-b, random_state=101' are the same defaults with one "
+              "random_state (101) for every split instead of the split's number (commit 8156983, issue #22's "
+              "amplitude-CV measurement): the seed-to-seed spread of the same protocol."),
 }
 PROTOCOL_TEXT = {
     "pooled": ("**Pooled protocol** (the harder generalisation test): CRF++ train and test pooled, five random "
