@@ -391,9 +391,10 @@ TABLE1_RUN = {
               "the gp-var-b rows): gp-var-s at b7c468a (the chain code is unchanged in the later commits), "
               "gp-var-p at c283bb2 (the piecewise MAP start); with OPENBLAS_NUM_THREADS=1, except gp-var-s "
               "on split 0 of chunking, segmentation and base NP (two BLAS threads, CPU seconds inflated by spinning "
-              "on the loaded machine). The rows 'gp-var-b, random_state=101' are the same defaults with one "
-              "random_state (101) for every split instead of the split's number (commit 8156983, issue #22's "
-              "amplitude-CV measurement): the seed-to-seed spread of the same protocol."),
+              "on the loaded machine). The rows 'gp-var-b, random_state=101' (commit 8156983) and 'gp-var-s, "
+              "random_state=101' (segmentation and Japanese NE, commit e1d8076) are the same settings with one "
+              "random_state (101) for every split instead of the split's number: the seed-to-seed spread of the "
+              "same protocol."),
 }
 PROTOCOL_TEXT = {
     "pooled": ("**Pooled protocol** (the harder generalisation test): CRF++ train and test pooled, five random "
