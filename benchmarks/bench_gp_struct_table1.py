@@ -23,6 +23,11 @@ An optional fourth argument reruns only some methods (``gp-var-b,gp-var-s,gp-var
 replaces their rows in the task's part file, keeping the others::
 
     ... bench_gp_struct_table1.py table 5 basenp,chunking,seg,JapaneseNE gp-var-s,gp-var-p,crf
+
+Fifth to seventh arguments: the protocol, the splits, one GP ``random_state`` for every split (the
+seed-to-seed spread; rows "gp-var-b, random_state=101", their own part files)::
+
+    ... bench_gp_struct_table1.py table 5 basenp,chunking,seg,JapaneseNE gp-var-b paper 0,1,2,3,4 101
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_table1.py scaling
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_table1.py figure
     python benchmarks/bench_gp_struct_table1.py report
@@ -217,11 +222,12 @@ def split_data(seqs, labels, template, n_train, seed):
     return feat, Xtr, [labels[i] for i in tr], Xte, [labels[i] for i in te]
 
 
-def table1(task, name, n_train, n_splits, methods=None, protocol="paper", on_split=None, splits=None):
+def table1(task, name, n_train, n_splits, methods=None, protocol="paper", on_split=None, splits=None, seed=None):
     """The methods (default: all; ``"crf"`` stands for both CRFs) on ``n_splits`` splits of one task;
     rows[method] = [(error %, fit s, note), ...]. ``protocol="paper"``: the papers' pool, splits and
     train.data feature dictionary (:func:`paper_split`); ``"pooled"``: train+test pooled, random splits
-    (:func:`split_data`)."""
+    (:func:`split_data`). The GPs' ``random_state`` is the split's number, or ``seed`` for every split
+    (rows named ``"<method>, random_state=<seed>"``: the seed-to-seed spread of the same protocol)."""
     if protocol == "pooled":
         seqs, labels, template = load_pool(task)
     gp_methods = list(GP_PAPER)
@@ -236,15 +242,16 @@ def table1(task, name, n_train, n_splits, methods=None, protocol="paper", on_spl
         res = {}
         for method in (m for m in gp_methods if m in methods):
             t = time.process_time()  # CPU seconds: robust to the other jobs on the shared machine
-            gp = GPStructClassifier(random_state=split, **gp_params(method, n_train, protocol)).fit(Xtr, ytr)
+            rs, row = (split, method) if seed is None else (seed, f"{method}, random_state={seed}")
+            gp = GPStructClassifier(random_state=rs, **gp_params(method, n_train, protocol)).fit(Xtr, ytr)
             fit_s = time.process_time() - t
-            res[method] = (error_rate(gp.predict(Xte), yte), fit_s, gp_note(gp))
+            res[row] = (error_rate(gp.predict(Xte), yte), fit_s, gp_note(gp))
             if hasattr(gp.kernel_, "k1"):
-                res[method] = res[method][:2] + (res[method][2] + f", kernel {gp.kernel_}",)
+                res[row] = res[row][:2] + (res[row][2] + f", kernel {gp.kernel_}",)
             gp.set_params(decode="viterbi_mean")
-            res[method + " (viterbi_mean)"] = (error_rate(gp.predict(Xte), yte), fit_s, "same fit")
-            TRACES.setdefault(method, {})[f"{task}/{split}"] = dict(elbo=gp.elbo_curve_.tolist(),
-                                                                    seconds=gp.elbo_times_.tolist())
+            res[row + " (viterbi_mean)"] = (error_rate(gp.predict(Xte), yte), fit_s, "same fit")
+            TRACES.setdefault(row, {})[f"{task}/{split}"] = dict(elbo=gp.elbo_curve_.tolist(),
+                                                                 seconds=gp.elbo_times_.tolist())
         if "crf" in methods:
             res.update(run_crfs(Xtr, ytr, Xte, yte, feat, np.random.RandomState(split)))
         for method, val in res.items():
@@ -260,7 +267,7 @@ TRACES = {}  # method -> "task/split" -> ELBO trace of the fit (for the converge
 
 def gp_note(gp):
     return (f"ELBO {gp.elbo_curve_[0]:.0f} -> {gp.elbo_curve_[-1]:.0f} in {gp.n_iter_} iterations, "
-            f"stop: {getattr(gp, 'stop_reason_', '?')}")
+            f"stop: {getattr(gp, 'stop_reason_', '?')}, amplitude {getattr(gp, 'amplitude_', None)}")
 
 
 def _cpu_seconds(func):
@@ -371,8 +378,11 @@ TABLE1_RUN = {
                "processes sharing the two cores. The CRF rows are NonLocalCRF's base CRF (ChainCRF's objective)."),
     "paper": ("Fit seconds of the gp-var-b / gp-var-s / gp-var-p rows are CPU seconds of the fit (time.process_time, "
               "run under nice 10 with the other agents' jobs on the two cores); the CRF rows' seconds are wall time. "
-              "The gp-var-b rows were run at commit 62219a1 (inducing='auto': the SVD basis of the training features, "
-              "issue #22). The rows 'gp-var-b, k-means Z (previous run)' are the same defaults with k-means "
+              "The gp-var-b rows were rerun at commit 9e9331d (the same defaults and seeds; the library of "
+              "d96817b: 62219a1's defaults with the later diagonal-gradient and chain-oracle changes, which change the "
+              "fits' floating-point path: chunking split 0 ends at ELBO -2,482 and 7.27% instead of -2,505 and 7.99%); "
+              "the rows 'gp-var-b, code of 62219a1 (previous run)' are the run at 62219a1 (inducing='auto': the SVD "
+              "basis of the training features, issue #22). The rows 'gp-var-b, k-means Z (previous run)' are the same defaults with k-means "
               "inducing inputs (commit 2e1ac69 and before), 'gp-var-b, ELBO amplitude (previous run)' the session "
               "before (commit bb1437e: kernel amplitude fitted by the ELBO, at most 6 global iterations), both "
               "kept for comparison. "
@@ -381,7 +391,10 @@ TABLE1_RUN = {
               "the gp-var-b rows): gp-var-s at b7c468a (the chain code is unchanged in the later commits), "
               "gp-var-p at c283bb2 (the piecewise MAP start); with OPENBLAS_NUM_THREADS=1, except gp-var-s "
               "on split 0 of chunking, segmentation and base NP (two BLAS threads, CPU seconds inflated by spinning "
-              "on the loaded machine)."),
+              "on the loaded machine). The rows 'gp-var-b, random_state=101' (commit 8156983) and 'gp-var-s, "
+              "random_state=101' (segmentation and Japanese NE, commit e1d8076) are the same settings with one "
+              "random_state (101) for every split instead of the split's number: the seed-to-seed spread of the "
+              "same protocol."),
 }
 PROTOCOL_TEXT = {
     "pooled": ("**Pooled protocol** (the harder generalisation test): CRF++ train and test pooled, five random "
@@ -455,12 +468,15 @@ def plot_figure1(curve):
     fig.savefig(RESULTS / "gp_struct_figure1.png", dpi=100)
 
 
-def _part(task, protocol, splits=None, methods=None):
+def _part(task, protocol, splits=None, methods=None, seed=None):
     """The part file of a run; a run of SAGA variants only (``methods`` all gp-var-s / gp-var-p) gets
-    its own (``..._gp-var-s_splits0.json``), so that it can run beside a gp-var-b run of the same splits."""
+    its own (``..._gp-var-s_splits0.json``), so that it can run beside a gp-var-b run of the same splits;
+    so does a run at one ``seed`` for every split (``..._seed101_splits0-1-2-3-4.json``)."""
     extra = "" if splits is None else "_splits" + "-".join(map(str, splits))
     if splits is not None and methods and set(methods) <= {"gp-var-s", "gp-var-p"}:
         extra = "_" + "-".join(methods) + extra
+    if seed is not None:
+        extra = f"_seed{seed}" + extra
     return RESULTS / f"gp_struct_table1_{protocol}_{task}{extra}.json"
 
 
@@ -469,7 +485,8 @@ def _merged_part(task, protocol):
     in split order (a part without ``splits`` holds splits 0, 1, ...)."""
     main = _part(task, protocol)
     parts = ([main] if main.exists() else []) + sorted(RESULTS.glob(f"{main.stem}_splits*.json")) \
-        + sorted(RESULTS.glob(f"{main.stem}_gp-var-*_splits*.json"))  # the SAGA runs' parts last (newest rows)
+        + sorted(RESULTS.glob(f"{main.stem}_gp-var-*_splits*.json")) \
+        + sorted(RESULTS.glob(f"{main.stem}_seed*.json"))  # the SAGA runs' and other seeds' parts last
     if not parts:
         return None
     merged, by_split = {}, {}
@@ -565,10 +582,12 @@ def main():
         # optional sixth argument: only these splits (e.g. "4" or "3,4"), saved to their own part file
         # (a second process can run them beside the first; report merges the parts in split order)
         splits = [int(k) for k in sys.argv[6].split(",")] if len(sys.argv) > 6 else None
+        # optional seventh argument: one GP random_state for every split (rows "<method>, random_state=<seed>")
+        seed = int(sys.argv[7]) if len(sys.argv) > 7 else None
         for task, name, n_train in TASKS:
             if task in wanted:
                 TRACES.clear()
-                part = _part(task, protocol, splits, methods)
+                part = _part(task, protocol, splits, methods, seed)
                 old = json.loads(part.read_text()) if methods is not None and part.exists() else None
 
                 def save(rows, done, part=part, old=old, protocol=protocol):
@@ -580,7 +599,7 @@ def main():
                     part.write_text(json.dumps(dict(n_splits=done, rows=rows, settings=settings, traces=traces,
                                                     splits=list(splits or range(n_splits))[:done]), indent=1))
 
-                table1(task, name, n_train, n_splits, methods, protocol, on_split=save, splits=splits)
+                table1(task, name, n_train, n_splits, methods, protocol, on_split=save, splits=splits, seed=seed)
     elif what in ("scaling", "figure1"):
         data = scaling() if what == "scaling" else figure1()
         (RESULTS / f"gp_struct_{what}.part.json").write_text(json.dumps(data, indent=1))

@@ -164,17 +164,23 @@ def start_from_map(p, prior, y, offsets, rng, likelihood="chain"):
     diagonal with ``covariance="diagonal"``, the full per-label Gauss-Newton inverse otherwise),
     the MAP under the model's own likelihood (chain or piecewise)."""
     v, mb, var_v, var_bin, curv = sparse_map(prior, y, offsets, p.Q, likelihood=likelihood)
-    p.m[:] = v[None]
+    set_laplace_diagonal(p, v, mb, var_v, var_bin)
     if p.K > 1:  # break the symmetry between components
         p.m += np.sqrt(var_v)[None] * rng.standard_normal(p.m.shape)
-    p.logd[:] = 0.5 * np.log(var_v)[None]
-    p.Loff[:] = 0.0
     if not p.diagonal:
         low = np.tril_indices(p.M, -1)
         for j in range(p.Q):
             L = _laplace_cholesky(prior, curv, j)
             p.logd[:, j] = np.log(np.diag(L))[None]
             p.Loff[:, j][:, low[0], low[1]] = L[low][None]
+
+
+def set_laplace_diagonal(p, v, mb, var_v, var_bin):
+    """Every component of ``p`` at the sparse MAP means ``v``, ``mb`` with the diagonal Laplace
+    variances ``var_v``, ``var_bin`` (the outputs of :func:`sparse_map`)."""
+    p.m[:] = v[None]
+    p.logd[:] = 0.5 * np.log(var_v)[None]
+    p.Loff[:] = 0.0
     p.mb[:] = mb
     p.log_sb[:] = 0.5 * np.log(var_bin)
 

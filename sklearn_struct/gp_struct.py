@@ -111,8 +111,12 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         model the sparse MAP, scored by held-out token error (as a CRF's ``c2``). A documented
         departure from the paper, which fits hyperparameters by the ELBO: on the CRF++ tasks the
         ELBO chooses amplitudes of 0.03-0.2, where held-out error is 1-3 points above its
-        minimum (issue #22). ``"elbo"``: the paper's rule (the default kernel gets a learnable
-        ``ConstantKernel``; L-BFGS's hyperparameter block fits it). A float: that amplitude.
+        minimum (issue #22). The folds are one random partition (``random_state``: same seed,
+        same amplitude). Scoring by ``predict``'s decoder (marginals averaged over samples of the
+        fold's Laplace start, with ``K~``) or averaging three partitions did not pick amplitudes
+        with lower test error on the CRF++ tasks (``benchmarks/bench_gp_struct_amplitude_cv.py``).
+        ``"elbo"``: the paper's rule (the default kernel gets a learnable ``ConstantKernel``;
+        L-BFGS's hyperparameter block fits it). A float: that amplitude.
     covariance : {"diagonal", "full"}, default="diagonal"
     n_samples : int, default=100
         Monte-Carlo samples per sequence and component in each ELBO estimate.
