@@ -23,12 +23,13 @@ AMPLITUDE_GRID = tuple(4.0**k for k in range(-2, 5))  # 1/16 ... 256
 
 
 class _Rows:
-    """The whitened features of some tokens (``B`` (G, n, M)), for :func:`sparse_map`."""
+    """The whitened features of some tokens (``B`` (G, n, M)), for :func:`sparse_map`; with their
+    sequences' ``offsets`` and residual variances ``Ktil`` also a prior for :func:`sample_marginals`."""
 
     unary_mean = SparsePrior.unary_mean
 
-    def __init__(self, B):
-        self.B = B
+    def __init__(self, B, offsets=None, Ktil=None):
+        self.B, self.offsets, self.Ktil = B, offsets, Ktil
 
 
 def scaled_kernel(kernel, amplitude):
@@ -51,6 +52,8 @@ def cv_amplitude(prior1, y, offsets, Q, rng, grid=AMPLITUDE_GRID, n_folds=3, n_r
     held-out tokens. Returns ``(amplitude, scores)``: ``scores`` (len(grid), 2) holds the mean
     held-out error and log-loss per amplitude.
     """
+    from ._gp_struct_optim import sparse_map
+
     n_seq = offsets.shape[0] - 1
     if n_seq < 2:
         return 1.0, np.zeros((len(grid), 2))
@@ -58,44 +61,30 @@ def cv_amplitude(prior1, y, offsets, Q, rng, grid=AMPLITUDE_GRID, n_folds=3, n_r
     seed = int(rng.randint(np.iinfo(np.int32).max)) if decoder == "sampled" else None
     scores = np.zeros((len(grid), 2))
     n_fits = sum(len(folds) for folds in splits)
-    for held in (h for folds in splits for h in folds):
-        train = np.setdiff1d(np.arange(n_seq), held)
-        fold = (_FoldPrior(prior1, offsets, train), _FoldPrior(prior1, offsets, np.sort(held)))
+    for held in (np.sort(h) for folds in splits for h in folds):
+        rows_tr, _, off_tr = subset_sequences(offsets, np.setdiff1d(np.arange(n_seq), held))
+        rows_te, _, off_te = subset_sequences(offsets, held)
+        B_tr, B_te, yt = prior1.B[:, rows_tr], prior1.B[:, rows_te], y[rows_te]
         for i, a in enumerate(grid):
-            node = _held_out_marginals(fold, a, y, Q, decoder, n_samples, seed, max_iter)
-            yt = y[fold[1].rows]
+            fit = sparse_map(_Rows(np.sqrt(a) * B_tr), y[rows_tr], off_tr, Q, max_iter=max_iter)
+            test = _Rows(np.sqrt(a) * B_te, off_te)
+            node = _held_out_marginals(fit, test, prior1, held, a, decoder, n_samples, seed)
             scores[i, 0] += np.mean(np.argmax(node, axis=1) != yt) / n_fits
             scores[i, 1] += -np.mean(np.log(np.maximum(node[np.arange(yt.size), yt], 1e-300))) / n_fits
     best = min(range(len(grid)), key=lambda i: (round(scores[i, 0], 12), scores[i, 1]))
     return float(grid[best]), scores
 
 
-class _FoldPrior:
-    """The :class:`SparsePrior` quantities of the sequences ``seqs`` (``B``, ``Ktil``, packed
-    ``offsets``, their token ``rows`` in the full batch), scaled to amplitude ``a`` by :meth:`at`."""
+def _held_out_marginals(fit, test, prior1, held, a, decoder, n_samples, seed):
+    """Node marginals (n_held_tokens, Q) of the held-out sequences ``held`` (their rows ``test`` at
+    amplitude ``a``) from ``fit``, the outputs of :func:`sparse_map` on the fold's training part, by
+    the ``decoder`` of :func:`cv_amplitude` (the residual variances are scaled only to sample)."""
+    from ._gp_struct_optim import set_laplace_diagonal
 
-    unary_mean = SparsePrior.unary_mean
-
-    def __init__(self, prior1, offsets, seqs):
-        self.rows, _, self.offsets = subset_sequences(offsets, seqs)
-        self.B, self.Ktil, self.seqs = prior1.B[:, self.rows], [prior1.Ktil[s] for s in seqs], seqs
-
-    def at(self, a):
-        new = _FoldPrior.__new__(_FoldPrior)
-        new.rows, new.offsets, new.seqs = self.rows, self.offsets, self.seqs
-        new.B, new.Ktil = np.sqrt(a) * self.B, [a * k for k in self.Ktil]
-        return new
-
-
-def _held_out_marginals(fold, a, y, Q, decoder, n_samples, seed, max_iter):
-    """Node marginals (n_held_tokens, Q) of the held-out part of ``fold`` from the sparse MAP of its
-    training part at amplitude ``a``, by the ``decoder`` of :func:`cv_amplitude`."""
-    from ._gp_struct_optim import set_laplace_diagonal, sparse_map
-
-    train, held = fold[0].at(a), fold[1].at(a)
-    v, mb, var_v, var_bin, _ = sparse_map(train, y[train.rows], train.offsets, Q, max_iter=max_iter)
+    v, mb, var_v, var_bin, _ = fit
     if decoder == "map":
-        return forward_backward(held.unary_mean(v), mb, held.offsets)[1]
-    p = VarParams(1, Q, v.shape[1], True)
+        return forward_backward(test.unary_mean(v), mb, test.offsets)[1]
+    test.Ktil = [a * prior1.Ktil[s] for s in held]
+    p = VarParams(1, mb.shape[0], v.shape[1], True)
     set_laplace_diagonal(p, v, mb, var_v, var_bin)
-    return np.concatenate(sample_marginals(held, p, np.arange(len(held.seqs)), n_samples, seed))
+    return np.concatenate(sample_marginals(test, p, np.arange(len(held)), n_samples, seed))
