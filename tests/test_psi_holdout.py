@@ -126,3 +126,15 @@ def test_theta_learning_rate_scales_only_the_theta_step():
     slow = NonLocalCRF(AT_MOST_ONE, learn_theta=True, theta_learning_rate=0.1, **kw).fit(X, y)
     moved = lambda m: np.abs(m.coef_ - fixed.coef_).sum()  # noqa: E731
     assert 0 < moved(slow) < moved(same)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, "fast", np.nan])
+def test_theta_learning_rate_rejects_bad_values_and_keeps_the_fitted_model(bad):
+    X, y = _one_segment_task(20, seed=5, d=6)
+    kw = dict(c2=0.01, psi_holdout=None, n_epochs=1, learn_theta=True, random_state=0)
+    model = NonLocalCRF(AT_MOST_ONE, **kw).fit(X, y)
+    coef, psi = model.coef_.copy(), model.psi_.copy()
+    with pytest.raises(ValueError, match="theta_learning_rate"):
+        model.set_params(theta_learning_rate=bad).fit(X, y)
+    np.testing.assert_array_equal(model.coef_, coef)
+    np.testing.assert_array_equal(model.psi_, psi)
