@@ -78,7 +78,7 @@ SETTINGS = (
     f"{GP_COMMON['n_predict_samples']} posterior samples"
 )
 # Paper protocol. gp-var-b is GPStructClassifier() at its defaults (issue #20): init="map", the kernel
-# amplitude by 3-fold CV on the training half (amplitude="cv", issue #22), diagonal covariances, S = 100,
+# amplitude by 3-fold CV on the training half (amplitude="cv", issue #22), diagonal covariances, S = 1,000,
 # L-BFGS blocks (10, 5, 2), the ELBO stopping rule (tol 2e-3, at most 50 global iterations). gp-var-s /
 # gp-var-p: SAGA on the paper's schedule (3,000 unary + 1,000 pairwise steps of one sequence per global
 # iteration) from the same start (MAP, CV amplitude), chain / piecewise likelihood, the paper's step sizes
@@ -99,8 +99,8 @@ SETTINGS_PAPER = (
     "on the training half from 4^-2 ... 4^4 (amplitude='cv': held-out token error of the sparse MAP; the "
     "paper fits it by the ELBO), diagonal covariances, M = 500 inducing inputs "
     "(inducing='auto': a basis of the top-500 right singular subspace of the training tokens' features "
-    "augmented by the kernel's constant, issue #22; the previous run: k-means centres), S = 100 samples per "
-    "sequence and sample set (paper 10,000), L-BFGS blocks (10, 5, 2) (unary, pairwise, hyperparameters; the "
+    "augmented by the kernel's constant, issue #22; the previous run: k-means centres), S = 1,000 samples per "
+    "sequence and sample set (n_samples='auto'; paper 10,000; the rows 'S = 100 (previous run)': the default before), L-BFGS blocks (10, 5, 2) (unary, pairwise, hyperparameters; the "
     "paper 50 / 10 / 5) with the curvature memory kept across sample redraws, stopping when a global iteration "
     "raises the ELBO (common random numbers) by less than 2e-3 relative (at most 50). gp-var-s / gp-var-p: "
     "the same start, SAGA with the paper's 3,000 + 1,000 steps (one sequence each) per global iteration and "

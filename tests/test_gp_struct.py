@@ -798,3 +798,19 @@ def test_cv_log_loss_finds_the_generating_weight_variance(unary_scale, amplitude
     assert abs(np.log(grid[int(np.argmin(scores[:, 1]))] / amplitude)) <= np.log(4.0) * (amplitude < 1), scores
     wrong = grid.index(256.0) if amplitude < 1 else grid.index(0.0625)
     assert scores[grid.index(amplitude), 0] < scores[wrong, 0], scores
+
+
+@pytest.mark.parametrize("optimizer, expected", [("lbfgs", 1000), ("saga", 100)])
+def test_n_samples_auto_is_the_optimizers_sample_count(chain_data, optimizer, expected):
+    Xtr, ytr = chain_data[0][:8], chain_data[1][:8]
+    kw = dict(optimizer=optimizer, n_inducing=6, amplitude=1.0, block_iters=(2, 1, 0), max_iter=1, tol=0.0,
+              random_state=0)
+    auto = GPStructClassifier(**kw).fit(Xtr, ytr)
+    explicit = GPStructClassifier(n_samples=expected, **kw).fit(Xtr, ytr)
+    assert auto.get_params()["n_samples"] == "auto" and auto.n_samples_ == explicit.n_samples_ == expected
+    np.testing.assert_array_equal(auto.params_.m, explicit.params_.m)
+    np.testing.assert_array_equal(auto.elbo_curve_, explicit.elbo_curve_)
+    other = GPStructClassifier(n_samples=expected // 2, **kw).fit(Xtr, ytr)
+    assert other.n_samples_ == expected // 2 and not np.array_equal(other.elbo_curve_, auto.elbo_curve_)
+    with pytest.raises(ValueError, match="n_samples"):
+        GPStructClassifier(n_samples="many").fit(Xtr, ytr)
