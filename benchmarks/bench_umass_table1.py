@@ -197,13 +197,15 @@ def timed(out, key, fn, *args, **kw):
     return res
 
 
-def load_features():
-    """UMass splits, vectorised (fitted on training): (X, y, data, vectorizer)."""
+def load_features(lexicons=None):
+    """UMass splits, vectorised (fitted on training): (X, y, data, vectorizer).
+
+    ``lexicons``: name lexicons for ``citation_features`` (``--lexicons``); None, the main run's features."""
     data = {s: load_umass_citations(s) for s in ("train", "dev", "test")}
     vec = SequenceVectorizer(min_freq=2)
-    X = {"train": vec.fit_transform([citation_features(w) for w in data["train"].words])}
+    X = {"train": vec.fit_transform([citation_features(w, lexicons) for w in data["train"].words])}
     for s in ("dev", "test"):
-        X[s] = vec.transform([citation_features(w) for w in data[s].words])
+        X[s] = vec.transform([citation_features(w, lexicons) for w in data[s].words])
     y = {s: [np.array(lab) for lab in data[s].labels] for s in data}
     return X, y, data, vec
 
@@ -663,6 +665,11 @@ def main():
                         "and input-dependent candidate kinds (umass_table1_families.json); names: only those variants")
     parser.add_argument("--paper-protocol", action="store_true", help="after the main run: the paper's protocol, "
                         "psi (and theta) by Algorithm 3 on dev, settings by CV inside dev (umass_table1_paper.json)")
+    parser.add_argument("--lexicons", nargs="*", help="name-lexicon features in the base CRF, dev only "
+                        "(umass_table1_lexicons_dev.json); steps: base errors ceilings family (default all)")
+    parser.add_argument("--test", action="store_true", help="with --lexicons: the pickled lexicon models chosen "
+                        "on dev, scored on testing once (umass_table1_lexicons_test.json)")
+    parser.add_argument("--cache", default="/tmp/umass_lexicons", help="with --lexicons: pickles of the fitted models")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     numba.set_num_threads(1)
@@ -674,6 +681,14 @@ def main():
     def log(msg):
         print(f"[{time.perf_counter() - start:7.0f}s] {msg}", flush=True)
 
+    if args.lexicons is not None:
+        import _umass_lexicons as lx
+
+        if args.test:
+            lx.run_test(json.loads(lx.DEV_PATH.read_text()), log, args.cache)
+        else:
+            lx.run_dev(log, args.cache, *([tuple(args.lexicons)] if args.lexicons else []))
+        return
     if args.families is not None:
         run_families(json.loads(path.read_text()), log, args.families)
         args.report_only = True

@@ -1,0 +1,144 @@
+"""UMass Table 1 with name-lexicon features in the base CRF (``bench_umass_table1.py --lexicons``).
+
+Anzaroot et al. (2014)'s base CRF has lexicons (names, journals, publishers); ours had none.
+The error analysis of the base CRF on dev (``bench_umass_errors.py``) found the largest error
+class to be author lists with full first names read as part of the title, which a name
+lexicon addresses at the token, where count constraints cannot. Here every model uses the
+features of ``bench_umass_table1.py`` plus the US Census 1990 name lists
+(``_name_lexicons.py``; ``citation_features(words, lexicons)``: first / last / both, frequency
+bins, the case, the same for the tokens at +-1 / +-2).
+
+``--lexicons`` (dev only, testing untouched): the base CRF at ``C2_GRID`` on dev; the error
+analysis's "author list read as title" class on its dev predictions; the learned family's
+dev ceilings (oracle per-reference psi, one perceptron psi fitted on dev's own gold); the
+family's held-out dev gain as in the main protocol (psi by Algorithm 3 on 3-fold cross-fitted
+training marginals, ``FAMILY_GRID`` on dev). The fitted base and chosen model are pickled in
+``--cache`` so that ``--lexicons --test`` scores exactly them on testing, once.
+Output: ``results/umass_table1_lexicons_dev.json`` and ``umass_table1_lexicons_test.json``.
+"""
+
+import pickle
+import time
+from pathlib import Path
+
+import numpy as np
+
+import bench_umass_table1 as B
+from _name_lexicons import load_name_lexicons
+from sklearn_struct import NonLocalCRF
+from sklearn_struct._psi_learning import fit_energy, in_sample_thetas
+from sklearn_struct.constraint_learning import ConstraintFamily, kept_constraints
+
+DEV_PATH = B.RESULTS / "umass_table1_lexicons_dev.json"
+TEST_PATH = B.RESULTS / "umass_table1_lexicons_test.json"
+
+
+def _authors_as_title(y_dev, pred, words):
+    """The error analysis of ``bench_umass_errors.py`` on dev predictions: events, the swallowed author lists."""
+    from bench_umass_errors import analyse
+
+    res = analyse([list(v) for v in y_dev], [list(v) for v in pred], words)
+    return {"f1": res["f1"], "n_events": res["n_events"], "all": res["all"],
+            "authors_swallowed": list(res["authors_swallowed"]), "by_type": res["by_type"],
+            "confusions": res["confusions"]}
+
+
+def _dump(out, path):
+    import json
+
+    path.write_text(json.dumps(out, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
+
+
+def base_grid(X, y, out, log):
+    """The lexicon base CRF at every ``C2_GRID`` value; ``c2`` chosen on dev."""
+    models, out["c2_dev"] = {}, {}
+    for c2 in B.C2_GRID:
+        models[c2] = B.timed(out, f"fit_base_s_c2_{c2}", B.quiet,
+                             NonLocalCRF(c2=c2, max_iter=B.MAX_ITER, random_state=0).fit, X["train"], y["train"])
+        out["c2_dev"][str(c2)] = B.seg_f1(y["dev"], models[c2].predict(X["dev"]))
+        log(f"lexicon base CRF c2={c2}: dev {out['c2_dev'][str(c2)]:.2f} ({models[c2].n_iter_} iterations)")
+    c2 = max(B.C2_GRID, key=lambda c: out["c2_dev"][str(c)])
+    out.update(c2=c2, base_dev=out["c2_dev"][str(c2)], base_n_iter=int(models[c2].n_iter_))
+    return models[c2]
+
+
+def ceilings(base, X, y, data, ms, out, log):
+    """The family's dev ceilings over the lexicon base: oracle per-reference psi and one in-sample psi."""
+    fam = ConstraintFamily(min_support=ms).fit(data["train"].labels)
+    y_dev = [np.searchsorted(base.classes_, v) for v in y["dev"]]
+    energy = fit_energy(fam.constraints_, y_dev, base.classes_)
+    out["ceiling_dev"] = {str(w): B.oracle_ceiling(base, energy, X["dev"], y["dev"], w) for w in B.CEILING_STRENGTHS}
+    theta = (base.coef_, base.intercept_, base.transition_)
+    settings = dict(B.PERCEPTRON_FIXED, psi_l1=0.0, learning_rate=3.0, n_epochs=B.IN_SAMPLE_EPOCHS[0])
+    model = B.with_energy(base, fam.constraints_, in_sample_thetas(theta, len(y_dev)), X["dev"], y_dev, **settings)
+    out["in_sample_dev"] = B.seg_f1(y["dev"], model.predict(X["dev"]))
+    log(f"ceilings over the lexicon base (dev {out['base_dev']:.2f}): oracle "
+        + ", ".join(f"psi {w}: {f:+.2f}" for w, (f, _) in ((w, (v[0] - out['base_dev'], v[1]))
+                                                           for w, v in out["ceiling_dev"].items()))
+        + f"; one psi in-sample {out['in_sample_dev'] - out['base_dev']:+.2f}")
+
+
+def family_grid(base, X, y, data, out, log):
+    """The main protocol's learned family on the lexicon base: psi on cross-fitted training marginals, grid on dev."""
+    y_enc = [np.searchsorted(base.classes_, v) for v in y["train"]]
+    thetas = B.timed(out, "cross_fit_s", B.cross_fitted, base, X["train"], y_enc)
+    out["family_dev"], best, fams = [], None, {}
+    for setting in B.FAMILY_GRID:
+        ms = setting["min_support"]
+        fams.setdefault(ms, ConstraintFamily(min_support=ms).fit(data["train"].labels))
+        settings = {k: v for k, v in setting.items() if k != "min_support"}
+        t0 = time.perf_counter()
+        model = B.with_energy(base, fams[ms].constraints_, thetas, X["train"], y_enc, **B.FAMILY_FIXED, **settings)
+        f1 = B.seg_f1(y["dev"], model.predict(X["dev"]))
+        out["family_dev"].append(dict(setting, n_candidates=len(fams[ms].constraints_),
+                                      n_kept=int(np.sum(model.psi_ > 0)), dev=f1, seconds=time.perf_counter() - t0))
+        log(f"learned family {setting}: dev {f1:.2f} ({f1 - out['base_dev']:+.2f} over the lexicon base)")
+        if best is None or f1 > best[0]:
+            best = (f1, setting, model)
+    out["family_choice"], out["family_best_dev"] = best[1], best[0]
+    out["kept"] = [(c.name, w) for c, w in kept_constraints(best[2])]
+    return best[2]
+
+
+def run_dev(log, cache, steps=("base", "errors", "ceilings", "family")):
+    """Every dev measurement of the lexicon features; pickles the base and chosen learned model in ``cache``."""
+    import json
+
+    cache = Path(cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    X, y, data, vec = B.load_features(load_name_lexicons())
+    out = json.loads(DEV_PATH.read_text()) if DEV_PATH.exists() and "base" not in steps else {}
+    out["n_features"] = int(X["train"][0].shape[1])
+    if "base" in steps:
+        base = base_grid(X, y, out, log)
+        (cache / "lex_base.pkl").write_bytes(pickle.dumps(base))
+        _dump(out, DEV_PATH)
+    else:
+        base = pickle.loads((cache / "lex_base.pkl").read_bytes())
+    if "errors" in steps:
+        out["errors"] = _authors_as_title(y["dev"], base.predict(X["dev"]), data["dev"].words)
+        log(f"errors on dev: {out['errors']['n_events']} events; author lists read as non-name "
+            f"{out['errors']['authors_swallowed']}")
+        _dump(out, DEV_PATH)
+    if "ceilings" in steps:
+        ceilings(base, X, y, data, B.FAMILY_GRID[0]["min_support"], out, log)
+        _dump(out, DEV_PATH)
+    if "family" in steps:
+        learned = family_grid(base, X, y, data, out, log)
+        (cache / "lex_learned.pkl").write_bytes(pickle.dumps(learned))
+        _dump(out, DEV_PATH)
+    return out
+
+
+def run_test(saved, log, cache):
+    """Testing, once: the pickled lexicon base CRF and the learned family chosen on dev."""
+    cache = Path(cache)
+    X, y, _, _ = B.load_features(load_name_lexicons())
+    out = {"c2": saved["c2"], "family_choice": saved["family_choice"], "test": {}}
+    for key in ("base", "learned"):
+        model = pickle.loads((cache / f"lex_{key}.pkl").read_bytes())
+        pred = model.predict(X["test"])
+        out["test"][key] = {"f1": B.seg_f1(y["test"], pred), "fields": B.per_field(y["test"], pred)}
+    log("test: " + ", ".join(f"{k} {v['f1']:.2f}" for k, v in out["test"].items()))
+    _dump(out, TEST_PATH)
+    return out
