@@ -12,7 +12,8 @@ bins, the case, the same for the tokens at +-1 / +-2).
 analysis's "author list read as title" class on its dev predictions; the learned family's
 dev ceilings (oracle per-reference psi, one perceptron psi fitted on dev's own gold); the
 family's held-out dev gain as in the main protocol (psi by Algorithm 3 on 3-fold cross-fitted
-training marginals, ``FAMILY_GRID`` on dev). The fitted base and chosen model are pickled in
+training marginals, ``FAMILY_GRID`` on dev); the lists' coverage of dev's gold name and
+title tokens, and of those not seen in training. The fitted base and chosen model are pickled in
 ``--cache`` so that ``--lexicons --test`` scores exactly them on testing, once.
 Output: ``results/umass_table1_lexicons_dev.json`` and ``umass_table1_lexicons_test.json``.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import bench_umass_table1 as B
+from _citation_features import _NOT_LETTER
 from _name_lexicons import load_name_lexicons
 from sklearn_struct import NonLocalCRF
 from sklearn_struct._psi_learning import fit_energy, in_sample_thetas
@@ -100,14 +102,22 @@ def family_grid(base, X, y, data, out, log):
     return best[2]
 
 
-def run_dev(log, cache, steps=("base", "errors", "ceilings", "family")):
-    """Every dev measurement of the lexicon features; pickles the base and chosen learned model in ``cache``."""
+def run_dev(log, cache, steps=("base", "errors", "ceilings", "family", "coverage")):
+    """Every dev measurement of the lexicon features; pickles the base and chosen learned model in ``cache``.
+
+    ``steps``: a subset of the default (without ``"base"``, the earlier run's pickled base and json are reused)."""
     import json
 
     cache = Path(cache)
     cache.mkdir(parents=True, exist_ok=True)
-    X, y, data, vec = B.load_features(load_name_lexicons())
     out = json.loads(DEV_PATH.read_text()) if DEV_PATH.exists() and "base" not in steps else {}
+    lexicons = load_name_lexicons()
+    if "coverage" in steps:
+        out["coverage"] = coverage({s: B.load_umass_citations(s) for s in ("train", "dev")}, lexicons)
+        _dump(out, DEV_PATH)
+    if not set(steps) - {"coverage"}:
+        return out
+    X, y, data, vec = B.load_features(lexicons)
     out["n_features"] = int(X["train"][0].shape[1])
     if "base" in steps:
         base = base_grid(X, y, out, log)
@@ -142,3 +152,84 @@ def run_test(saved, log, cache):
     log("test: " + ", ".join(f"{k} {v['f1']:.2f}" for k, v in out["test"].items()))
     _dump(out, TEST_PATH)
     return out
+
+
+def coverage(data, lexicons, fields=("person-first", "person-last", "title", "journal", "booktitle")):
+    """Per gold field on dev: tokens (>= 2 letters) in a name list, and of those unseen in training, how many.
+
+    Returns ``{field: {"n", "first", "last", "any", "unseen", "unseen_any"}}``: what the lexicon can add
+    over the word features the base CRF already learns from training."""
+    key = lambda w: _NOT_LETTER.sub("", w.lower())  # noqa: E731
+    seen = {key(w) for ws in data["train"].words for w in ws}
+    out = {f: dict.fromkeys(("n", "first", "last", "any", "unseen", "unseen_any"), 0) for f in fields}
+    for ws, ls in zip(data["dev"].words, data["dev"].labels):
+        for w, lab in zip(ws, ls):
+            k, c = key(w), out.get(str(lab)[2:])
+            if c is None or len(k) < 2:
+                continue
+            hit = (k in lexicons["first"], k in lexicons["last"])
+            c["n"] += 1
+            c["first"] += hit[0]
+            c["last"] += hit[1]
+            c["any"] += any(hit)
+            c["unseen"] += k not in seen
+            c["unseen_any"] += k not in seen and any(hit)
+    return out
+
+
+def report(dev, test=None):
+    """``results/umass_table1_lexicons.md``: the lexicon base and the family over it on dev, beside the main run."""
+    import json
+
+    main = json.loads((B.RESULTS / "umass_table1.json").read_text())
+    lr = json.loads((B.RESULTS / "umass_table1_learners.json").read_text())
+    err = json.loads((B.RESULTS / "umass_errors.json").read_text())["dev"]
+    fam0 = max(main["family_dev"], key=lambda r: r["dev"])
+    b0, b1 = main["c2_dev"][str(main["c2"])], dev["base_dev"]
+    best = dev["family_best_dev"]
+    L = ["# UMass Table 1 with name lexicons in the base CRF (dev; `bench_umass_table1.py --lexicons`)", "",
+         "Features: `_citation_features.py` plus the US Census 1990 first- and last-name lists (public domain, read "
+         "from the PyPI package `names`, MIT; `_name_lexicons.py`): in the first / last / both lists, frequency-rank "
+         "bins, the same with the token's case, for the token and those at +-1 / +-2, and the pair (token, next). "
+         f"{dev['n_features']} feature columns (without: {main['n_features']}). Same protocol as the main run: "
+         f"c2 from {list(B.C2_GRID)} on dev, {B.MAX_ITER} L-BFGS iterations, the family grid on dev, psi on 3-fold "
+         "cross-fitted training marginals. Testing was not used for any row here.", "",
+         "| dev segment F1 | without lexicons | with lexicons |", "|---|---:|---:|",
+         "| base CRF, c2 grid | " + ", ".join(f"{c}: {v:.2f}" for c, v in main["c2_dev"].items()) + " | "
+         + ", ".join(f"{c}: {v:.2f}" for c, v in dev["c2_dev"].items()) + " |",
+         f"| base CRF (chosen c2) | {b0:.2f} (c2 {main['c2']}) | {b1:.2f} (c2 {dev['c2']}) |",
+         f"| + learned family, psi held out (main protocol, best of the grid) | {fam0['dev']:.2f} ({fam0['dev'] - b0:+.2f}) "
+         f"| {best:.2f} ({best - b1:+.2f}) |"]
+    c0 = lr["ceiling"]
+    for w in B.CEILING_STRENGTHS:
+        f0, f1 = c0[f"dev {w}"][0], dev["ceiling_dev"][str(w)][0]
+        L.append(f"| oracle ceiling, psi {w} | {f0:.2f} ({f0 - lr['base_dev']:+.2f} over its base {lr['base_dev']:.2f}) "
+                 f"| {f1:.2f} ({f1 - b1:+.2f}) |")
+    ins0 = lr["in_sample"]["in_sample"][0]["dev"]
+    L.append(f"| one psi fitted on dev's gold, in-sample ({B.IN_SAMPLE_EPOCHS[0]} epochs) | {ins0:.2f} "
+             f"({ins0 - lr['base_dev']:+.2f}) | {dev['in_sample_dev']:.2f} ({dev['in_sample_dev'] - b1:+.2f}) |")
+    e = dev["errors"]
+    L.append(f"| error events on dev (F1 if all fixed) | {err['n_events']} (+{err['all']:.2f}; base {err['f1']:.2f}) "
+             f"| {e['n_events']} (+{e['all']:.2f}) |")
+    L.append(f"| author list read as a non-name field (events, F1 if fixed) | {err['authors_swallowed'][0]} "
+             f"(+{err['authors_swallowed'][1]:.2f}) | {e['authors_swallowed'][0]} (+{e['authors_swallowed'][1]:.2f}) |")
+    L += ["", "Family grid over the lexicon base (dev): " + "; ".join(
+        f"min_support {r['min_support']}, step {r['learning_rate']}: {r['dev']:.2f} ({r['n_kept']}/{r['n_candidates']} "
+        "kept)" for r in dev["family_dev"]) + ".", ""]
+    if "coverage" in dev:
+        L += ["Lexicon coverage on dev (gold tokens with >= 2 letters; unseen = not a training word, where a "
+              "lexicon adds to the word features):", "", "| gold field | tokens | in first list | in last list | "
+              "in either | unseen in training | unseen and in either |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for f, c in dev["coverage"].items():
+            n = max(c["n"], 1)
+            L.append(f"| {f} | {c['n']} | {100 * c['first'] / n:.0f}% | {100 * c['last'] / n:.0f}% | "
+                     f"{100 * c['any'] / n:.0f}% | {c['unseen']} | {c['unseen_any']} |")
+        L.append("")
+    if test is not None:
+        t = test["test"]
+        L += [f"Testing (once): base {t['base']['f1']:.2f}, learned family {t['learned']['f1']:.2f} "
+              f"({t['learned']['f1'] - t['base']['f1']:+.2f}).", ""]
+    L += ["Script: `benchmarks/bench_umass_table1.py --lexicons` (`_umass_lexicons.py`); numbers: "
+          "`umass_table1_lexicons_dev.json`."]
+    (B.RESULTS / "umass_table1_lexicons.md").write_text("\n".join(L) + "\n")
+    print("\n".join(L))

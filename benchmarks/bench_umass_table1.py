@@ -62,6 +62,11 @@ groups of the UMass label tree and the input-dependent "conditional" counts adde
 ``learn_theta=True`` theta) by Algorithm 3 on the dev references, every setting chosen by 3-fold
 CV inside dev, with the same-data controls (``benchmarks/_umass_paper_protocol.py``,
 ``umass_table1_paper.json``).
+``--lexicons [STEP ...]``: every dev measurement above (base CRF's c2, error classes, ceilings,
+the family's held-out gain) with name-lexicon features (US Census 1990 lists,
+``_name_lexicons.py``) in the base CRF, testing untouched; ``--lexicons --test`` scores the
+pickled models chosen on dev on testing once (``benchmarks/_umass_lexicons.py``,
+``umass_table1_lexicons*.json``).
 ``--to-convergence`` (with ``--grobid``): base CRFs to CRFsuite's stop instead of
 ``bench_citations``' cap of 100 iterations.
 
@@ -666,7 +671,7 @@ def main():
     parser.add_argument("--paper-protocol", action="store_true", help="after the main run: the paper's protocol, "
                         "psi (and theta) by Algorithm 3 on dev, settings by CV inside dev (umass_table1_paper.json)")
     parser.add_argument("--lexicons", nargs="*", help="name-lexicon features in the base CRF, dev only "
-                        "(umass_table1_lexicons_dev.json); steps: base errors ceilings family (default all)")
+                        "(umass_table1_lexicons_dev.json); steps: base errors ceilings family coverage (default all), or report")
     parser.add_argument("--test", action="store_true", help="with --lexicons: the pickled lexicon models chosen "
                         "on dev, scored on testing once (umass_table1_lexicons_test.json)")
     parser.add_argument("--cache", default="/tmp/umass_lexicons", help="with --lexicons: pickles of the fitted models")
@@ -686,8 +691,10 @@ def main():
 
         if args.test:
             lx.run_test(json.loads(lx.DEV_PATH.read_text()), log, args.cache)
-        else:
+        elif args.lexicons != ["report"]:
             lx.run_dev(log, args.cache, *([tuple(args.lexicons)] if args.lexicons else []))
+        lx.report(json.loads(lx.DEV_PATH.read_text()),
+                  json.loads(lx.TEST_PATH.read_text()) if lx.TEST_PATH.exists() else None)
         return
     if args.families is not None:
         run_families(json.loads(path.read_text()), log, args.families)
