@@ -32,6 +32,7 @@ from sklearn_struct._psi_learning import fit_energy, in_sample_thetas
 from sklearn_struct.constraint_learning import ConstraintFamily, kept_constraints
 
 DEV_PATH = B.RESULTS / "umass_table1_lexicons_dev.json"
+CONTROL_PATH = B.RESULTS / "umass_table1_lexicons_control_dev.json"  # the same run without lexicons, same code
 TEST_PATH = B.RESULTS / "umass_table1_lexicons_test.json"
 
 
@@ -102,41 +103,67 @@ def family_grid(base, X, y, data, out, log):
     return best[2]
 
 
-def run_dev(log, cache, steps=("base", "errors", "ceilings", "family", "coverage")):
+def converged(X, y, data, c2, ms, log):
+    """The base CRF at ``c2`` run to L-BFGS's stop (no cap): dev F1, fields, error classes, one in-sample psi."""
+    out = {"c2": c2}
+    base = B.timed(out, "fit_s", B.quiet, NonLocalCRF(c2=c2, max_iter=None, random_state=0).fit, X["train"], y["train"])
+    pred = base.predict(X["dev"])
+    out.update(n_iter=int(base.n_iter_), base_dev=B.seg_f1(y["dev"], pred), fields_dev=B.per_field(y["dev"], pred),
+               errors=_authors_as_title(y["dev"], pred, data["dev"].words))
+    fam = ConstraintFamily(min_support=ms).fit(data["train"].labels)
+    y_dev = [np.searchsorted(base.classes_, v) for v in y["dev"]]
+    theta = (base.coef_, base.intercept_, base.transition_)
+    settings = dict(B.PERCEPTRON_FIXED, psi_l1=0.0, learning_rate=3.0, n_epochs=B.IN_SAMPLE_EPOCHS[0])
+    model = B.with_energy(base, fam.constraints_, in_sample_thetas(theta, len(y_dev)), X["dev"], y_dev, **settings)
+    out["in_sample_dev"] = B.seg_f1(y["dev"], model.predict(X["dev"]))
+    log(f"converged base ({out['n_iter']} iterations): dev {out['base_dev']:.2f}, author lists "
+        f"{out['errors']['authors_swallowed']}, one psi in-sample {out['in_sample_dev'] - out['base_dev']:+.2f}")
+    return out
+
+
+def run_dev(log, cache, steps=("base", "fields", "errors", "ceilings", "family", "coverage"), control=False):
     """Every dev measurement of the lexicon features; pickles the base and chosen learned model in ``cache``.
 
-    ``steps``: a subset of the default (without ``"base"``, the earlier run's pickled base and json are reused)."""
+    ``steps``: a subset of the default (without ``"base"``, the earlier run's pickled base and json are reused).
+    ``control``: the same steps without lexicons (today's code and refits, ``CONTROL_PATH``)."""
     import json
 
+    path, tag = (CONTROL_PATH, "ctl") if control else (DEV_PATH, "lex")
     cache = Path(cache)
     cache.mkdir(parents=True, exist_ok=True)
-    out = json.loads(DEV_PATH.read_text()) if DEV_PATH.exists() and "base" not in steps else {}
+    out = json.loads(path.read_text()) if path.exists() and "base" not in steps else {}
     lexicons = load_name_lexicons()
-    if "coverage" in steps:
+    if "coverage" in steps and not control:
         out["coverage"] = coverage({s: B.load_umass_citations(s) for s in ("train", "dev")}, lexicons)
-        _dump(out, DEV_PATH)
+        _dump(out, path)
     if not set(steps) - {"coverage"}:
         return out
-    X, y, data, vec = B.load_features(lexicons)
+    X, y, data, vec = B.load_features(None if control else lexicons)
     out["n_features"] = int(X["train"][0].shape[1])
     if "base" in steps:
         base = base_grid(X, y, out, log)
-        (cache / "lex_base.pkl").write_bytes(pickle.dumps(base))
-        _dump(out, DEV_PATH)
+        (cache / f"{tag}_base.pkl").write_bytes(pickle.dumps(base))
+        _dump(out, path)
     else:
-        base = pickle.loads((cache / "lex_base.pkl").read_bytes())
+        base = pickle.loads((cache / f"{tag}_base.pkl").read_bytes())
+    if "fields" in steps:
+        out["fields_dev"] = B.per_field(y["dev"], base.predict(X["dev"]))
+        _dump(out, path)
     if "errors" in steps:
         out["errors"] = _authors_as_title(y["dev"], base.predict(X["dev"]), data["dev"].words)
         log(f"errors on dev: {out['errors']['n_events']} events; author lists read as non-name "
             f"{out['errors']['authors_swallowed']}")
-        _dump(out, DEV_PATH)
+        _dump(out, path)
     if "ceilings" in steps:
         ceilings(base, X, y, data, B.FAMILY_GRID[0]["min_support"], out, log)
-        _dump(out, DEV_PATH)
+        _dump(out, path)
     if "family" in steps:
         learned = family_grid(base, X, y, data, out, log)
-        (cache / "lex_learned.pkl").write_bytes(pickle.dumps(learned))
-        _dump(out, DEV_PATH)
+        (cache / f"{tag}_learned.pkl").write_bytes(pickle.dumps(learned))
+        _dump(out, path)
+    if "converged" in steps:  # not in the default steps: ~5 min per fit
+        out["converged"] = converged(X, y, data, out["c2"], B.FAMILY_GRID[0]["min_support"], log)
+        _dump(out, path)
     return out
 
 
@@ -177,42 +204,61 @@ def coverage(data, lexicons, fields=("person-first", "person-last", "title", "jo
     return out
 
 
+def _earlier(main, lr, err):
+    """The earlier runs' dev numbers without lexicons (main run, ``--learners``, ``bench_umass_errors``) in one dict."""
+    fam0 = max(main["family_dev"], key=lambda r: r["dev"])
+    return {"c2_dev": main["c2_dev"], "c2": main["c2"], "base_dev": main["c2_dev"][str(main["c2"])],
+            "family_best_dev": fam0["dev"], "ceiling_dev": {k.split()[1]: v for k, v in lr["ceiling"].items()
+                                                             if k.startswith("dev")},
+            "ceiling_base": lr["base_dev"], "in_sample_dev": lr["in_sample"]["in_sample"][0]["dev"],
+            "errors": {k: err[k] for k in ("n_events", "all", "authors_swallowed", "f1")}}
+
+
+def _rows(d):
+    """One column of the dev table: every row's cell for the run ``d``."""
+    b, cb = d["base_dev"], d.get("ceiling_base", d["base_dev"])
+    e = d["errors"]
+    ceil = [f"{d['ceiling_dev'][str(w)][0]:.2f} ({d['ceiling_dev'][str(w)][0] - cb:+.2f})" for w in B.CEILING_STRENGTHS]
+    return [", ".join(f"{c}: {v:.2f}" for c, v in d["c2_dev"].items()), f"{b:.2f} (c2 {d['c2']})",
+            f"{d['family_best_dev']:.2f} ({d['family_best_dev'] - b:+.2f})", *ceil,
+            f"{d['in_sample_dev']:.2f} ({d['in_sample_dev'] - cb:+.2f})",
+            f"{e['n_events']} (+{e['all']:.2f}" + (f"; base {e['f1']:.2f})" if "f1" in e and cb != e["f1"] else ")"),
+            f"{e['authors_swallowed'][0]} (+{e['authors_swallowed'][1]:.2f})"]
+
+
+FIELDS = ("person-first", "person-middle", "person-last", "title", "journal", "booktitle")
+ROW_NAMES = ["base CRF, c2 grid", "base CRF (chosen c2)", "+ learned family, psi held out (main protocol, best of "
+             "the grid; over base)", *(f"oracle ceiling, psi {w}" for w in B.CEILING_STRENGTHS),
+             f"one psi fitted on dev's gold, in-sample ({B.IN_SAMPLE_EPOCHS[0]} epochs)",
+             "error events (F1 if all fixed)", "author list read as a non-name field (events, F1 if fixed)"]
+
+
 def report(dev, test=None):
-    """``results/umass_table1_lexicons.md``: the lexicon base and the family over it on dev, beside the main run."""
+    """``results/umass_table1_lexicons.md``: the lexicon base and the family over it on dev, beside the runs without."""
     import json
 
     main = json.loads((B.RESULTS / "umass_table1.json").read_text())
-    lr = json.loads((B.RESULTS / "umass_table1_learners.json").read_text())
-    err = json.loads((B.RESULTS / "umass_errors.json").read_text())["dev"]
-    fam0 = max(main["family_dev"], key=lambda r: r["dev"])
-    b0, b1 = main["c2_dev"][str(main["c2"])], dev["base_dev"]
-    best = dev["family_best_dev"]
+    earlier = _earlier(main, json.loads((B.RESULTS / "umass_table1_learners.json").read_text()),
+                       json.loads((B.RESULTS / "umass_errors.json").read_text())["dev"])
+    cols = {"without lexicons (earlier runs, older code)": earlier}
+    if CONTROL_PATH.exists() and "family_best_dev" in json.loads(CONTROL_PATH.read_text()):
+        cols["without lexicons (control, this code)"] = json.loads(CONTROL_PATH.read_text())
+    cols["with lexicons"] = dev
+    cells = {k: _rows(d) for k, d in cols.items()}
     L = ["# UMass Table 1 with name lexicons in the base CRF (dev; `bench_umass_table1.py --lexicons`)", "",
          "Features: `_citation_features.py` plus the US Census 1990 first- and last-name lists (public domain, read "
          "from the PyPI package `names`, MIT; `_name_lexicons.py`): in the first / last / both lists, frequency-rank "
          "bins, the same with the token's case, for the token and those at +-1 / +-2, and the pair (token, next). "
          f"{dev['n_features']} feature columns (without: {main['n_features']}). Same protocol as the main run: "
          f"c2 from {list(B.C2_GRID)} on dev, {B.MAX_ITER} L-BFGS iterations, the family grid on dev, psi on 3-fold "
-         "cross-fitted training marginals. Testing was not used for any row here.", "",
-         "| dev segment F1 | without lexicons | with lexicons |", "|---|---:|---:|",
-         "| base CRF, c2 grid | " + ", ".join(f"{c}: {v:.2f}" for c, v in main["c2_dev"].items()) + " | "
-         + ", ".join(f"{c}: {v:.2f}" for c, v in dev["c2_dev"].items()) + " |",
-         f"| base CRF (chosen c2) | {b0:.2f} (c2 {main['c2']}) | {b1:.2f} (c2 {dev['c2']}) |",
-         f"| + learned family, psi held out (main protocol, best of the grid) | {fam0['dev']:.2f} ({fam0['dev'] - b0:+.2f}) "
-         f"| {best:.2f} ({best - b1:+.2f}) |"]
-    c0 = lr["ceiling"]
-    for w in B.CEILING_STRENGTHS:
-        f0, f1 = c0[f"dev {w}"][0], dev["ceiling_dev"][str(w)][0]
-        L.append(f"| oracle ceiling, psi {w} | {f0:.2f} ({f0 - lr['base_dev']:+.2f} over its base {lr['base_dev']:.2f}) "
-                 f"| {f1:.2f} ({f1 - b1:+.2f}) |")
-    ins0 = lr["in_sample"]["in_sample"][0]["dev"]
-    L.append(f"| one psi fitted on dev's gold, in-sample ({B.IN_SAMPLE_EPOCHS[0]} epochs) | {ins0:.2f} "
-             f"({ins0 - lr['base_dev']:+.2f}) | {dev['in_sample_dev']:.2f} ({dev['in_sample_dev'] - b1:+.2f}) |")
-    e = dev["errors"]
-    L.append(f"| error events on dev (F1 if all fixed) | {err['n_events']} (+{err['all']:.2f}; base {err['f1']:.2f}) "
-             f"| {e['n_events']} (+{e['all']:.2f}) |")
-    L.append(f"| author list read as a non-name field (events, F1 if fixed) | {err['authors_swallowed'][0]} "
-             f"(+{err['authors_swallowed'][1]:.2f}) | {e['authors_swallowed'][0]} (+{e['authors_swallowed'][1]:.2f}) |")
+         "cross-fitted training marginals. Testing was not used for any row here. The earlier column assembles the "
+         "main run (base, family), `--learners` / `--in-sample` (ceilings, over their own refit base) and "
+         "`bench_umass_errors.py` (its own refit at c2 0.1); the control reruns the lexicon run's steps without "
+         "lexicons with the same code.", "",
+         "| dev segment F1 | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    L += [f"| {name} | " + " | ".join(c[i] for c in cells.values()) + " |" for i, name in enumerate(ROW_NAMES)]
+    L += [f"| base CRF, {f} F1 | " + " | ".join(f"{d['fields_dev'][f]:.2f}" if "fields_dev" in d else ""
+                                                  for d in cols.values()) + " |" for f in FIELDS]
     L += ["", "Family grid over the lexicon base (dev): " + "; ".join(
         f"min_support {r['min_support']}, step {r['learning_rate']}: {r['dev']:.2f} ({r['n_kept']}/{r['n_candidates']} "
         "kept)" for r in dev["family_dev"]) + ".", ""]

@@ -671,7 +671,8 @@ def main():
     parser.add_argument("--paper-protocol", action="store_true", help="after the main run: the paper's protocol, "
                         "psi (and theta) by Algorithm 3 on dev, settings by CV inside dev (umass_table1_paper.json)")
     parser.add_argument("--lexicons", nargs="*", help="name-lexicon features in the base CRF, dev only "
-                        "(umass_table1_lexicons_dev.json); steps: base errors ceilings family coverage (default all), or report")
+                        "(umass_table1_lexicons_dev.json); steps: base errors ceilings family coverage (default all), or report; "
+                        "'control': the same steps without lexicons (umass_table1_lexicons_control_dev.json)")
     parser.add_argument("--test", action="store_true", help="with --lexicons: the pickled lexicon models chosen "
                         "on dev, scored on testing once (umass_table1_lexicons_test.json)")
     parser.add_argument("--cache", default="/tmp/umass_lexicons", help="with --lexicons: pickles of the fitted models")
@@ -692,7 +693,8 @@ def main():
         if args.test:
             lx.run_test(json.loads(lx.DEV_PATH.read_text()), log, args.cache)
         elif args.lexicons != ["report"]:
-            lx.run_dev(log, args.cache, *([tuple(args.lexicons)] if args.lexicons else []))
+            steps = [s for s in args.lexicons if s != "control"]
+            lx.run_dev(log, args.cache, *([tuple(steps)] if steps else []), control="control" in args.lexicons)
         lx.report(json.loads(lx.DEV_PATH.read_text()),
                   json.loads(lx.TEST_PATH.read_text()) if lx.TEST_PATH.exists() else None)
         return
