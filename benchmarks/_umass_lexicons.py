@@ -103,6 +103,25 @@ def family_grid(base, X, y, data, out, log):
     return best[2]
 
 
+def swallowed_coverage(y_dev, pred, words, lexicons):
+    """In the author lists the base CRF reads as a non-name field: name tokens (>= 2 letters) and those in a list."""
+    from sklearn_struct._segment_errors import segment_events
+
+    events, _ = segment_events([list(v) for v in y_dev], [list(v) for v in pred])
+    out = {"events": 0, "tokens": 0, "in_either": 0, "examples": []}
+    for e in events:
+        if not (e["type"] == "merged" and any(f.startswith("person") for f, _, _ in e["gold"])
+                and not any(f.startswith("person") for f, _, _ in e["pred"])):
+            continue
+        out["events"] += 1
+        toks = [words[e["seq"]][t] for f, a, b in e["gold"] if f.startswith("person") for t in range(a, b)]
+        keys = [k for k in (_NOT_LETTER.sub("", w.lower()) for w in toks) if len(k) > 1]
+        out["tokens"] += len(keys)
+        out["in_either"] += sum(k in lexicons["first"] or k in lexicons["last"] for k in keys)
+        out["examples"].append(" ".join(toks))
+    return out
+
+
 def converged(X, y, data, c2, ms, log):
     """The base CRF at ``c2`` run to L-BFGS's stop (no cap): dev F1, fields, error classes, one in-sample psi."""
     out = {"c2": c2}
@@ -147,7 +166,11 @@ def run_dev(log, cache, steps=("base", "fields", "errors", "ceilings", "family",
     else:
         base = pickle.loads((cache / f"{tag}_base.pkl").read_bytes())
     if "fields" in steps:
-        out["fields_dev"] = B.per_field(y["dev"], base.predict(X["dev"]))
+        pred = base.predict(X["dev"])
+        out["fields_dev"] = B.per_field(y["dev"], pred)
+        out["swallowed"] = swallowed_coverage(y["dev"], pred, data["dev"].words, lexicons)
+        log(f"swallowed author lists: {out['swallowed']['events']} events, {out['swallowed']['in_either']} of "
+            f"{out['swallowed']['tokens']} name tokens in a list")
         _dump(out, path)
     if "errors" in steps:
         out["errors"] = _authors_as_title(y["dev"], base.predict(X["dev"]), data["dev"].words)
@@ -233,6 +256,21 @@ ROW_NAMES = ["base CRF, c2 grid", "base CRF (chosen c2)", "+ learned family, psi
              "error events (F1 if all fixed)", "author list read as a non-name field (events, F1 if fixed)"]
 
 
+def _converged_rows(cols):
+    """Rows of the base CRFs run to L-BFGS's stop (``--lexicons converged``), where a run has them."""
+    def cell(d, fn):
+        return fn(d["converged"]) if "converged" in d else ""
+
+    rows = [("base CRF to L-BFGS's stop (same c2; iterations)", lambda c: f"{c['base_dev']:.2f} ({c['n_iter']})"),
+            ("  one psi in-sample over it", lambda c: f"{c['in_sample_dev']:.2f} ({c['in_sample_dev'] - c['base_dev']:+.2f})"),
+            ("  author list read as a non-name field", lambda c: f"{c['errors']['authors_swallowed'][0]} "
+             f"(+{c['errors']['authors_swallowed'][1]:.2f})"),
+            ("  person-last / title F1", lambda c: f"{c['fields_dev']['person-last']:.2f} / {c['fields_dev']['title']:.2f}")]
+    if not any("converged" in d for d in cols.values()):
+        return []
+    return [f"| {name} | " + " | ".join(cell(d, fn) for d in cols.values()) + " |" for name, fn in rows]
+
+
 def report(dev, test=None):
     """``results/umass_table1_lexicons.md``: the lexicon base and the family over it on dev, beside the runs without."""
     import json
@@ -259,6 +297,12 @@ def report(dev, test=None):
     L += [f"| {name} | " + " | ".join(c[i] for c in cells.values()) + " |" for i, name in enumerate(ROW_NAMES)]
     L += [f"| base CRF, {f} F1 | " + " | ".join(f"{d['fields_dev'][f]:.2f}" if "fields_dev" in d else ""
                                                   for d in cols.values()) + " |" for f in FIELDS]
+    L += _converged_rows(cols)
+    if all("swallowed" in d for d in list(cols.values())[1:]):
+        L += ["", "Name tokens of the author lists read as a non-name field (capped bases) that a list holds: "
+              + "; ".join(f"{k}: {d['swallowed']['in_either']} of {d['swallowed']['tokens']} in {d['swallowed']['events']} "
+                          "events" for k, d in list(cols.items())[1:])
+              + ". Left with lexicons: " + "; ".join(f"`{x}`" for x in dev["swallowed"]["examples"][:10]) + "."]
     L += ["", "Family grid over the lexicon base (dev): " + "; ".join(
         f"min_support {r['min_support']}, step {r['learning_rate']}: {r['dev']:.2f} ({r['n_kept']}/{r['n_candidates']} "
         "kept)" for r in dev["family_dev"]) + ".", ""]
@@ -275,6 +319,13 @@ def report(dev, test=None):
         t = test["test"]
         L += [f"Testing (once): base {t['base']['f1']:.2f}, learned family {t['learned']['f1']:.2f} "
               f"({t['learned']['f1'] - t['base']['f1']:+.2f}).", ""]
+    L += ["Conclusion (dev): the lexicon features do not move the base CRF beyond refit noise (capped: +0.22 over the "
+          "control, while refits of the capped base without lexicons already span 93.50-93.88; run to L-BFGS's stop: "
+          "-0.04), and the learned family's held-out gain over the lexicon base (+0.32) is not larger than without "
+          "(+0.19 control, +0.40 main run), far from +1.0; the Census lists cover the US names the word features "
+          "already learn, not the international author names left (`Gethin`, `Pnueli`, `Piterman`), and hold 18% of "
+          "the title tokens. By the rule set before the run (test only if dev's gain is clearly above +0.40), "
+          "testing was not run with lexicons.", ""]
     L += ["Script: `benchmarks/bench_umass_table1.py --lexicons` (`_umass_lexicons.py`); numbers: "
           "`umass_table1_lexicons_dev.json`."]
     (B.RESULTS / "umass_table1_lexicons.md").write_text("\n".join(L) + "\n")
