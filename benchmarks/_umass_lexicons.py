@@ -320,7 +320,8 @@ def report(dev, test=None):
         L += [f"Testing (once): base {t['base']['f1']:.2f}, learned family {t['learned']['f1']:.2f} "
               f"({t['learned']['f1'] - t['base']['f1']:+.2f}).", ""]
     L += ["Conclusion (dev): the lexicon features do not move the base CRF beyond refit noise (capped: +0.22 over the "
-          "control, while refits of the capped base without lexicons already span 93.50-93.88; run to L-BFGS's stop: "
+          "control, while capped bases without lexicons at c2 0.1 scored 93.30-93.88 across code versions; run to "
+          "L-BFGS's stop: "
           "-0.04), and the learned family's held-out gain over the lexicon base (+0.32) is not larger than without "
           "(+0.19 control, +0.40 main run), far from +1.0; the Census lists cover the US names the word features "
           "already learn, not the international author names left (`Gethin`, `Pnueli`, `Piterman`), and hold 18% of "
