@@ -15,7 +15,11 @@ family's held-out dev gain as in the main protocol (psi by Algorithm 3 on 3-fold
 training marginals, ``FAMILY_GRID`` on dev); the lists' coverage of dev's gold name and
 title tokens, and of those not seen in training. The fitted base and chosen model are pickled in
 ``--cache`` so that ``--lexicons --test`` scores exactly them on testing, once.
-Output: ``results/umass_table1_lexicons_dev.json`` and ``umass_table1_lexicons_test.json``.
+``--lexicons control``: the same steps without lexicons by the same code (refits of the capped
+base move dev F1 by a few tenths between code versions, so the lexicons are compared with it);
+``--lexicons converged [control]``: the base CRF at the chosen c2 run to L-BFGS's stop.
+Output: ``results/umass_table1_lexicons_dev.json``, ``umass_table1_lexicons_control_dev.json``,
+``umass_table1_lexicons.md`` (and ``umass_table1_lexicons_test.json`` after ``--test``).
 """
 
 import pickle
