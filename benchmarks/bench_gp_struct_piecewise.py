@@ -24,6 +24,7 @@ reference. Papers' protocol (``bench_gp_struct_table1.paper_split``), M = 500 SV
 as ``GPStructClassifier()`` builds them. Writes ``results/gp_struct_piecewise.{md,json}``::
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_piecewise.py [splits] [tasks]
+    python benchmarks/bench_gp_struct_piecewise.py report   # the table from the stored json
 """
 
 import json
@@ -115,8 +116,8 @@ def run(splits, tasks=None):
                 tables[a] = (float(mb.min()), float(mb.max()), float(np.abs(pmi_transitions(mb)).max()))
             chain_ref = errors(*train, *test, Q, 1.0, likelihood="chain")[0][0]
             rows.append(dict(task=name, split=split, cv=cv.tolist(), cv_amplitude=best,
-                             test={str(a): e for a, e in test_err.items()}, tables={str(a): t for a, t in tables.items()},
-                             chain_map=chain_ref))
+                             test={str(a): e for a, e in test_err.items()},
+                             tables={str(a): t for a, t in tables.items()}, chain_map=chain_ref))
             print(name, split, "cv@1", np.round(cv[AMPLITUDE_GRID.index(1.0)], 2), "best", best,
                   "test", {a: np.round(e, 2).tolist() for a, e in test_err.items()}, "chain MAP", round(chain_ref, 2),
                   f"{time.process_time() - t0:.0f} CPU s", flush=True)
@@ -139,6 +140,7 @@ def report(rows, splits):
              + " | ".join(f"test {d} @CV amp." for d in DECODERS) + " | CV amplitudes (chain / token / pmi) | "
              "test chain MAP, chain decoder @1 | F min / max, max abs PMI @1 |",
              "|---|" + "---|" * (4 * len(DECODERS) + 3)]
+    wins = []
     for _, name, _ in TASKS:
         sel = [r for r in rows if r["task"] == name]
         if not sel:
@@ -153,17 +155,24 @@ def report(rows, splits):
         cells = [f"{x:.2f}" for x in (*cv1, *cvb, *t1, *tb)]
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {amps} | {np.mean([r['chain_map'] for r in sel]):.2f} | "
                      f"{min(t[0] for t in tab):.1f} / {max(t[1] for t in tab):.1f}, {max(t[2] for t in tab):.1f} |")
+        wins.append((name, DECODERS[int(np.argmin(cv1))], DECODERS[int(np.argmin(cvb))]))
+    lines += ["", "Lowest CV error (the choice): " + "; ".join(f"{n}: {a} at amplitude 1, {b} at the CV amplitude"
+                                                           for n, a, b in wins) + "."]
     return lines
 
 
 def main():
     os.environ.setdefault("SKLEARN_STRUCT_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
-    splits = [int(s) for s in sys.argv[1].split(",")] if len(sys.argv) > 1 else [0, 1, 2, 3, 4]
-    tasks = sys.argv[2].split(",") if len(sys.argv) > 2 else None
-    rows = run(splits, tasks)
+    if sys.argv[1:2] == ["report"]:  # rewrite the table from the stored rows
+        rows = json.loads((RESULTS / "gp_struct_piecewise.json").read_text())
+        splits = sorted({r["split"] for r in rows})
+    else:
+        splits = [int(s) for s in sys.argv[1].split(",")] if len(sys.argv) > 1 else [0, 1, 2, 3, 4]
+        rows = run(splits, sys.argv[2].split(",") if len(sys.argv) > 2 else None)
     lines = report(rows, splits)
     (RESULTS / "gp_struct_piecewise.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "gp_struct_piecewise.json").write_text(json.dumps(rows, indent=1))
+    if sys.argv[1:2] != ["report"]:
+        (RESULTS / "gp_struct_piecewise.json").write_text(json.dumps(rows, indent=1))
     print("\n".join(lines))
 
 

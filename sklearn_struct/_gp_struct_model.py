@@ -700,8 +700,9 @@ def sample_marginals(prior, p, seqs, n_samples, seed, n_jobs=None, likelihood="c
     ``x`` (the label-bigram distribution, see :func:`pmi_transitions`). Decoding by the chain with
     the trained table counts the label frequencies twice; re-assembling the chain with the table's
     pointwise mutual information counts them once. Of the three, token by token had the lowest
-    held-out error in 3-fold CV inside the training halves on all four CRF++ tasks (papers'
-    protocol; the choice made on training data only).
+    held-out error in 3-fold CV inside the training halves of the four CRF++ tasks (papers'
+    protocol, the piecewise sparse MAP; all four at amplitude 1, three of four at each decoder's
+    CV amplitude): the choice was made on training data only.
     """
     K = p.K
     S = max(1, -(-n_samples // K))  # samples per component
