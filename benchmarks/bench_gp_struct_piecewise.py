@@ -25,6 +25,7 @@ as ``GPStructClassifier()`` builds them. Writes ``results/gp_struct_piecewise.{m
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_piecewise.py [splits] [tasks]
     python benchmarks/bench_gp_struct_piecewise.py report   # the table from the stored json
+    python benchmarks/bench_gp_struct_piecewise.py fits TASK [splits]  # the decoders on Table 1's gp-var-p fits
 """
 
 import json
@@ -124,6 +125,46 @@ def run(splits, tasks=None):
     return rows
 
 
+def fitted_decoders(task, splits):
+    """Outcome only (test error %, nothing chosen on it): gp-var-p fitted as in Table 1 (papers' protocol,
+    ``GP_PAPER["gp-var-p"]``, ``random_state = split``), its posterior decoded by the three decoders, each
+    averaged over the same ``n_predict_samples`` posterior draws (``token`` is what ``predict`` does)."""
+    from bench_gp_struct_table1 import GP_PAPER, error_rate, gp_params
+
+    from sklearn_struct._gp_struct_model import _marginals_kernel, _per_sequence
+
+    n_train = dict((t[0], t[2]) for t in TASKS)[task]
+    out = []
+    for split in splits:
+        _, Xtr, ytr, Xte, yte = paper_split(task, split)
+        gp = GPStructClassifier(random_state=split, **gp_params("gp-var-p", n_train, "paper")).fit(Xtr, ytr)
+        prior, offsets = gp._test_prior(Xte)
+        p = gp.params_
+
+        def work(draw, i):
+            fbin = draw.fbin(p)
+            res = []
+            for table in (fbin, None, pmi_transitions(fbin, axes=(1, 2))):
+                if table is None:
+                    res.append(softmax(draw.f, axis=1).mean(axis=(0, 3)).T)
+                    continue
+                acc, part = 0.0, np.empty((draw.f.shape[2], p.Q))
+                for k in range(p.K):
+                    _marginals_kernel(draw.f[k], np.ascontiguousarray(table[k]), part)
+                    acc = acc + part / p.K
+                res.append(acc)
+            return res
+
+        S = max(1, -(-gp.n_predict_samples // p.K))
+        per_seq = _per_sequence(prior, p, np.arange(len(Xte)), S, gp._predict_seed, None, work)
+        err = [error_rate([gp.classes_[m[j].argmax(1)] for m in per_seq], yte) for j in range(len(DECODERS))]
+        out.append(dict(task=task, split=split, amplitude=gp.amplitude_, errors=err,
+                        predict=error_rate(gp.predict(Xte), yte)))
+        print(task, split, gp.amplitude_, dict(zip(DECODERS, np.round(err, 2))), flush=True)
+    assert GP_PAPER["gp-var-p"]["likelihood"] == "piecewise"
+    return out
+
+
 def report(rows, splits):
     i1 = AMPLITUDE_GRID.index(1.0)
     lines = ["# gp-var-p: which decoder for the piecewise model (chosen by CV on the training half)", "",
@@ -158,11 +199,39 @@ def report(rows, splits):
         wins.append((name, DECODERS[int(np.argmin(cv1))], DECODERS[int(np.argmin(cvb))]))
     lines += ["", "Lowest CV error (the choice): " + "; ".join(f"{n}: {a} at amplitude 1, {b} at the CV amplitude"
                                                            for n, a, b in wins) + "."]
+    return lines + fits_lines()
+
+
+def fits_lines():
+    """The table of :func:`fitted_decoders` (``results/gp_struct_piecewise_fits.json``), if it was run."""
+    path = RESULTS / "gp_struct_piecewise_fits.json"
+    if not path.exists():
+        return []
+    fits = json.loads(path.read_text())
+    lines = ["", "Outcome only (nothing chosen on it): test error % of Table 1's gp-var-p fits (papers' protocol, "
+             "`GP_PAPER['gp-var-p']`, the token decoder's CV amplitude), the same posterior decoded three ways, "
+             "each averaged over the same 100 posterior draws (`token` is `predict`): "
+             "`bench_gp_struct_piecewise.py fits TASK`.", "",
+             "| task | splits | " + " | ".join(DECODERS) + " | amplitudes |", "|---|---|" + "---|" * (len(DECODERS) + 1)]
+    for task, name, _ in TASKS:
+        sel = sorted((r for r in fits if r["task"] == task), key=lambda r: r["split"])
+        if sel:
+            mean = np.mean([r["errors"] for r in sel], axis=0)
+            lines.append(f"| {name} | {','.join(str(r['split']) for r in sel)} | " + " | ".join(f"{m:.2f}" for m in mean)
+                         + " | " + ",".join(f"{r['amplitude']:g}" for r in sel) + " |")
     return lines
 
 
 def main():
     os.environ.setdefault("SKLEARN_STRUCT_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    if sys.argv[1:2] == ["fits"]:  # outcome only: the three decoders on Table 1's gp-var-p fits of a task
+        splits = [int(s) for s in sys.argv[3].split(",")] if len(sys.argv) > 3 else [0, 1, 2, 3, 4]
+        res = fitted_decoders(sys.argv[2], splits)
+        path = RESULTS / "gp_struct_piecewise_fits.json"
+        old = json.loads(path.read_text()) if path.exists() else []
+        keep = [r for r in old if (r["task"], r["split"]) not in {(q["task"], q["split"]) for q in res}]
+        path.write_text(json.dumps(keep + res, indent=1))
+        return
     if sys.argv[1:2] == ["report"]:  # rewrite the table from the stored rows
         rows = json.loads((RESULTS / "gp_struct_piecewise.json").read_text())
         splits = sorted({r["split"] for r in rows})
