@@ -181,7 +181,7 @@ def report(rows, splits):
              + " | ".join(f"test {d} @CV amp." for d in DECODERS) + " | CV amplitudes (chain / token / pmi) | "
              "test chain MAP, chain decoder @1 | F min / max, max abs PMI @1 |",
              "|---|" + "---|" * (4 * len(DECODERS) + 3)]
-    wins = []
+    wins, per_fit = [], []
     for _, name, _ in TASKS:
         sel = [r for r in rows if r["task"] == name]
         if not sel:
@@ -197,9 +197,22 @@ def report(rows, splits):
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {amps} | {np.mean([r['chain_map'] for r in sel]):.2f} | "
                      f"{min(t[0] for t in tab):.1f} / {max(t[1] for t in tab):.1f}, {max(t[2] for t in tab):.1f} |")
         wins.append((name, DECODERS[int(np.argmin(cv1))], DECODERS[int(np.argmin(cvb))]))
+        per_fit.append((name, *_per_split_choice(sel)))
     lines += ["", "Lowest CV error (the choice): " + "; ".join(f"{n}: {a} at amplitude 1, {b} at the CV amplitude"
                                                            for n, a, b in wins) + "."]
+    lines += ["", "Decoder chosen per split with the amplitude by the same CV (not built; test error, outcome only): "
+              + "; ".join(f"{n} {e:.2f} ({c})" for n, e, c in per_fit) + "."]
     return lines + fits_lines()
+
+
+def _per_split_choice(sel):
+    """Mean test error % when each split takes the decoder (and its amplitude) of lowest CV error, and the choices."""
+    errs, picks = [], []
+    for r in sel:
+        j = int(np.argmin(np.min(r["cv"], axis=0)))
+        errs.append(r["test"][str(r["cv_amplitude"][DECODERS[j]])][j])
+        picks.append(DECODERS[j])
+    return float(np.mean(errs)), ",".join(picks)
 
 
 def fits_lines():
