@@ -15,8 +15,7 @@ exactly (the jitter is relative), so one :class:`SparsePrior` at amplitude 1 ser
 import numpy as np
 from sklearn.gaussian_process.kernels import ConstantKernel
 
-from ._gp_struct_model import SparsePrior, VarParams, sample_marginals
-from .oracles.chain import forward_backward
+from ._gp_struct_model import SparsePrior, VarParams, map_marginals, sample_marginals
 from .utils.packing import subset_sequences
 
 AMPLITUDE_GRID = tuple(4.0**k for k in range(-2, 5))  # 1/16 ... 256
@@ -40,8 +39,12 @@ def scaled_kernel(kernel, amplitude):
 
 
 def cv_amplitude(prior1, y, offsets, Q, rng, grid=AMPLITUDE_GRID, n_folds=3, n_repeats=1, decoder="map",
-                 n_samples=100, max_iter=200):
+                 n_samples=100, max_iter=200, likelihood="chain"):
     """The amplitude of ``grid`` with the lowest K-fold held-out token error of the sparse MAP.
+
+    The fold's model is the sparse MAP of ``likelihood`` (chain or piecewise), decoded by that
+    model's decoder (the chain's forward-backward; for the piecewise model token by token, see
+    :func:`sample_marginals`).
 
     ``prior1`` is the :class:`SparsePrior` of the training tokens at amplitude 1. Folds are
     random sets of sequences (``n_folds``, at most the number of sequences; with one sequence
@@ -66,16 +69,16 @@ def cv_amplitude(prior1, y, offsets, Q, rng, grid=AMPLITUDE_GRID, n_folds=3, n_r
         rows_te, _, off_te = subset_sequences(offsets, held)
         B_tr, B_te, yt = prior1.B[:, rows_tr], prior1.B[:, rows_te], y[rows_te]
         for i, a in enumerate(grid):
-            fit = sparse_map(_Rows(np.sqrt(a) * B_tr), y[rows_tr], off_tr, Q, max_iter=max_iter)
+            fit = sparse_map(_Rows(np.sqrt(a) * B_tr), y[rows_tr], off_tr, Q, max_iter=max_iter, likelihood=likelihood)
             test = _Rows(np.sqrt(a) * B_te, off_te)
-            node = _held_out_marginals(fit, test, prior1, held, a, decoder, n_samples, seed)
+            node = _held_out_marginals(fit, test, prior1, held, a, decoder, n_samples, seed, likelihood)
             scores[i, 0] += np.mean(np.argmax(node, axis=1) != yt) / n_fits
             scores[i, 1] += -np.mean(np.log(np.maximum(node[np.arange(yt.size), yt], 1e-300))) / n_fits
     best = min(range(len(grid)), key=lambda i: (round(scores[i, 0], 12), scores[i, 1]))
     return float(grid[best]), scores
 
 
-def _held_out_marginals(fit, test, prior1, held, a, decoder, n_samples, seed):
+def _held_out_marginals(fit, test, prior1, held, a, decoder, n_samples, seed, likelihood):
     """Node marginals (n_held_tokens, Q) of the held-out sequences ``held`` (their rows ``test`` at
     amplitude ``a``) from ``fit``, the outputs of :func:`sparse_map` on the fold's training part, by
     the ``decoder`` of :func:`cv_amplitude` (the residual variances are scaled only to sample)."""
@@ -83,8 +86,8 @@ def _held_out_marginals(fit, test, prior1, held, a, decoder, n_samples, seed):
 
     v, mb, var_v, var_bin, _ = fit
     if decoder == "map":
-        return forward_backward(test.unary_mean(v), mb, test.offsets)[1]
+        return map_marginals(test.unary_mean(v), mb, test.offsets, likelihood)
     test.Ktil = [a * prior1.Ktil[s] for s in held]
     p = VarParams(1, mb.shape[0], v.shape[1], True)
     set_laplace_diagonal(p, v, mb, var_v, var_bin)
-    return np.concatenate(sample_marginals(test, p, np.arange(len(held)), n_samples, seed))
+    return np.concatenate(sample_marginals(test, p, np.arange(len(held)), n_samples, seed, likelihood=likelihood))

@@ -297,16 +297,26 @@ def test_fits_a_chain_better_than_a_unary_classifier(chain_data, params):
 
 
 def test_piecewise_likelihood_fits(chain_data):
-    """gp-var-p: the pseudo-likelihood model learns the transitions (their order) and matches LR."""
+    """gp-var-p predicts token by token (its unary pieces are a GP classifier): it matches LR, and its
+    learned transition table orders the true transitions. On these chains the features depend on each
+    token's own label only, the assumption under which the chain re-assembled from the pieces (the PMI
+    table) is the exact posterior: decoded that way the same fit beats the token decoder by far (measured
+    0.715 against 0.632, LR 0.636). The estimator still decodes token by token: on the CRF++ tasks, whose
+    template features see the neighbouring words, token by token had the lower CV error (issue #22)."""
+    from sklearn_struct._gp_struct_model import pmi_transitions
+    from sklearn_struct.oracles.chain import forward_backward
+
     Xtr, ytr, Xte, yte = chain_data
     lr = LogisticRegression(max_iter=1000).fit(np.vstack(Xtr), np.concatenate(ytr))
     base = lr.score(np.vstack(Xte), np.concatenate(yte))
-    gp = _legacy(likelihood="piecewise", optimizer="lbfgs", n_inducing=20, n_samples=50,
-                            block_iters=(15, 10, 0), max_iter=4, random_state=0).fit(Xtr, ytr)
-    # the pseudo-likelihood ignores how strong couplings (scale 3) propagate along the chain: measured
-    # 0.632 against LR's 0.636 at a converged ELBO (-1048), so it must match LR, not beat it
+    gp = GPStructClassifier(likelihood="piecewise", n_inducing=20, n_samples=50, random_state=0).fit(Xtr, ytr)
+    assert gp.stop_reason_ in ("elbo", "means")  # converged by its rule (from the MAP start the ELBO may stay flat)
     assert gp.score(Xte, yte) >= base - 0.015
-    assert gp.elbo_curve_[-1] > gp.elbo_curve_[0] + 400
+    prior, offsets = gp._test_prior(Xte)
+    unary, yt = prior.unary_mean(gp.params_.m.mean(axis=0)), np.concatenate(yte)
+    acc_token = np.mean(gp.classes_[unary.argmax(1)] == yt)
+    acc_pmi = np.mean(gp.classes_[forward_backward(unary, pmi_transitions(gp.params_.mb), offsets)[1].argmax(1)] == yt)
+    assert acc_pmi > acc_token + 0.03, (acc_pmi, acc_token)
     _, true_y, params = make_chain_data(110, n_labels=3, n_features=5, transition_scale=3.0, return_params=True,
                                         random_state=0)
     A = params.transition
