@@ -378,7 +378,9 @@ TABLE1_RUN = {
                "processes sharing the two cores. The CRF rows are NonLocalCRF's base CRF (ChainCRF's objective)."),
     "paper": ("Fit seconds of the gp-var-b / gp-var-s / gp-var-p rows are CPU seconds of the fit (time.process_time, "
               "run under nice 10 with the other agents' jobs on the two cores); the CRF rows' seconds are wall time. "
-              "The gp-var-b rows were rerun at commit 9e9331d (the same defaults and seeds; the library of "
+              "The gp-var-b rows were rerun at commit fbb19e5 at the new default n_samples='auto' (S = 1,000 for "
+              "L-BFGS; same seeds); the rows 'gp-var-b, S = 100 (previous run)' are the default before (S = 100), "
+              "run at commit 9e9331d (the same defaults and seeds; the library of "
               "d96817b: 62219a1's defaults with the later diagonal-gradient and chain-oracle changes, which change the "
               "fits' floating-point path: chunking split 0 ends at ELBO -2,482 and 7.27% instead of -2,505 and 7.99%); "
               "the rows 'gp-var-b, code of 62219a1 (previous run)' are the run at 62219a1 (inducing='auto': the SVD "
