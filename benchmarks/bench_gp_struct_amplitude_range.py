@@ -12,8 +12,9 @@ builds them, the chain likelihood), for each amplitude of the wider grid 4^-2 ..
   draws), i.e. what ``amplitude="cv"`` would see with the wider grid;
 - the test error of the sparse MAP fitted on the whole training half (outcome only).
 
-``fit AMPLITUDE TASK [SPLITS]`` also runs gp-var-b (``GPStructClassifier(amplitude=AMPLITUDE,
-random_state=split)``, all else at its defaults) at one fixed amplitude: a diagnostic of what a larger
+``fit AMPLITUDE TASK [SPLITS [METHOD]]`` also runs gp-var-b (``GPStructClassifier(amplitude=AMPLITUDE,
+random_state=split)``, all else at its defaults; METHOD gp-var-s / gp-var-p: Table 1's settings of that
+variant, ``bench_gp_struct_table1.GP_PAPER``) at one fixed amplitude: a diagnostic of what a larger
 amplitude would give, not a setting chosen on training data. Writes
 ``results/gp_struct_amplitude_range.{md,json}``::
 
@@ -32,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_gp_struct_piecewise import errors, whitened  # noqa: E402
-from bench_gp_struct_table1 import TASKS, error_rate, paper_split  # noqa: E402
+from bench_gp_struct_table1 import GP_PAPER, TASKS, error_rate, paper_split  # noqa: E402
 from sklearn_struct import GPStructClassifier  # noqa: E402
 from sklearn_struct._gp_struct_amplitude import AMPLITUDE_GRID  # noqa: E402
 from sklearn_struct.utils.packing import subset_sequences  # noqa: E402
@@ -73,20 +74,35 @@ def run_maps(tasks):
     return out
 
 
-def run_fits(amplitude, task, splits):
-    out = json.loads(PATH.read_text()) if PATH.exists() else {}
+def _fits_part(task, method, amplitude):
+    return RESULTS / f"gp_struct_amplitude_range_{task}_{method}_{amplitude:g}.json"
+
+
+def run_fits(amplitude, task, splits, method="gp-var-b"):
+    """Fits at one fixed amplitude, saved after each split to their own part file (so runs of other
+    tasks or variants can go beside it); ``report`` merges the parts."""
     name = dict((t[0], t[1]) for t in TASKS)[task]
-    key = f"{name} @ {amplitude:g}"
+    key = f"{name} @ {amplitude:g}" + ("" if method == "gp-var-b" else f", {method}")
+    params = {} if method == "gp-var-b" else dict(GP_PAPER[method])
+    part = _fits_part(task, method, amplitude)
+    rows = json.loads(part.read_text())[key] if part.exists() else []
     for split in splits:
         _, Xtr, ytr, Xte, yte = paper_split(task, split)
         t = time.process_time()
-        gp = GPStructClassifier(amplitude=amplitude, random_state=split).fit(Xtr, ytr)
+        gp = GPStructClassifier(random_state=split, **{**params, "amplitude": amplitude}).fit(Xtr, ytr)
         row = dict(split=split, error=error_rate(gp.predict(Xte), yte), cpu_s=time.process_time() - t,
                    stop=gp.stop_reason_, n_iter=gp.n_iter_, elbo=[gp.elbo_curve_[0], gp.elbo_curve_[-1]])
         print(key, row, flush=True)
-        runs = [r for r in out.setdefault("fits", {}).get(key, []) if r["split"] != split] + [row]
-        out["fits"][key] = sorted(runs, key=lambda r: r["split"])
-        PATH.write_text(json.dumps(out, indent=1))
+        rows = sorted([r for r in rows if r["split"] != split] + [row], key=lambda r: r["split"])
+        part.write_text(json.dumps({key: rows}, indent=1))
+    return merged()
+
+
+def merged():
+    """The MAP table and every fit run (the fits' part files over the main file's ``fits``)."""
+    out = json.loads(PATH.read_text()) if PATH.exists() else {}
+    for part in sorted(RESULTS.glob("gp_struct_amplitude_range_*_*.json")):
+        out.setdefault("fits", {}).update(json.loads(part.read_text()))
     return out
 
 
@@ -105,8 +121,9 @@ def report(out):
         lines.append(f"| {name} CV | " + " | ".join(f"{v:.2f}" for v in cv) + " | |")
         lines.append(f"| {name} test | " + " | ".join(f"{v:.2f}" for v in te) + f" | {picked:.2f} |")
     if out.get("fits"):
-        lines += ["", "gp-var-b (`GPStructClassifier(amplitude=A, random_state=split)`, all else at its defaults) at "
-                  "one fixed amplitude (a diagnostic, not chosen on training data):", "",
+        lines += ["", "gp-var-b (`GPStructClassifier(amplitude=A, random_state=split)`, all else at its defaults; rows "
+                  "marked gp-var-s / gp-var-p: Table 1's settings of that variant) at one fixed amplitude (a "
+                  "diagnostic, not chosen on training data):", "",
                   "| task @ amplitude | splits | test error % | fit CPU s mean / max | stops |", "|---|---|---|---|---|"]
         for key, rows in out["fits"].items():
             cpu = [r["cpu_s"] for r in rows]
@@ -120,9 +137,9 @@ def main():
     os.environ.setdefault("SKLEARN_STRUCT_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     if len(sys.argv) > 1 and sys.argv[1] == "fit":
         splits = [int(s) for s in sys.argv[4].split(",")] if len(sys.argv) > 4 else range(5)
-        out = run_fits(float(sys.argv[2]), sys.argv[3], splits)
+        out = run_fits(float(sys.argv[2]), sys.argv[3], splits, *sys.argv[5:6])
     elif len(sys.argv) > 1 and sys.argv[1] == "report":
-        out = json.loads(PATH.read_text())
+        out = merged()
     else:
         out = run_maps(sys.argv[1].split(",") if len(sys.argv) > 1 else [t[0] for t in TASKS])
     report(out)
