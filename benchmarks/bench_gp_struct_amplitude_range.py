@@ -20,6 +20,9 @@ amplitude would give, not a setting chosen on training data. Writes
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_amplitude_range.py [TASKS]
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_amplitude_range.py fit 1024 JapaneseNE
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_amplitude_range.py crf
+
+``crf`` sweeps a ChainCRF's c2 from 1e-5 to 10 on the same splits and features (outcome only).
 """
 
 import json
@@ -34,13 +37,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_gp_struct_piecewise import errors, whitened  # noqa: E402
 from bench_gp_struct_table1 import GP_PAPER, TASKS, error_rate, paper_split  # noqa: E402
-from sklearn_struct import GPStructClassifier  # noqa: E402
+from sklearn_struct import ChainCRF, GPStructClassifier  # noqa: E402
 from sklearn_struct._gp_struct_amplitude import AMPLITUDE_GRID  # noqa: E402
 from sklearn_struct.utils.packing import subset_sequences  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 PATH = RESULTS / "gp_struct_amplitude_range.json"
 GRID = tuple(4.0**k for k in range(-2, 9))
+C2_SWEEP = (1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0)  # Table 1's CRF grid is 0.01 ... 10
 
 
 def map_errors(task, split):
@@ -72,6 +76,23 @@ def run_maps(tasks):
         out.setdefault("maps", {})[name] = rows
         PATH.write_text(json.dumps(out, indent=1))
     return out
+
+
+def crf_sweep(tasks):
+    """Test error % of ``ChainCRF(c2)`` (500 L-BFGS iterations at most) over ``C2_SWEEP``, per split:
+    where the CRF's regularisation would have to be (outcome only, nothing is chosen on it)."""
+    out = json.loads(PATH.read_text()) if PATH.exists() else {}
+    for task, name, _ in TASKS:
+        if task not in tasks:
+            continue
+        rows = []
+        for split in range(5):
+            _, Xtr, ytr, Xte, yte = paper_split(task, split)
+            rows.append([error_rate(ChainCRF(c2=c2, max_iter=500).fit(Xtr, ytr).predict(Xte), yte) for c2 in C2_SWEEP])
+            print(name, split, "crf", np.round(rows[-1], 2).tolist(), flush=True)
+        out.setdefault("crf", {})[name] = rows
+        PATH.write_text(json.dumps(out, indent=1))
+    return merged()
 
 
 def _fits_part(task, method, amplitude):
@@ -120,6 +141,12 @@ def report(out):
         picked = np.mean([r["test"][int(np.argmin(np.round(r["cv"], 12)))] for r in rows])
         lines.append(f"| {name} CV | " + " | ".join(f"{v:.2f}" for v in cv) + " | |")
         lines.append(f"| {name} test | " + " | ".join(f"{v:.2f}" for v in te) + f" | {picked:.2f} |")
+    if out.get("crf"):
+        lines += ["", "`ChainCRF(c2=c2, max_iter=500)` on the same splits and features, test error % (mean over splits "
+                  "0-4; outcome only; Table 1's CRF takes c2 from 0.01 ... 10 by 3-fold CV on the training half):", "",
+                  "| task | " + " | ".join(f"c2 = {c:g}" for c in C2_SWEEP) + " |", "|---|" + "---|" * len(C2_SWEEP)]
+        for name, rows in out["crf"].items():
+            lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in np.mean(rows, axis=0)) + " |")
     if out.get("fits"):
         lines += ["", "gp-var-b (`GPStructClassifier(amplitude=A, random_state=split)`, all else at its defaults; rows "
                   "marked gp-var-s / gp-var-p: Table 1's settings of that variant) at one fixed amplitude (a "
@@ -138,6 +165,8 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "fit":
         splits = [int(s) for s in sys.argv[4].split(",")] if len(sys.argv) > 4 else range(5)
         out = run_fits(float(sys.argv[2]), sys.argv[3], splits, *sys.argv[5:6])
+    elif len(sys.argv) > 1 and sys.argv[1] == "crf":
+        out = crf_sweep(sys.argv[2].split(",") if len(sys.argv) > 2 else [t[0] for t in TASKS])
     elif len(sys.argv) > 1 and sys.argv[1] == "report":
         out = merged()
     else:
