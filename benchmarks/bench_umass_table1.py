@@ -67,6 +67,9 @@ the family's held-out gain) with name-lexicon features (US Census 1990 lists,
 ``_name_lexicons.py``) in the base CRF, testing untouched; ``--lexicons --test`` scores the
 pickled models chosen on dev on testing once (``benchmarks/_umass_lexicons.py``,
 ``umass_table1_lexicons*.json``).
+``--grobid-ceiling FOLD ...``: on GROBID folds with the base CRFs to convergence, the learned
+family beside its oracle ceiling and one psi fitted in-sample on the test fold's gold
+(``benchmarks/_umass_grobid_ceiling.py``, ``umass_table1_grobid_ceiling.json``).
 ``--to-convergence`` (with ``--grobid``): base CRFs to CRFsuite's stop instead of
 ``bench_citations``' cap of 100 iterations.
 
@@ -287,9 +290,11 @@ def run_umass(out, log):
     return out
 
 
-def oracle_ceiling(base, energy, X, y_true, strength):
+def oracle_ceiling(base, energy, X, y_true, strength, scheme="IOB2"):
     """Test of what the candidates can do at most: every reference keeps, at weight ``strength``,
-    exactly the candidates its own gold labels satisfy (a per-reference oracle psi)."""
+    exactly the candidates its own gold labels satisfy (a per-reference oracle psi).
+
+    ``scheme``: the tagging scheme of the segment F1 (GROBID's labels: "IO")."""
     gold = [np.searchsorted(base.classes_, v) for v in y_true]
     energy = energy.bind(X)
     psi = np.where(energy.violations(gold) > 0, 0.0, strength)
@@ -298,7 +303,7 @@ def oracle_ceiling(base, energy, X, y_true, strength):
                           max_iter=CEILING_MAX_ITER, tol=1e-4)
     labels, _ = viterbi(res.dual_unary, res.dual_transition, data.offsets)
     pred = [base.classes_[p] for p in unpack_sequences(labels, data.offsets)]
-    return seg_f1(y_true, pred), float(res.converged.mean())
+    return seg_f1(y_true, pred, scheme), float(res.converged.mean())
 
 
 def run_learners(saved, log):
@@ -515,6 +520,10 @@ def report(out, grobid):
     cpath = RESULTS / "umass_table1_grobid_converged.json"
     if cpath.exists():
         L += grobid_converged_report(json.loads(cpath.read_text()))
+    import _umass_grobid_ceiling as gc
+
+    if gc.PATH.exists():
+        L += gc.report(json.loads(gc.PATH.read_text()))
     lpath = RESULTS / "umass_table1_learners.json"
     if lpath.exists():
         L += learners_report(json.loads(lpath.read_text()), t)
@@ -664,6 +673,8 @@ def main():
                         "learner on its base CRF and the candidates' oracle ceiling (umass_table1_learners.json)")
     parser.add_argument("--to-convergence", action="store_true", help="with --grobid: base CRFs to CRFsuite's "
                         "stop instead of bench_citations' cap (umass_table1_grobid[_perceptron]_converged.json)")
+    parser.add_argument("--grobid-ceiling", type=int, nargs="*", help="GROBID folds, base CRFs to convergence: "
+                        "the learned family beside its oracle and in-sample ceilings (umass_table1_grobid_ceiling.json)")
     parser.add_argument("--in-sample", action="store_true", help="after --learners: the perceptron's psi fitted "
                         "on dev and scored on dev, the most one psi vector over the family can do")
     parser.add_argument("--families", nargs="*", help="after the main run: the dev ceilings of the hierarchical "
@@ -698,6 +709,11 @@ def main():
         lx.report(json.loads(lx.DEV_PATH.read_text()),
                   json.loads(lx.TEST_PATH.read_text()) if lx.TEST_PATH.exists() else None)
         return
+    if args.grobid_ceiling:
+        import _umass_grobid_ceiling as gc
+
+        gc.run(args.grobid_ceiling, log)
+        args.report_only = True
     if args.families is not None:
         run_families(json.loads(path.read_text()), log, args.families)
         args.report_only = True
