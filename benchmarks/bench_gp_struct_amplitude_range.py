@@ -35,11 +35,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_gp_struct_piecewise import errors, whitened  # noqa: E402
+from bench_gp_struct_piecewise import DECODERS, cv_errors, errors, whitened  # noqa: E402
 from bench_gp_struct_table1 import GP_PAPER, TASKS, error_rate, paper_split  # noqa: E402
 from sklearn_struct import ChainCRF, GPStructClassifier  # noqa: E402
 from sklearn_struct._gp_struct_amplitude import AMPLITUDE_GRID  # noqa: E402
-from sklearn_struct.utils.packing import subset_sequences  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 PATH = RESULTS / "gp_struct_amplitude_range.json"
@@ -48,51 +47,44 @@ C2_SWEEP = (1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0)  # Table 1's CRF grid is 0.0
 
 
 def map_errors(task, split):
-    """(CV error %, test error %) of the chain sparse MAP at each amplitude of ``GRID``."""
+    """(CV error %, test error %) of the chain sparse MAP, decoded by the chain, at each amplitude of ``GRID``."""
     train, test, Q, rng = whitened(task, split)
-    B, y, off = train
-    n_seq = off.shape[0] - 1
-    cv = np.zeros(len(GRID))
-    for held in (np.sort(h) for h in np.array_split(rng.permutation(n_seq), 3)):
-        rows_tr, _, off_tr = subset_sequences(off, np.setdiff1d(np.arange(n_seq), held))
-        rows_te, _, off_te = subset_sequences(off, held)
-        for i, a in enumerate(GRID):
-            err = errors(B[:, rows_tr], y[rows_tr], off_tr, B[:, rows_te], y[rows_te], off_te, Q, a, "chain")
-            cv[i] += err[0][0] / 3
+    cv = cv_errors(train, Q, rng, grid=GRID, likelihood="chain")[:, DECODERS.index("chain")]
     test_err = [errors(*train, *test, Q, a, "chain")[0][0] for a in GRID]
     return cv.tolist(), test_err
 
 
-def run_maps(tasks):
+def _per_split(tasks, key, measure):
+    """``measure(task, split)`` on splits 0-4 of each task of ``tasks``, saved under ``key`` after each task."""
     out = json.loads(PATH.read_text()) if PATH.exists() else {}
     for task, name, _ in TASKS:
         if task not in tasks:
             continue
         rows = []
         for split in range(5):
-            cv, test_err = map_errors(task, split)
-            rows.append(dict(split=split, cv=cv, test=test_err))
-            print(name, split, "cv", np.round(cv, 2).tolist(), "test", np.round(test_err, 2).tolist(), flush=True)
-        out.setdefault("maps", {})[name] = rows
+            rows.append(measure(task, split))
+            print(name, split, key, rows[-1], flush=True)
+        out.setdefault(key, {})[name] = rows
         PATH.write_text(json.dumps(out, indent=1))
-    return out
+    return merged()
+
+
+def run_maps(tasks):
+    def measure(task, split):
+        cv, test_err = map_errors(task, split)
+        return dict(split=split, cv=cv, test=test_err)
+
+    return _per_split(tasks, "maps", measure)
 
 
 def crf_sweep(tasks):
     """Test error % of ``ChainCRF(c2)`` (500 L-BFGS iterations at most) over ``C2_SWEEP``, per split:
     where the CRF's regularisation would have to be (outcome only, nothing is chosen on it)."""
-    out = json.loads(PATH.read_text()) if PATH.exists() else {}
-    for task, name, _ in TASKS:
-        if task not in tasks:
-            continue
-        rows = []
-        for split in range(5):
-            _, Xtr, ytr, Xte, yte = paper_split(task, split)
-            rows.append([error_rate(ChainCRF(c2=c2, max_iter=500).fit(Xtr, ytr).predict(Xte), yte) for c2 in C2_SWEEP])
-            print(name, split, "crf", np.round(rows[-1], 2).tolist(), flush=True)
-        out.setdefault("crf", {})[name] = rows
-        PATH.write_text(json.dumps(out, indent=1))
-    return merged()
+    def measure(task, split):
+        _, Xtr, ytr, Xte, yte = paper_split(task, split)
+        return [error_rate(ChainCRF(c2=c2, max_iter=500).fit(Xtr, ytr).predict(Xte), yte) for c2 in C2_SWEEP]
+
+    return _per_split(tasks, "crf", measure)
 
 
 def _fits_part(task, method, amplitude):

@@ -35,7 +35,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy.special import softmax
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 
@@ -44,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_gp_struct_table1 import TASKS, paper_split  # noqa: E402
 from sklearn_struct import GPStructClassifier  # noqa: E402
 from sklearn_struct._gp_struct_amplitude import AMPLITUDE_GRID, _Rows  # noqa: E402
-from sklearn_struct._gp_struct_model import SparsePrior, pmi_transitions  # noqa: E402
+from sklearn_struct._gp_struct_model import SparsePrior, pmi_transitions, token_marginals  # noqa: E402
 from sklearn_struct._gp_struct_optim import sparse_map  # noqa: E402
 from sklearn_struct.gp_struct import _fresh_kernels  # noqa: E402
 from sklearn_struct.oracles.chain import forward_backward  # noqa: E402
@@ -76,7 +75,7 @@ def whitened(task, split):
 
 def decode(unary, mb, offsets):
     """Node marginals of the three decoders, in the order of ``DECODERS``."""
-    return [forward_backward(unary, mb, offsets)[1], softmax(unary, axis=1),
+    return [forward_backward(unary, mb, offsets)[1], token_marginals(unary, axis=1),
             forward_backward(unary, pmi_transitions(mb), offsets)[1]]
 
 
@@ -87,16 +86,17 @@ def errors(B, y, off, Bt, yt, offq, Q, a, likelihood="piecewise"):
     return [100 * float(np.mean(m.argmax(axis=1) != yt)) for m in node], mb
 
 
-def cv_errors(train, Q, rng, n_folds=3):
-    """Held-out error % (len(AMPLITUDE_GRID), len(DECODERS)) of 3-fold CV inside the training half."""
+def cv_errors(train, Q, rng, n_folds=3, grid=AMPLITUDE_GRID, likelihood="piecewise"):
+    """Held-out error % (len(grid), len(DECODERS)) of 3-fold CV inside the training half, the sparse MAP
+    of ``likelihood`` at each amplitude of ``grid``."""
     B, y, off = train
     n_seq = off.shape[0] - 1
-    out = np.zeros((len(AMPLITUDE_GRID), len(DECODERS)))
+    out = np.zeros((len(grid), len(DECODERS)))
     for held in (np.sort(h) for h in np.array_split(rng.permutation(n_seq), n_folds)):
         rows_tr, _, off_tr = subset_sequences(off, np.setdiff1d(np.arange(n_seq), held))
         rows_te, _, off_te = subset_sequences(off, held)
-        for i, a in enumerate(AMPLITUDE_GRID):
-            err = errors(B[:, rows_tr], y[rows_tr], off_tr, B[:, rows_te], y[rows_te], off_te, Q, a)[0]
+        for i, a in enumerate(grid):
+            err = errors(B[:, rows_tr], y[rows_tr], off_tr, B[:, rows_te], y[rows_te], off_te, Q, a, likelihood)[0]
             out[i] += np.asarray(err) / n_folds
     return out
 
@@ -146,7 +146,7 @@ def fitted_decoders(task, splits):
             res = []
             for table in (fbin, None, pmi_transitions(fbin, axes=(1, 2))):
                 if table is None:
-                    res.append(softmax(draw.f, axis=1).mean(axis=(0, 3)).T)
+                    res.append(token_marginals(draw.f, axis=1).mean(axis=(0, 3)).T)
                     continue
                 acc, part = 0.0, np.empty((draw.f.shape[2], p.Q))
                 for k in range(p.K):
