@@ -30,11 +30,11 @@ SCHEME = "IO"
 
 
 def fold_data(k):
-    """Fold ``k`` of ``bench_citations``' split: (Xtr, ytr, Xte, yte, c2)."""
+    """Fold ``k`` of ``bench_citations``' split: (Xtr, ytr, Xte, yte, c2), c2 from ``bt.GROBID_C2``."""
     import bench_citations as bc
     from sklearn.model_selection import KFold
 
-    saved = {f["fold"]: f for f in json.loads((bt.RESULTS / "citations.json").read_text())["folds"]}
+    saved = {f["fold"]: f for f in json.loads(bt.GROBID_C2.read_text())["folds"]}
     feats, y = bc.load()
     train, test = list(KFold(5, shuffle=True, random_state=0).split(feats))[k]
     Xtr, Xte = bc.vectorize(feats, train, test)
