@@ -59,7 +59,8 @@ iterations, and the distribution of iterations to convergence at the cap of 40.
 
 The constraint set, ``PSI_HOLDOUT`` and the Algorithm 3 settings were chosen on fold 0's
 training part (its 80/20 inner split; ``/work/notes``-style exploration recorded in the
-results' notes), never on a test fold.
+results' notes), never on a test fold; that exploration used capped L-BFGS fits and was not
+redone when the fits were run to the stop.
 
 Run::
 
