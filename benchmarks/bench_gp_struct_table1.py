@@ -359,17 +359,20 @@ def _goal_lines(rows, names, ids, protocol):
                          + f" -> {'at or below ours' if crfs and ours <= crfs[0] else 'above ours'}"
                          + (f"; fit CPU s mean {np.mean([v[1] for v in rows[method][n]]):.0f}, max "
                             f"{np.max([v[1] for v in rows[method][n]]):.0f}; stops: "
-                            + ", ".join(v[2].split("stop: ")[-1].split(",")[0] for v in rows[method][n])
-                            if protocol == "paper" else ""))
+                            + ", ".join(v[2].split("stop: ")[-1].split(",")[0] for v in rows[method][n])))
     return lines
 
 
 # The code version of the committed Table 1 rows (update with each rerun).
 TABLE1_RUN = {
-    "pooled": ("Code versions: the rows 'crf (ChainCRF)' and 'sklearn-crfsuite' (five splits) and 'gp-var-b' (the "
-               "current defaults with the SVD inducing inputs of 62219a1, splits 0-2, run with the library code of c283bb2 and "
-               "OPENBLAS_NUM_THREADS=1) were run on issue #22's branch gps; gp-var-s / gp-var-p were not rerun on this "
-               "protocol for lack of CPU. The rows marked '(e9b7abb settings)' and 'crf (NonLocalCRF)' were "
+    "pooled": ("Code versions: the gp-var-b rows were rerun at the current defaults (GPStructClassifier(), "
+               "n_samples='auto': S = 1,000 for L-BFGS; same seeds, all five splits) with the library code of 0b904db "
+               "(branch pooled-s1000), OPENBLAS_NUM_THREADS=1, under nice; fit seconds are CPU seconds "
+               "(time.process_time). The rows 'gp-var-b, S = 100 (previous run)' are the same defaults and seeds at "
+               "the default before (S = 100), with the SVD inducing inputs of 62219a1: splits 0-2 run with the "
+               "library code of c283bb2, splits 3-4 committed at ecf02d4. The rows 'crf (ChainCRF)' and "
+               "'sklearn-crfsuite' (five splits) were run on issue #22's branch gps; the gp-var-s rows committed at b19446a, gp-var-p "
+               "(token-by-token decoder) at f48e94f, 'gp-var-p, chain decoder (previous run)' at b19446a. The rows marked '(e9b7abb settings)' and 'crf (NonLocalCRF)' were "
                "run at commit e9b7abb (gp-var-b on the importance-weighted fixed-sample "
                "objective; SAGA with the noise-margin undo and row-scaled pairwise steps), except gp-var-b on "
                "Japanese NE, run at 369a27f: e9b7abb's stopping rule (mean change of all unary parameters, diluted "
