@@ -37,7 +37,7 @@ from bench_gp_struct_piecewise import DECODERS, cv_errors, whitened  # noqa: E40
 from bench_gp_struct_table1 import TASKS  # noqa: E402
 from sklearn_struct._gp_struct_amplitude import _Rows  # noqa: E402
 from sklearn_struct._gp_struct_model import map_marginals  # noqa: E402
-from sklearn_struct._gp_struct_optim import _chain_nll, sparse_map  # noqa: E402
+from sklearn_struct._gp_struct_optim import _chain_nll, sparse_map, transition_counts  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 PATH = RESULTS / "gp_struct_amplitude_rules.json"
@@ -59,12 +59,8 @@ def laplace_evidence(B, y, offsets, Q, a):
     """(Laplace log evidence, test-ready MAP ``(v, F)``) of the chain sparse MAP at amplitude ``a``."""
     rows = _Rows(np.sqrt(a) * B)
     v, mb, _, _, curv = sparse_map(rows, y, offsets, Q)
-    onehot = np.eye(Q)[y]
-    starts = np.zeros(y.size, dtype=bool)
-    starts[offsets[:-1]] = True
-    counts = np.zeros((Q, Q))
-    np.add.at(counts, (y[np.flatnonzero(~starts) - 1], y[~starts]), 1.0)
-    nll, _, _, _, curv_bin = _chain_nll(rows.unary_mean(v), mb, offsets, onehot, counts)
+    counts = transition_counts(y, offsets, Q)
+    nll, _, _, _, curv_bin = _chain_nll(rows.unary_mean(v), mb, offsets, np.eye(Q)[y], counts)
     log_det = _log_det_terms(rows.B[0], curv) + float(np.sum(np.log1p(np.maximum(curv_bin, 0.0))))
     value = -nll - 0.5 * float(np.sum(v * v)) - 0.5 * float(np.sum(mb * mb)) - 0.5 * log_det
     return value, (v, mb)

@@ -105,10 +105,7 @@ def sparse_map(prior, y, offsets, Q, max_iter=200, likelihood="chain"):
     G, N, M = prior.B.shape
     onehot = np.zeros((N, Q))
     onehot[np.arange(N), y] = 1.0
-    starts = np.zeros(N, dtype=bool)
-    starts[offsets[:-1]] = True
-    counts = np.zeros((Q, Q))
-    np.add.at(counts, (y[np.flatnonzero(~starts) - 1], y[~starts]), 1.0)
+    counts = transition_counts(y, offsets, Q)
     nll = _chain_nll if likelihood == "chain" else _piecewise_nll
 
     def back(R):  # d(scores)/d(v)^T R for R (N, Q)
@@ -126,6 +123,15 @@ def sparse_map(prior, y, offsets, Q, max_iter=200, likelihood="chain"):
     B2 = prior.B**2
     h_v = (B2[0].T @ curv).T if G == 1 else np.einsum("qnm,nq->qm", B2, curv)
     return v, mb, 1.0 / (1.0 + h_v), 1.0 / (1.0 + curv_bin), curv
+
+
+def transition_counts(y, offsets, Q):
+    """``counts[a, b]``: how often label ``b`` follows label ``a`` inside the sequences (Q, Q)."""
+    starts = np.zeros(y.shape[0], dtype=bool)
+    starts[offsets[:-1]] = True
+    counts = np.zeros((Q, Q))
+    np.add.at(counts, (y[np.flatnonzero(~starts) - 1], y[~starts]), 1.0)
+    return counts
 
 
 def _chain_nll(unary, mb, offsets, onehot, counts):
@@ -386,10 +392,7 @@ def fit_saga(ctx, p, blocks, max_iter, batch_size, learning_rate, learning_rate_
         value = ctx.elbo(p, monitor_seed)[0]
         table = _saga_table(ctx, p, ctx.seed())
     ctx.record(value)
-    y, offsets = ctx.y, ctx.offsets
-    starts = np.zeros(y.shape[0], dtype=bool)
-    starts[offsets[:-1]] = True
-    from_counts = np.bincount(y[np.flatnonzero(~starts) - 1], minlength=p.Q)
+    from_counts = transition_counts(ctx.y, ctx.offsets, p.Q).sum(axis=1)  # transitions out of each label
     state = dict(pair_scale=1.0 / (1.0 + 0.25 * from_counts)[:, None],  # 1 / curvature bound of each row of m_bin
                  step_scale=step_scale, order=ctx.rng.permutation(ctx.n_seq), pos=0, batch_size=batch_size,
                  lr=learning_rate, lr_cov=learning_rate_cov)
