@@ -75,15 +75,15 @@ def cv_score(base, fams, X, y, y_enc, setting, folds):
     return seg_f1(y, pred)
 
 
-def choose(name, grid, base, fams, X, y, y_enc, folds, out, log):
-    """The grid's setting with the best CV F1 inside dev (rows kept in ``out[name]``)."""
+def choose(name, grid, base, fams, X, y, y_enc, folds, out, log, path=PATH):
+    """The grid's setting with the best CV F1 inside dev (rows kept in ``out[name]``, ``out`` saved to ``path``)."""
     out[name] = []
     for setting in grid:
         t0 = time.perf_counter()
         f1 = cv_score(base, fams, X, y, y_enc, setting, folds)
         out[name].append(dict(setting, cv_dev=f1, seconds=time.perf_counter() - t0))
         log(f"{name} {setting}: CV dev {f1:.2f} ({out[name][-1]['seconds']:.0f} s)")
-        PATH.write_text(json.dumps(out))
+        path.write_text(json.dumps(out))
     best = max(out[name], key=lambda r: r["cv_dev"])
     return {k: v for k, v in best.items() if k not in ("cv_dev", "seconds")}
 

@@ -72,6 +72,9 @@ pickled models chosen on dev on testing once (``benchmarks/_umass_lexicons.py``,
 ``--grobid-ceiling FOLD ...``: on GROBID folds with the base CRFs to convergence, the learned
 family beside its oracle ceiling and one psi fitted in-sample on the test fold's gold
 (``benchmarks/_umass_grobid_ceiling.py``, ``umass_table1_grobid_ceiling.json``).
+``--gate`` / ``--gate-grobid FOLD ...``: the learned family through the sampled gate
+(``NonLocalCRF(psi_gate="probability")``; dev grid, testing once; then the UMass-dev choice on
+GROBID folds; ``benchmarks/_umass_gate.py``, ``umass_table1_gate*.json``).
 ``--to-convergence`` (with ``--grobid``): base CRFs to CRFsuite's stop instead of
 ``bench_citations``' cap of 100 iterations.
 
@@ -105,7 +108,8 @@ from _citation_features import citation_features  # noqa: E402
 from sklearn_struct import NonLocalCRF  # noqa: E402
 from sklearn_struct._bethe_inference import bethe_inference  # noqa: E402
 from sklearn_struct._chain_crf import predict_unary  # noqa: E402
-from sklearn_struct._psi_learning import fit_energy, in_sample_thetas, learn_psi  # noqa: E402
+from sklearn_struct._psi_gate import training_gate  # noqa: E402
+from sklearn_struct._psi_learning import bind, fit_energy, in_sample_thetas, learn_psi  # noqa: E402
 from sklearn_struct.constraint_learning import ConstraintFamily, hierarchy_groups, kept_constraints  # noqa: E402
 from sklearn_struct.constraints import AtLeastSegments, AtMostSegments, MutuallyExclusive  # noqa: E402
 from sklearn_struct.datasets import load_umass_citations  # noqa: E402
@@ -168,8 +172,14 @@ def with_energy(base, templates, thetas, X, y_enc, holdout=PSI_HOLDOUT, **settin
     """
     model = copy.deepcopy(base).set_params(energy=templates, psi_holdout=holdout, **settings)
     energy = fit_energy(templates, y_enc, base.classes_)
-    res = learn_psi(model, X, y_enc, energy, None, *thetas)
-    model.__dict__.update(energy_=energy, psi_=res.psi, psi_coef_=None, psi_featurizer_=None, n_psi_features_in_=0,
+    gate = seed = None
+    if model.psi_gate is not None:  # as NonLocalCRF._fit does
+        rng = np.random.RandomState(model.random_state)
+        seed = int(rng.randint(2**31 - 1))
+        if model.n_epochs > 0:
+            gate = training_gate(bind(energy, X), X, *thetas, model.n_gate_samples, rng)
+    res = learn_psi(model, X, y_enc, energy, None, *thetas, gate=gate)
+    model.__dict__.update(gate_seed_=seed, energy_=energy, psi_=res.psi, psi_coef_=None, psi_featurizer_=None, n_psi_features_in_=0,
                           psi_history_=res.history, inference_n_iter_=res.n_iter)
     if res.theta is not None:
         model.__dict__.update(coef_=res.theta[0], intercept_=res.theta[1], transition_=res.theta[2])
@@ -530,6 +540,13 @@ def report(out, grobid):
     lpath = RESULTS / "umass_table1_learners.json"
     if lpath.exists():
         L += learners_report(json.loads(lpath.read_text()), t)
+    import _umass_gate as ug
+
+    if ug.PATH.exists():
+        L += ug.report(json.loads(ug.PATH.read_text()),
+                       json.loads(ug.GROBID_PATH.read_text()) if ug.GROBID_PATH.exists() else None)
+    if ug.PAPER_PATH.exists() and "test" in json.loads(ug.PAPER_PATH.read_text()):
+        L += ug.paper_report(json.loads(ug.PAPER_PATH.read_text()))
     fpath = RESULTS / "umass_table1_families.json"
     if fpath.exists():
         L += families_report(json.loads(fpath.read_text()))
@@ -690,6 +707,12 @@ def main():
     parser.add_argument("--test", action="store_true", help="with --lexicons: the pickled lexicon models chosen "
                         "on dev, scored on testing once (umass_table1_lexicons_test.json)")
     parser.add_argument("--cache", default="/tmp/umass_lexicons", help="with --lexicons: pickles of the fitted models")
+    parser.add_argument("--gate", action="store_true", help="after the main run: the learned family through the "
+                        "sampled gate, psi_gate='probability' (umass_table1_gate.json)")
+    parser.add_argument("--gate-grobid", type=int, nargs="*", help="after --gate: its UMass-dev choice on GROBID "
+                        "folds, base CRFs to convergence (umass_table1_gate_grobid.json)")
+    parser.add_argument("--gate-paper", action="store_true", help="after --paper-protocol: its protocol (a) "
+                        "through the sampled gate (umass_table1_gate_paper.json)")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     numba.set_num_threads(1)
@@ -712,6 +735,24 @@ def main():
         lx.report(json.loads(lx.DEV_PATH.read_text()),
                   json.loads(lx.TEST_PATH.read_text()) if lx.TEST_PATH.exists() else None)
         return
+    if args.gate_paper:
+        import _umass_gate as ug
+        import _umass_paper_protocol as pp
+
+        res = ug.run_paper(json.loads(path.read_text()), json.loads(pp.PATH.read_text()), log)
+        res["elapsed"] = time.perf_counter() - start
+        ug.PAPER_PATH.write_text(json.dumps(res))
+        args.report_only = True
+    if args.gate or args.gate_grobid:
+        import _umass_gate as ug
+
+        if args.gate:
+            res = ug.run_umass(json.loads(path.read_text()), log)
+            res["elapsed"] = time.perf_counter() - start
+            ug.PATH.write_text(json.dumps(res))
+        if args.gate_grobid:
+            ug.run_grobid(args.gate_grobid, json.loads(ug.PATH.read_text())["choice"], log)
+        args.report_only = True
     if args.grobid_ceiling:
         import _umass_grobid_ceiling as gc
 

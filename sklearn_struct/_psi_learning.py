@@ -89,14 +89,16 @@ def psi_values(phi, psi, psi_coef):
 # ---------------------------------------------------------------- Algorithm 3
 
 
-def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None):
+def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None, gate=None):
     """Algorithm 3 on the training sequences ``seqs``, each under the base CRF ``params[fold]``.
 
     ``est`` is the NonLocalCRF being fitted (its parameters: ``psi_init``, ``n_epochs``,
     ``batch_size``, ``learning_rate(_schedule)``, ``psi_l1``, ``learn_theta``,
     ``theta_learning_rate``, ``psi_gradient``, ``c2``, ``random_state`` and the inference settings), ``energy`` the
-    fitted energy, ``phi`` the psi features of all training sequences (or None). No epoch
-    runs once ``progress`` (the fit's reporter) has been stopped.
+    fitted energy, ``phi`` the psi features of all training sequences (or None), ``gate`` the
+    sampled gate of the sequences ``seqs`` (``(len(seqs), n_weights)``, :mod:`._psi_gate`; the
+    weights of sequence ``i`` are then ``psi * gate[i]``) or None. No epoch runs once
+    ``progress`` (the fit's reporter) has been stopped.
 
     Each step is a projected (proximal) gradient-ascent step on the batch's mean surrogate
     log-likelihood minus ``psi_l1 * sum(psi)``: ``psi <- max(0, psi + lr * (g - psi_l1))``,
@@ -109,9 +111,9 @@ def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None):
     if progress is None:
         progress = Progress(type(est).__name__, est.verbose, est.callback)
     if est.psi_gradient == "perceptron":
-        if phi is not None or est.learn_theta:
+        if phi is not None or est.learn_theta or gate is not None:
             raise ValueError("psi_gradient='perceptron' learns one psi vector with theta fixed: it takes no "
-                             "psi_features / psi_featurizer and no learn_theta=True.")
+                             "psi_features / psi_featurizer, no psi_gate and no learn_theta=True.")
         return learn_psi_perceptron(est, X, y_enc, energy, seqs, params, fold, stopped=progress.stopped)
     energy = bind(energy, X)
     L = len(est.classes_)
@@ -161,6 +163,8 @@ def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None):
             phi_b = None if phi is None else phi[idx]
             psi_b, clip_on = psi_values(phi_b, psi, psi_coef)
             psi_b = np.broadcast_to(psi_b, (idx.shape[0], K))
+            if gate is not None:
+                psi_b = psi_b * gate[idx]
             paper_form = est.psi_gradient == "algorithm3"
             res = bethe_inference(unary, trans, sub, energy, psi_b,
                                   return_edges=uses_edges or (paper_form and est.learn_theta),
@@ -174,6 +178,8 @@ def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None):
                                           y_all[tok], edge_from[etok], edge_to[etok], index=seqs[idx],
                                           edge_sum=est.learn_theta)
             g_psi, d_node, m_edge = sur.g_psi, sur.d_node, sur.m_edge
+            if gate is not None:  # chain rule through psi_b = psi * gate
+                g_psi = g_psi * gate[idx]
             g_epoch += g_psi.sum(axis=0)
             decay = 1.0 / np.sqrt(1.0 + step) if est.learning_rate_schedule == "invscaling" else 1.0
             lr = est.learning_rate * decay

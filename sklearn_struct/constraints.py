@@ -55,8 +55,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .energies import Energy, smoothed_hinge
 from .utils._params import store_init_params
-from .utils.packing import edge_offsets, segment_repeat, segment_sum
-from .utils.validation import check_int_array
+from .utils.packing import edge_offsets, segment_repeat, segment_sum, transition_pairs
+from .utils.validation import check_int_array, check_offsets
 
 __all__ = [
     "ConstraintEnergy",
@@ -600,12 +600,45 @@ class ConstraintEnergy(Energy):
             if v.size == 0:
                 raise ValueError(f"ConstraintEnergy.violations: sequence {i} of y is empty.")
         offsets = np.concatenate([[0], np.cumsum([len(v) for v in y])]).astype(np.int64)
-        flat = np.concatenate(y)
-        node = np.eye(L)[flat]
-        inner = np.ones(flat.shape[0], dtype=bool)
-        inner[offsets[1:] - 1] = False
-        edge = np.zeros((flat.shape[0] - len(y), L, L))
-        edge[np.arange(edge.shape[0]), flat[inner], flat[np.roll(inner, 1)]] = 1.0
         energy = self.bind(X) if X is not None else self
-        z, _ = energy._z(node, edge, offsets, None)
-        return np.maximum(0.0, 1.0 - z)
+        return energy.packed_violations(np.concatenate(y), offsets)
+
+    def packed_violations(self, labels, offsets, index=None):
+        """:meth:`violations` of packed label sequences (many at once, no one-hot arrays).
+
+        Parameters
+        ----------
+        labels : int ndarray of shape (n_tokens,)
+            Encoded labels of all sequences, one after another.
+        offsets : int ndarray of shape (n_sequences + 1,)
+            Sequence ``i`` owns ``labels[offsets[i]:offsets[i + 1]]``; no empty sequence.
+        index : int ndarray of shape (n_sequences,), default=None
+            Which bound input each sequence is (input-dependent terms; see :meth:`bind`).
+
+        Returns
+        -------
+        violations : ndarray of shape (n_sequences, n_terms)
+        """
+        check_is_fitted(self, "term_names_")
+        L = self.n_labels_
+        offsets = check_offsets(offsets, allow_empty_segments=False)
+        labels = check_int_array(labels, "ConstraintEnergy.packed_violations: labels", ndim=1, low=0, high=L)
+        if labels.shape[0] != offsets[-1]:
+            raise ValueError(f"ConstraintEnergy.packed_violations: labels has {labels.shape[0]} tokens, "
+                             f"offsets {offsets[-1]}.")
+        n_seq = offsets.shape[0] - 1
+        seq = np.repeat(np.arange(n_seq), np.diff(offsets))
+        counts = np.zeros((n_seq, L))
+        np.add.at(counts, (seq, labels), 1.0)
+        z = counts @ self.node_coef_.T + self.first_coef_.T[labels[offsets[:-1]]]
+        z += self.last_coef_.T[labels[offsets[1:] - 1]]
+        if self.edge_coef_ is not None:
+            src, dst = transition_pairs(labels, offsets)
+            pairs = np.zeros((n_seq, L * L))
+            np.add.at(pairs, (np.repeat(np.arange(n_seq), np.diff(offsets) - 1), src * L + dst), 1.0)
+            z += pairs @ self.edge_coef_.reshape(len(self.term_names_), -1).T
+        if self._input:
+            W, B = self._rows(offsets, index)
+            inp = np.array([c[3] for c in self._input])  # (J_in, L)
+            z[:, self.input_terms_] += segment_sum(W * inp.T[labels], offsets) - B
+        return np.maximum(0.0, 1.0 - (z - self.offset_))

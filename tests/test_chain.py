@@ -140,6 +140,26 @@ def test_sampling_matches_marginals_and_is_reproducible():
     np.testing.assert_allclose(freq, node, atol=0.03)  # ~4 standard errors
 
 
+def test_many_samples_match_pair_marginals_from_one_forward_pass():
+    """``n_samples`` draws share one forward pass: each row is an exact draw (edge frequencies match
+    the edge marginals), rows differ, and one row is the single draw of the same seed."""
+    rng = np.random.default_rng(4)
+    offsets = lengths_to_offsets([5, 3])
+    unary, trans = rng.normal(size=(8, 3)), rng.normal(size=(3, 3))
+    draws = sample_chain(unary, trans, offsets, random_state=1, n_samples=6000)
+    assert draws.shape == (6000, 8)
+    np.testing.assert_array_equal(draws[0], sample_chain(unary, trans, offsets[:], random_state=1, n_samples=1)[0])
+    np.testing.assert_array_equal(sample_chain(unary, trans, offsets, random_state=2),
+                                  sample_chain(unary, trans, offsets, random_state=2, n_samples=1)[0])
+    _, _, edge = forward_backward(unary, trans, offsets, edge_marginals="per_position")
+    for e, (t0, t1) in enumerate([(0, 1), (1, 2), (2, 3), (3, 4), (5, 6), (6, 7)]):
+        freq = np.zeros((3, 3))
+        np.add.at(freq, (draws[:, t0], draws[:, t1]), 1.0 / 6000)
+        np.testing.assert_allclose(freq, edge[e], atol=0.025)  # ~4 standard errors
+    with pytest.raises(ValueError, match="n_samples must be a positive integer"):
+        sample_chain(unary, trans, offsets, n_samples=0)
+
+
 @pytest.mark.parametrize(
     "unary, trans, offsets, match",
     [

@@ -412,11 +412,13 @@ def _viterbi_chunk(unary, trans, per_position, offsets, s_lo, s_hi, labels, scor
 
 @kernel
 def _sample_batch(unary, trans, per_position, offsets, uniforms, max_len):
-    """Forward filtering (log space), backward sampling with pre-drawn uniforms."""
+    """Forward filtering (log space) once per sequence, then backward sampling once per row of
+    the pre-drawn ``uniforms`` (n_samples, n_tokens): labels (n_samples, n_tokens) and log Z."""
     n_seq = offsets.shape[0] - 1
     L = unary.shape[1]
+    n_samples = uniforms.shape[0]
     eoffs = offsets - np.arange(n_seq + 1)
-    labels = np.empty(unary.shape[0], dtype=np.int64)
+    labels = np.empty(uniforms.shape, dtype=np.int64)
     log_z = np.empty(n_seq)
     log_alpha = np.empty((max_len, L))
     w = np.empty(L)
@@ -434,24 +436,25 @@ def _sample_batch(unary, trans, per_position, offsets, uniforms, max_len):
         log_z[s] = _logsumexp_vec(log_alpha[hi - lo - 1])
         if log_z[s] == -np.inf:  # infeasible: the caller raises
             continue
-        nxt = -1
-        for t in range(hi - lo - 1, -1, -1):
-            for i in range(L):
-                w[i] = log_alpha[t, i]
-                if nxt >= 0:
-                    T = trans[elo + t] if per_position else trans[0]
-                    w[i] += T[i, nxt]
-            lz = _logsumexp_vec(w)
-            r = uniforms[lo + t]
-            acc = 0.0
-            pick = L - 1
-            for i in range(L):
-                acc += math.exp(w[i] - lz)
-                if r < acc:
-                    pick = i
-                    break
-            labels[lo + t] = pick
-            nxt = pick
+        for k in range(n_samples):
+            nxt = -1
+            for t in range(hi - lo - 1, -1, -1):
+                for i in range(L):
+                    w[i] = log_alpha[t, i]
+                    if nxt >= 0:
+                        T = trans[elo + t] if per_position else trans[0]
+                        w[i] += T[i, nxt]
+                lz = _logsumexp_vec(w)
+                r = uniforms[k, lo + t]
+                acc = 0.0
+                pick = L - 1
+                for i in range(L):
+                    acc += math.exp(w[i] - lz)
+                    if r < acc:
+                        pick = i
+                        break
+                labels[k, lo + t] = pick
+                nxt = pick
     return labels, log_z
 
 
@@ -664,19 +667,24 @@ def viterbi(unary, transition, offsets):
     return labels, scores
 
 
-def sample_chain(unary, transition, offsets, random_state=None):
+def sample_chain(unary, transition, offsets, random_state=None, n_samples=None):
     """Exact samples from chain CRFs (forward filtering, backward sampling).
 
-    Returns packed label indices ``(n_tokens,)``; the same ``random_state`` gives the same draw.
+    Returns packed label indices ``(n_tokens,)``, or ``(n_samples, n_tokens)`` independent
+    draws with ``n_samples`` (one forward pass per sequence, then ``O(L)`` per token and
+    draw); the same ``random_state`` gives the same draws.
     """
     from sklearn.utils import check_random_state
 
     unary, trans, per_position, offsets = check_chain_potentials(unary, transition, offsets)
-    uniforms = check_random_state(random_state).random_sample(unary.shape[0])
+    if n_samples is not None and (not isinstance(n_samples, (int, np.integer)) or n_samples < 1):
+        raise ValueError(f"sample_chain: n_samples must be a positive integer or None, got {n_samples!r}.")
+    shape = (1 if n_samples is None else int(n_samples), unary.shape[0])
+    uniforms = check_random_state(random_state).random_sample(shape)
     max_len = int(np.max(np.diff(offsets)))
     labels, log_z = _sample_batch(unary, trans, per_position, offsets, uniforms, max_len)
     _raise_if_infeasible(log_z, unary, trans)
-    return labels
+    return labels[0] if n_samples is None else labels
 
 
 def per_position_offsets(offsets):
