@@ -198,3 +198,30 @@ def paper_report(out):
             f"({out['ungated_setting']}) {t['ungated']['f1']:.2f} ({g['ungated']:+.2f}); (a) through the gate "
             f"**{t['gated']['f1']:.2f} ({g['gated']:+.2f})**; goal +1.0: {'met' if g['gated'] >= 1.0 else 'NOT met'}.",
             ""]
+
+
+# ---------------------------------------------------------------- command line (bench_umass_table1.py)
+def add_arguments(parser):
+    parser.add_argument("--gate", action="store_true", help="after the main run: the learned family through the "
+                        "sampled gate, psi_gate='probability' (umass_table1_gate.json)")
+    parser.add_argument("--gate-grobid", type=int, nargs="*", help="after --gate: its UMass-dev choice on GROBID "
+                        "folds, base CRFs to convergence (umass_table1_gate_grobid.json)")
+    parser.add_argument("--gate-paper", action="store_true", help="after --paper-protocol: its protocol (a) "
+                        "through the sampled gate (umass_table1_gate_paper.json)")
+
+
+def run_requested(args, saved, log):
+    """Run the ``--gate*`` steps asked for (``saved``: the main run's results); True if any ran."""
+    if args.gate_paper:
+        import _umass_paper_protocol as pp
+
+        t0 = time.perf_counter()
+        res = run_paper(saved, json.loads(pp.PATH.read_text()), log)
+        PAPER_PATH.write_text(json.dumps(dict(res, elapsed=time.perf_counter() - t0)))
+    if args.gate:
+        t0 = time.perf_counter()
+        res = run_umass(saved, log)
+        PATH.write_text(json.dumps(dict(res, elapsed=time.perf_counter() - t0)))
+    if args.gate_grobid:
+        run_grobid(args.gate_grobid, json.loads(PATH.read_text())["choice"], log)
+    return bool(args.gate_paper or args.gate or args.gate_grobid)

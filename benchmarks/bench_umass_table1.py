@@ -707,12 +707,9 @@ def main():
     parser.add_argument("--test", action="store_true", help="with --lexicons: the pickled lexicon models chosen "
                         "on dev, scored on testing once (umass_table1_lexicons_test.json)")
     parser.add_argument("--cache", default="/tmp/umass_lexicons", help="with --lexicons: pickles of the fitted models")
-    parser.add_argument("--gate", action="store_true", help="after the main run: the learned family through the "
-                        "sampled gate, psi_gate='probability' (umass_table1_gate.json)")
-    parser.add_argument("--gate-grobid", type=int, nargs="*", help="after --gate: its UMass-dev choice on GROBID "
-                        "folds, base CRFs to convergence (umass_table1_gate_grobid.json)")
-    parser.add_argument("--gate-paper", action="store_true", help="after --paper-protocol: its protocol (a) "
-                        "through the sampled gate (umass_table1_gate_paper.json)")
+    import _umass_gate as ug
+
+    ug.add_arguments(parser)
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     numba.set_num_threads(1)
@@ -735,23 +732,7 @@ def main():
         lx.report(json.loads(lx.DEV_PATH.read_text()),
                   json.loads(lx.TEST_PATH.read_text()) if lx.TEST_PATH.exists() else None)
         return
-    if args.gate_paper:
-        import _umass_gate as ug
-        import _umass_paper_protocol as pp
-
-        res = ug.run_paper(json.loads(path.read_text()), json.loads(pp.PATH.read_text()), log)
-        res["elapsed"] = time.perf_counter() - start
-        ug.PAPER_PATH.write_text(json.dumps(res))
-        args.report_only = True
-    if args.gate or args.gate_grobid:
-        import _umass_gate as ug
-
-        if args.gate:
-            res = ug.run_umass(json.loads(path.read_text()), log)
-            res["elapsed"] = time.perf_counter() - start
-            ug.PATH.write_text(json.dumps(res))
-        if args.gate_grobid:
-            ug.run_grobid(args.gate_grobid, json.loads(ug.PATH.read_text())["choice"], log)
+    if ug.run_requested(args, json.loads(path.read_text()) if path.exists() else None, log):
         args.report_only = True
     if args.grobid_ceiling:
         import _umass_grobid_ceiling as gc
