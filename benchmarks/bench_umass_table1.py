@@ -108,7 +108,7 @@ from _citation_features import citation_features  # noqa: E402
 from sklearn_struct import NonLocalCRF  # noqa: E402
 from sklearn_struct._bethe_inference import bethe_inference  # noqa: E402
 from sklearn_struct._chain_crf import predict_unary  # noqa: E402
-from sklearn_struct._psi_gate import training_gate  # noqa: E402
+from sklearn_struct._psi_gate import fit_gate  # noqa: E402
 from sklearn_struct._psi_learning import bind, fit_energy, in_sample_thetas, learn_psi  # noqa: E402
 from sklearn_struct.constraint_learning import ConstraintFamily, hierarchy_groups, kept_constraints  # noqa: E402
 from sklearn_struct.constraints import AtLeastSegments, AtMostSegments, MutuallyExclusive  # noqa: E402
@@ -174,13 +174,10 @@ def with_energy(base, templates, thetas, X, y_enc, holdout=PSI_HOLDOUT, **settin
     energy = fit_energy(templates, y_enc, base.classes_)
     gate = seed = None
     if model.psi_gate is not None:  # as NonLocalCRF._fit does
-        rng = np.random.RandomState(model.random_state)
-        seed = int(rng.randint(2**31 - 1))
-        if model.n_epochs > 0:
-            gate = training_gate(bind(energy, X), X, *thetas, model.n_gate_samples, rng)
+        gate, seed = fit_gate(bind(energy, X), X, thetas, model.n_gate_samples, model.random_state, model.n_epochs)
     res = learn_psi(model, X, y_enc, energy, None, *thetas, gate=gate)
-    model.__dict__.update(gate_seed_=seed, energy_=energy, psi_=res.psi, psi_coef_=None, psi_featurizer_=None, n_psi_features_in_=0,
-                          psi_history_=res.history, inference_n_iter_=res.n_iter)
+    model.__dict__.update(gate_seed_=seed, energy_=energy, psi_=res.psi, psi_coef_=None, psi_featurizer_=None,
+                          n_psi_features_in_=0, psi_history_=res.history, inference_n_iter_=res.n_iter)
     if res.theta is not None:
         model.__dict__.update(coef_=res.theta[0], intercept_=res.theta[1], transition_=res.theta[2])
     return model

@@ -17,7 +17,7 @@ from sklearn.utils import check_random_state
 from ._chain_crf import predict_unary
 from .oracles.chain import sample_chain
 
-__all__ = ["satisfaction_probability", "training_gate"]
+__all__ = ["satisfaction_probability", "training_gate", "fit_gate"]
 
 
 def satisfaction_probability(energy, unary, transition, offsets, n_samples, random_state=None, index=None):
@@ -61,3 +61,16 @@ def training_gate(energy, X, seqs, params, fold, n_samples, random_state):
         gate[rows] = satisfaction_probability(energy, unary, trans, data.offsets, n_samples, rng,
                                               index=np.asarray(seqs)[rows])
     return gate
+
+
+def fit_gate(energy, X, thetas, n_samples, random_state, n_epochs):
+    """What ``NonLocalCRF.fit`` draws for the gate: ``(gate, seed)``.
+
+    ``gate``: :func:`training_gate` of the psi step's sequences (``thetas = (seqs, params, fold)``),
+    or None when psi does not move (``n_epochs == 0``); ``seed``: the seed of the gate's samples at
+    prediction. ``energy`` is bound to ``X``.
+    """
+    rng = check_random_state(random_state)
+    seed = int(rng.randint(2**31 - 1))
+    gate = training_gate(energy, X, *thetas, n_samples, rng) if n_epochs > 0 else None
+    return gate, seed

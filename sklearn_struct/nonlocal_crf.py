@@ -21,7 +21,7 @@ from ._bethe_tree import bethe_inference_tree
 from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_score
 from ._chain_crf_fit import fit_chain_algorithm
 from .chain_crf import ChainCRF
-from ._psi_gate import satisfaction_probability, training_gate
+from ._psi_gate import fit_gate, satisfaction_probability
 from ._psi_learning import bind, fit_energy, in_sample_thetas, learn_psi, psi_thetas, psi_values
 from .oracles.chain import forward_backward, viterbi
 from .utils._params import shared_constraints, store_init_params
@@ -394,14 +394,13 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         featurizer, phi = self._fit_psi_features(X, psi_features)
         thetas = in_sample_thetas(theta, len(X)) if progress.stopped else self._psi_thetas(X, y_enc, theta)
         gate = gate_seed = None
-        if self.psi_gate is not None:
-            rng = check_random_state(self.random_state)
-            gate_seed = int(rng.randint(2**31 - 1))  # the seed of the gate's samples at prediction
-            if self.n_epochs > 0:  # psi moves: Algorithm 3 sees each training sequence through its gate
-                gate = training_gate(_gate_energy(energy, X), X, *thetas, self.n_gate_samples, rng)
+        if self.psi_gate is not None:  # Algorithm 3 sees each training sequence through its gate
+            gate, gate_seed = fit_gate(_gate_energy(energy, X), X, thetas, self.n_gate_samples, self.random_state,
+                                       self.n_epochs)
         res = learn_psi(self, X, y_enc, energy, phi, *thetas, progress, gate=gate)
         fitted.update(gate_seed_=gate_seed, energy_=energy, psi_featurizer_=featurizer,
-                      n_psi_features_in_=0 if phi is None else phi.shape[1], psi_=res.psi, psi_coef_=res.psi_coef, psi_history_=res.history, inference_n_iter_=res.n_iter)
+                      n_psi_features_in_=0 if phi is None else phi.shape[1], psi_=res.psi, psi_coef_=res.psi_coef,
+                      psi_history_=res.history, inference_n_iter_=res.n_iter)
         if res.theta is not None:
             fitted.update(coef_=res.theta[0], intercept_=res.theta[1], transition_=res.theta[2])
         return fitted
