@@ -208,6 +208,8 @@ def add_arguments(parser):
                         "folds, base CRFs to convergence (umass_table1_gate_grobid.json)")
     parser.add_argument("--gate-paper", action="store_true", help="after --paper-protocol: its protocol (a) "
                         "through the sampled gate (umass_table1_gate_paper.json)")
+    parser.add_argument("--selector", action="store_true", help="after the main run: the oracle ceiling degraded "
+                        "by a selector's errors, beside the gate as a selector (umass_table1_selector.json)")
 
 
 def run_requested(args, saved, log):
@@ -224,4 +226,10 @@ def run_requested(args, saved, log):
         PATH.write_text(json.dumps(dict(res, elapsed=time.perf_counter() - t0)))
     if args.gate_grobid:
         run_grobid(args.gate_grobid, json.loads(PATH.read_text())["choice"], log)
-    return bool(args.gate_paper or args.gate or args.gate_grobid)
+    if args.selector:
+        import _umass_selector as us
+
+        t0 = time.perf_counter()
+        res = us.run(saved, log)
+        us.PATH.write_text(json.dumps(dict(res, elapsed=time.perf_counter() - t0)))
+    return bool(args.gate_paper or args.gate or args.gate_grobid or args.selector)

@@ -544,6 +544,10 @@ def report(out, grobid):
                        json.loads(ug.GROBID_PATH.read_text()) if ug.GROBID_PATH.exists() else None)
     if ug.PAPER_PATH.exists() and "test" in json.loads(ug.PAPER_PATH.read_text()):
         L += ug.paper_report(json.loads(ug.PAPER_PATH.read_text()))
+    import _umass_selector as us
+
+    if us.PATH.exists():
+        L += us.report(json.loads(us.PATH.read_text()))
     fpath = RESULTS / "umass_table1_families.json"
     if fpath.exists():
         L += families_report(json.loads(fpath.read_text()))
