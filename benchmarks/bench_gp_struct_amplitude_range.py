@@ -23,6 +23,11 @@ amplitude would give, not a setting chosen on training data. Writes
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_amplitude_range.py crf
 
 ``crf`` sweeps a ChainCRF's c2 from 1e-5 to 10 on the same splits and features (outcome only).
+``kernels [TASKS]`` asks whether another kernel lowers the floor the linear one reaches at large
+amplitudes: the chain sparse MAP with the linear kernel, ``RBF`` (length scales 8 and 16; a token has ~25 active binary
+features, so squared distances run 0-50) and ``DotProduct(1) ** 2`` (feature pairs), every distinct
+training token an inducing input (the exact GP on the training tokens; the most the kernel can give),
+test error over ``KERNEL_AMPLITUDES`` (outcome only; the lowest is a bound in hindsight, not a rule).
 """
 
 import json
@@ -37,12 +42,19 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_gp_struct_piecewise import DECODERS, cv_errors, errors, whitened  # noqa: E402
 from bench_gp_struct_table1 import GP_PAPER, TASKS, error_rate, paper_split  # noqa: E402
+from sklearn.gaussian_process.kernels import RBF, DotProduct  # noqa: E402
+from sklearn.preprocessing import LabelEncoder  # noqa: E402
+
 from sklearn_struct import ChainCRF, GPStructClassifier  # noqa: E402
 from sklearn_struct._gp_struct_amplitude import AMPLITUDE_GRID  # noqa: E402
+from sklearn_struct._gp_struct_model import SparsePrior  # noqa: E402
+from sklearn_struct.utils.packing import pack_sequences  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 PATH = RESULTS / "gp_struct_amplitude_range.json"
 GRID = tuple(4.0**k for k in range(-2, 9))
+KERNELS = {"DotProduct(1)": lambda: DotProduct(1.0), "RBF(8)": lambda: RBF(8.0), "RBF(16)": lambda: RBF(16.0), "DotProduct(1)^2": lambda: DotProduct(1.0) ** 2}
+KERNEL_AMPLITUDES = (1.0, 16.0, 256.0, 4096.0, 65536.0, 1048576.0)
 C2_SWEEP = (1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0)  # Table 1's CRF grid is 0.01 ... 10
 
 
@@ -85,6 +97,26 @@ def crf_sweep(tasks):
         return [error_rate(ChainCRF(c2=c2, max_iter=500).fit(Xtr, ytr).predict(Xte), yte) for c2 in C2_SWEEP]
 
     return _per_split(tasks, "crf", measure)
+
+
+def kernel_errors(task, split):
+    """Test error % of the chain sparse MAP with each of ``KERNELS`` at each of ``KERNEL_AMPLITUDES``,
+    every distinct training token an inducing input."""
+    _, Xtr, ytr, Xte, yte = paper_split(task, split)
+    enc = LabelEncoder().fit(np.concatenate(ytr))
+    y, yt = enc.transform(np.concatenate(ytr)), np.concatenate(yte)
+    yt = np.where(np.isin(yt, enc.classes_), enc.transform(np.where(np.isin(yt, enc.classes_), yt, enc.classes_[0])), -1)
+    (Xp, off), (Xq, offq) = pack_sequences(Xtr), pack_sequences(Xte)
+    Z = np.unique(Xp.toarray() if hasattr(Xp, "toarray") else np.asarray(Xp), axis=0)
+    out = {"split": split, "n_inducing": int(Z.shape[0])}
+    for name, make in KERNELS.items():
+        B, Bt = SparsePrior(make(), Z, Xp, off).B, SparsePrior(make(), Z, Xq, offq).B
+        out[name] = [errors(B, y, off, Bt, yt, offq, len(enc.classes_), a, "chain")[0][0] for a in KERNEL_AMPLITUDES]
+    return out
+
+
+def kernel_sweep(tasks):
+    return _per_split(tasks, "kernels", kernel_errors)
 
 
 def _fits_part(task, method, amplitude):
@@ -149,7 +181,29 @@ def report(out):
             lines.append(f"| {key} | {', '.join(str(r['split']) for r in rows)} | "
                          f"{np.mean([r['error'] for r in rows]):.2f} | {np.mean(cpu):.0f} / {max(cpu):.0f} | "
                          f"{', '.join(r['stop'] for r in rows)} |")
+    lines += kernel_report(out)
     (RESULTS / "gp_struct_amplitude_range.md").write_text("\n".join(lines) + "\n")
+
+
+def kernel_report(out):
+    """Markdown: the sparse MAP's test error with the other kernels, beside the linear one's."""
+    if not out.get("kernels"):
+        return []
+    lines = ["", "Other kernels (`kernels`): the chain sparse MAP's test error % (mean over splits 0-4; outcome only) "
+             "with every distinct training token an inducing input, at each amplitude; last column the lowest "
+             "(a bound in hindsight). The row 'linear, M = 500 SVD' is the first table's (the estimator's inducing "
+             "inputs); `DotProduct(1)` is the same linear kernel with every training token an inducing input.", "",
+             "| task | kernel | " + " | ".join(f"{a:.0f}" for a in KERNEL_AMPLITUDES) + " | lowest |",
+             "|---|---|" + "---|" * (len(KERNEL_AMPLITUDES) + 1)]
+    for name, rows in out["kernels"].items():
+        lin = np.mean([r["test"] for r in out["maps"][name]], axis=0)
+        lines.append(f"| {name} | linear, M = 500 SVD (grid {GRID[0]:g} ... {GRID[-1]:g}) | "
+                     + " | ".join(f"{lin[GRID.index(a)]:.2f}" if a in GRID else "-" for a in KERNEL_AMPLITUDES)
+                     + f" | {lin.min():.2f} |")
+        for kernel in KERNELS:
+            m = np.mean([r[kernel] for r in rows], axis=0)
+            lines.append(f"| {name} | {kernel} | " + " | ".join(f"{v:.2f}" for v in m) + f" | {m.min():.2f} |")
+    return lines
 
 
 def main():
@@ -159,6 +213,8 @@ def main():
         out = run_fits(float(sys.argv[2]), sys.argv[3], splits, *sys.argv[5:6])
     elif len(sys.argv) > 1 and sys.argv[1] == "crf":
         out = crf_sweep(sys.argv[2].split(",") if len(sys.argv) > 2 else [t[0] for t in TASKS])
+    elif len(sys.argv) > 1 and sys.argv[1] == "kernels":
+        out = kernel_sweep(sys.argv[2].split(",") if len(sys.argv) > 2 else [t[0] for t in TASKS])
     elif len(sys.argv) > 1 and sys.argv[1] == "report":
         out = merged()
     else:

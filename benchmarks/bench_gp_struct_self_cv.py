@@ -9,9 +9,15 @@ protocol. Only the training half is used; the test error at the pick is read fro
 same estimator on the whole training half (Table 1's gp-var-b row for the sparse MAP's picks, the
 ``fit AMPLITUDE`` rows of ``gp_struct_amplitude_range.json`` for the others), so nothing here is chosen
 on test data.
-Writes ``results/gp_struct_self_cv.{json,md}``::
+
+``run TASK METHOD GRID SPLITS`` is the same rule for another task and variant (Table 1's settings of
+METHOD, ``bench_gp_struct_table1.GP_PAPER``), self-contained: the CV, then the fit on the whole
+training half at the pick and its test error, as ``GridSearchCV(refit=True)`` would do it (scored by
+pooled token error). Writes ``results/gp_struct_self_cv.md``, the per-split json files and a Table 1
+part file per task and variant (the row "METHOD, amplitude by its own 3-fold CV")::
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_self_cv.py SPLIT [SPLIT ...]
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_self_cv.py run seg gp-var-s 0.25,1,4,16 0,1,2,3,4
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_self_cv.py report
 """
 
@@ -25,7 +31,7 @@ from sklearn.model_selection import KFold
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_gp_struct_table1 import error_rate, paper_split  # noqa: E402
+from bench_gp_struct_table1 import GP_PAPER, error_rate, paper_split  # noqa: E402
 from sklearn_struct import GPStructClassifier  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
@@ -37,15 +43,15 @@ def _path(split):
     return RESULTS / f"gp_struct_self_cv_split{split}.json"
 
 
-def self_cv(split):
-    """Pooled held-out token error % of gp-var-b at each amplitude of ``GRID`` (3 folds in the training half)."""
-    _, Xtr, ytr, _, _ = paper_split(TASK, split)
+def _cv(Xtr, ytr, params, grid, split, save):
+    """Pooled held-out token error % of ``GPStructClassifier(amplitude=a, **params)`` at each ``a`` of ``grid``
+    (3 folds in the training half); ``save(row)`` after each amplitude."""
     folds = list(KFold(3, shuffle=True, random_state=split).split(Xtr))
     row = {"split": split, "cv": {}, "cpu_s": {}}
-    for a in GRID:
+    for a in grid:
         t, wrong, total = time.process_time(), 0, 0
         for tr, te in folds:
-            gp = GPStructClassifier(amplitude=a, random_state=split).fit([Xtr[i] for i in tr], [ytr[i] for i in tr])
+            gp = GPStructClassifier(amplitude=a, **params).fit([Xtr[i] for i in tr], [ytr[i] for i in tr])
             pred = gp.predict([Xtr[i] for i in te])
             n = sum(len(ytr[i]) for i in te)
             wrong += error_rate(pred, [ytr[i] for i in te]) * n / 100
@@ -53,51 +59,136 @@ def self_cv(split):
         row["cv"][str(a)] = 100 * wrong / total
         row["cpu_s"][str(a)] = time.process_time() - t
         print(split, a, row["cv"][str(a)], row["cpu_s"][str(a)], flush=True)
-        _path(split).write_text(json.dumps(row))
+        save(row)
     return row
+
+
+def self_cv(split):
+    """gp-var-b on Japanese NE over ``GRID`` (the test errors are read from fits run elsewhere)."""
+    _, Xtr, ytr, _, _ = paper_split(TASK, split)
+    return _cv(Xtr, ytr, dict(random_state=split), GRID, split, lambda row: _path(split).write_text(json.dumps(row)))
+
+
+def _run_path(task, method, split):
+    return RESULTS / f"gp_struct_self_cv_{task}_{method}_split{split}.json"
+
+
+def run(task, method, grid, split):
+    """The CV over ``grid``, then the fit on the whole training half at the pick and its test error."""
+    _, Xtr, ytr, Xte, yte = paper_split(task, split)
+    params = dict(GP_PAPER[method], random_state=split)
+    path = _run_path(task, method, split)
+    row = _cv(Xtr, ytr, params, grid, split, lambda r: path.write_text(json.dumps(dict(r, grid=list(grid)))))
+    pick = grid[int(np.argmin([row["cv"][str(a)] for a in grid]))]
+    t = time.process_time()
+    gp = GPStructClassifier(amplitude=pick, **params).fit(Xtr, ytr)
+    row.update(grid=list(grid), final=dict(amplitude=pick, error=error_rate(gp.predict(Xte), yte),
+                                           cpu_s=time.process_time() - t, stop=gp.stop_reason_))
+    print(split, "final", row["final"], flush=True)
+    path.write_text(json.dumps(row))
+    return row
+
+
+def run_report():
+    """Markdown of every ``run`` (task, variant), and its Table 1 part file."""
+    from bench_gp_struct_table1 import TASKS
+
+    names = dict((t[0], t[1]) for t in TASKS)
+    groups = {}
+    for p in sorted(RESULTS.glob("gp_struct_self_cv_*_gp-var-*_split*.json")):
+        task, method = p.stem.split("_")[4:6]
+        r = json.loads(p.read_text())
+        if "final" in r:
+            groups.setdefault((task, method), []).append(r)
+    L = []
+    for (task, method), rows in sorted(groups.items()):
+        rows.sort(key=lambda r: r["split"])
+        grid = rows[0]["grid"]
+        L += ["", f"## {method} on {names[task]}: its own 3-fold CV over amplitudes {', '.join(f'{a:g}' for a in grid)}",
+              "", f"`run {task} {method}`: Table 1's {method} settings; the CV, then the fit on the whole training "
+              "half at the pick (test error: outcome only).", "",
+              "| split | " + " | ".join(f"CV @ {a:g}" for a in grid) + " | pick | CV CPU s | test | final fit CPU s |",
+              "|---|" + "---|" * (len(grid) + 4)]
+        part = []
+        for r in rows:
+            f, cv_cpu = r["final"], sum(r["cpu_s"].values())
+            L.append(f"| {r['split']} | " + " | ".join(f"{r['cv'][str(a)]:.2f}" for a in grid)
+                     + f" | {f['amplitude']:g} | {cv_cpu:.0f} | {f['error']:.2f} | {f['cpu_s']:.0f} |")
+            part.append([f["error"], cv_cpu + f["cpu_s"], f"amplitude {f['amplitude']:g} by {method}'s 3-fold CV "
+                         f"({cv_cpu:.0f} CPU s) + the final fit ({f['cpu_s']:.0f} s), stop: {f['stop']}"])
+        L += ["", f"Mean test error over splits {[r['split'] for r in rows]}: {np.mean([v[0] for v in part]):.2f}."]
+        out = RESULTS / f"gp_struct_table1_paper_{task}_{method}-own-cv_splits{'-'.join(str(r['split']) for r in rows)}.json"
+        out.write_text(json.dumps(dict(n_splits=len(part), rows={f"{method}, {RULE}": part},
+                                       splits=[r["split"] for r in rows]), indent=1))
+    return L
+
+
+RULE = "amplitude by its own 3-fold CV"
+ROW = f"gp-var-b, {RULE}"
+PART = RESULTS / "gp_struct_table1_paper_JapaneseNE_gp-var-b-own-cv_splits0-1-2-3-4.json"
+
+
+def _fits():
+    """{split: {amplitude: (test error, fit CPU s, stop)}} of every gp-var-b fit on the whole training half:
+    Table 1's (at the sparse MAP's pick) and the fixed-amplitude ones of ``gp_struct_amplitude_range``."""
+    from bench_gp_struct_amplitude_range import merged
+
+    out = {}
+    for key, rows in merged()["fits"].items():
+        if key.startswith("japanese ne @ ") and "," not in key:
+            for r in rows:
+                out.setdefault(r["split"], {})[float(key.split("@ ")[1])] = (r["error"], r["cpu_s"], r["stop"])
+    table = json.loads((RESULTS / "gp_struct_table1_paper_JapaneseNE_splits0-1-2-3-4.json").read_text())
+    for k, (err, cpu, note) in enumerate(table["rows"]["gp-var-b"]):
+        amp = float(note.split("amplitude ")[1].split(",")[0])
+        out.setdefault(k, {})[amp] = (err, cpu, note.split("stop: ")[1].split(",")[0], "table1")
+    return out
 
 
 def report():
     rows = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("gp_struct_self_cv_split*.json"))]
     rows = [r for r in rows if all(str(a) in r["cv"] for a in GRID)]  # splits whose grid is complete
-    from bench_gp_struct_amplitude_range import merged
-
-    rng = merged()
-    fixed = {float(k.split("@ ")[1]): {r["split"]: r["error"] for r in v}  # gp-var-b at one amplitude, by hand
-             for k, v in rng["fits"].items() if k.startswith("japanese ne @ ") and "," not in k}
-    at_1024 = fixed[1024.0]
-    table = json.loads((RESULTS / "gp_struct_table1_paper_JapaneseNE_splits0-1-2-3-4.json").read_text())
-    t1 = {k: (err, note.split("amplitude ")[1].split(",")[0]) for k, (err, _, note) in enumerate(table["rows"]["gp-var-b"])}
+    fits = _fits()
     L = ["# GP-struct: gp-var-b's own 3-fold CV for the kernel amplitude (Japanese NE, papers' protocol)", "",
          "Script: `benchmarks/bench_gp_struct_self_cv.py` (its docstring says what is measured). Held-out token "
          "error % of gp-var-b in 3-fold CV inside the training half at each amplitude; the test error of "
          "gp-var-b fitted on the whole training half at the amplitude the estimator's rule picks (the sparse MAP's "
          "CV, Table 1) and at 1,024 (outcome only).", "",
          "| split | " + " | ".join(f"CV @ {a:g}" for a in GRID) + " | pick | CV CPU s (all fits) | "
-         "test at the sparse MAP's pick (Table 1) | test @ 1,024 | test at this CV's pick |",
-         "|---|" + "---|" * (len(GRID) + 5)]
-    picked, table1 = [], []
+         "test at the sparse MAP's pick (Table 1) | test @ 1,024 | test at this CV's pick | its fit CPU s |",
+         "|---|" + "---|" * (len(GRID) + 6)]
+    picked, table1, at_1024, part = [], [], [], []
     for r in rows:
-        cv = [r["cv"][str(a)] for a in GRID]
-        pick, (t1_err, t1_amp) = GRID[int(np.argmin(cv))], t1[r["split"]]
-        known = {a: f[r["split"]] for a, f in fixed.items() if r["split"] in f}  # test errors of fits run
-        known[float(t1_amp)] = t1_err
-        picked.append(known.get(pick))
-        table1.append(t1_err)
-        L.append(f"| {r['split']} | " + " | ".join(f"{v:.2f}" for v in cv) + f" | {pick:g} | "
-                 f"{sum(r['cpu_s'].values()):.0f} | {t1_err:.2f} (@ {float(t1_amp):g}) | "
-                 f"{at_1024.get(r['split'], float('nan')):.2f} | "
-                 + ("not run |" if picked[-1] is None else f"{picked[-1]:.2f} |"))
+        cv, known = [r["cv"][str(a)] for a in GRID], fits[r["split"]]
+        pick, cv_cpu = GRID[int(np.argmin(cv))], sum(r["cpu_s"].values())
+        t1_amp, t1 = next((a, v) for a, v in known.items() if len(v) == 4)
+        fit = known.get(pick)
+        picked.append(None if fit is None else fit[0])
+        table1.append(t1[0])
+        at_1024.append(known[1024.0][0] if 1024.0 in known else float("nan"))
+        L.append(f"| {r['split']} | " + " | ".join(f"{v:.2f}" for v in cv) + f" | {pick:g} | {cv_cpu:.0f} | "
+                 f"{t1[0]:.2f} (@ {t1_amp:g}) | {at_1024[-1]:.2f} | "
+                 + ("not run | |" if fit is None else f"{fit[0]:.2f} | {fit[1]:.0f} |"))
+        if fit is not None:
+            part.append((r["split"], [fit[0], cv_cpu + fit[1], f"amplitude {pick:g} by gp-var-b's 3-fold CV "
+                                      f"({cv_cpu:.0f} CPU s) + the final fit ({fit[1]:.0f} s), stop: {fit[2]}"]))
     if rows and None not in picked:
         L += ["", f"Mean over splits {[r['split'] for r in rows]}: at this CV's picks {np.mean(picked):.2f}, at the "
-              f"sparse MAP's picks (Table 1) {np.mean(table1):.2f}, at 1,024 "
-              f"{np.mean([at_1024[r['split']] for r in rows]):.2f}."]
+              f"sparse MAP's picks (Table 1) {np.mean(table1):.2f}, at 1,024 {np.mean(at_1024):.2f}. Table 1 "
+              f"shows the first as the row '{ROW}' (its fit seconds: the CV's and the final fit's CPU)."]
+    PART.write_text(json.dumps(dict(n_splits=len(part), rows={ROW: [v for _, v in part]},
+                                    splits=[k for k, _ in part]), indent=1))
+    L += run_report()
     (RESULTS / "gp_struct_self_cv.md").write_text("\n".join(L) + "\n")
     print("\n".join(L))
 
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["report"]:
+        report()
+    elif sys.argv[1] == "run":
+        for s in sys.argv[5].split(","):
+            run(sys.argv[2], sys.argv[3], tuple(float(a) for a in sys.argv[4].split(",")), int(s))
         report()
     else:
         for s in sys.argv[1:]:
