@@ -210,6 +210,8 @@ def add_arguments(parser):
                         "through the sampled gate (umass_table1_gate_paper.json)")
     parser.add_argument("--selector", action="store_true", help="after the main run: the oracle ceiling degraded "
                         "by a selector's errors, beside the gate as a selector (umass_table1_selector.json)")
+    parser.add_argument("--selector-grobid", type=int, nargs="*", help="the same on GROBID folds, base CRFs to "
+                        "convergence (umass_table1_selector_grobid.json)")
 
 
 def run_requested(args, saved, log):
@@ -232,4 +234,8 @@ def run_requested(args, saved, log):
         t0 = time.perf_counter()
         res = us.run(saved, log)
         us.PATH.write_text(json.dumps(dict(res, elapsed=time.perf_counter() - t0)))
-    return bool(args.gate_paper or args.gate or args.gate_grobid or args.selector)
+    if args.selector_grobid:
+        import _umass_selector as us
+
+        us.run_grobid(args.selector_grobid, log)
+    return bool(args.gate_paper or args.gate or args.gate_grobid or args.selector or args.selector_grobid)

@@ -17,8 +17,13 @@ Beside it, the sampled gate (``psi_gate="probability"``, 100 exact samples of th
 reference) as the selector everywhere: keep a pair when its satisfaction probability is at least
 ``t``, its measured shares on the same pairs, its ROC area there, and its gain at the same
 strengths. Output: ``results/umass_table1_selector.json``.
+
+``--selector-grobid FOLD ...``: the same on the held-back GROBID folds (``_umass_grobid_ceiling``'s
+base CRFs run to CRFsuite's stop, the family from each training fold's labels at the UMass-dev
+``min_support``, IO segment F1), ``results/umass_table1_selector_grobid.json``.
 """
 
+import json
 import time
 
 import numpy as np
@@ -31,6 +36,7 @@ from sklearn_struct._psi_learning import fit_energy
 from sklearn_struct.constraint_learning import ConstraintFamily
 
 PATH = bt.RESULTS / "umass_table1_selector.json"
+GROBID_PATH = bt.RESULTS / "umass_table1_selector_grobid.json"
 KEEP_HELPFUL = (1.0, 0.75, 0.5, 0.25)
 KEEP_HARMFUL = (0.0, 0.05, 0.1, 0.25, 0.5)
 THRESHOLDS = (0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.9)
@@ -45,7 +51,7 @@ def decode(base, energy, unary, data, psi):
     return [base.classes_[p] for p in bt.unpack_sequences(labels, data.offsets)], float(res.converged.mean())
 
 
-def sweep_split(base, fitted, X, y, log, name):
+def sweep_split(base, fitted, X, y, log, name, scheme="IOB2"):
     """The oracle degraded on the pairs that matter, and the gate's thresholds, at each ceiling strength."""
     gold = [np.searchsorted(base.classes_, v) for v in y]
     energy = fitted.bind(X)
@@ -55,7 +61,7 @@ def sweep_split(base, fitted, X, y, log, name):
     base_broken = energy.packed_violations(labels, data.offsets) > 0
     helpful, harmful = base_broken & ~broken, base_broken & broken
     p = satisfaction_probability(energy, unary, base.transition_, data.offsets, N_SAMPLES, random_state=0)
-    base_f1 = bt.seg_f1(y, base.predict(X))
+    base_f1 = bt.seg_f1(y, base.predict(X), scheme)
     out = {"base": base_f1, "n_refs": len(y), "n_helpful": int(helpful.sum()), "n_harmful": int(harmful.sum()),
            "n_broken": int(broken.sum()), "refs_helpful": int(helpful.any(axis=1).sum()),
            "gate_auc": float(roc_auc_score(helpful[base_broken], p[base_broken])), "degraded": [], "gate": []}
@@ -68,7 +74,7 @@ def sweep_split(base, fitted, X, y, log, name):
             for f in KEEP_HARMFUL:
                 keep = np.where(helpful, u < h, np.where(harmful, u < f, oracle_keep))
                 pred, conv = decode(base, energy, unary, data, np.where(keep, w, 0.0))
-                out["degraded"].append(dict(strength=w, keep_helpful=h, keep_harmful=f, f1=bt.seg_f1(y, pred),
+                out["degraded"].append(dict(strength=w, keep_helpful=h, keep_harmful=f, f1=bt.seg_f1(y, pred, scheme),
                                             converged=conv))
                 log(f"{name} psi {w:g} keep helpful {h} harmful {f}: {out['degraded'][-1]['f1'] - base_f1:+.2f}")
         for t in THRESHOLDS:
@@ -76,9 +82,9 @@ def sweep_split(base, fitted, X, y, log, name):
             row = dict(strength=w, threshold=t, keep_helpful=float(keep[helpful].mean()),
                        keep_harmful=float(keep[harmful].mean()))
             pred, row["converged"] = decode(base, energy, unary, data, np.where(keep, w, 0.0))
-            row["f1"] = bt.seg_f1(y, pred)
+            row["f1"] = bt.seg_f1(y, pred, scheme)
             pred, _ = decode(base, energy, unary, data, np.where(np.where(base_broken, keep, oracle_keep), w, 0.0))
-            row["f1_oracle_elsewhere"] = bt.seg_f1(y, pred)
+            row["f1_oracle_elsewhere"] = bt.seg_f1(y, pred, scheme)
             out["gate"].append(row)
             log(f"{name} psi {w:g} gate p >= {t}: keeps {row['keep_helpful']:.2f} helpful, "
                 f"{row['keep_harmful']:.2f} harmful: {row['f1'] - base_f1:+.2f} "
@@ -102,6 +108,51 @@ def run(saved, log):
         out[split] = sweep_split(base, fitted, X[split], y[split], log, split)
         out[split]["seconds"] = time.perf_counter() - t0
     return out
+
+
+def run_grobid(folds, log):
+    """The sweep on GROBID test folds (each fold written as soon as done, beside earlier runs' folds)."""
+    import _umass_grobid_ceiling as gc
+
+    ms = json.loads((bt.RESULTS / "umass_table1.json").read_text())["family_choice"]["min_support"]
+    for k in folds:
+        Xtr, ytr, Xte, yte, c2 = gc.fold_data(k)
+        base = bt.quiet(NonLocalCRF(c2=c2, max_iter=None, random_state=0).fit, Xtr, ytr)
+        fam = ConstraintFamily(min_support=ms, scheme=gc.SCHEME).fit([list(v) for v in ytr])
+        fitted = fit_energy(fam.constraints_, [np.searchsorted(base.classes_, v) for v in ytr], base.classes_)
+        row = dict(sweep_split(base, fitted, Xte, yte, log, f"GROBID fold {k}", gc.SCHEME), fold=k, c2=c2,
+                   min_support=ms, n_candidates=len(fam.constraints_))
+        rows = json.loads(GROBID_PATH.read_text()) if GROBID_PATH.exists() else []
+        GROBID_PATH.write_text(json.dumps(sorted([r for r in rows if r["fold"] != k] + [row], key=lambda r: r["fold"])))
+
+
+def grobid_report(rows):
+    """Markdown: the degraded oracle and the gate on GROBID, mean gain over the folds."""
+    def mean_gain(key, match):
+        return np.mean([next(x for x in r[key] if all(x[a] == b for a, b in match.items()))["f1"] - r["base"]
+                        for r in rows])
+
+    L = [f"GROBID folds {[r['fold'] for r in rows]} (`--selector-grobid`, held back; base CRFs to CRFsuite's stop, "
+         f"{', '.join(str(r['n_candidates']) for r in rows)} candidates, IO segment F1): mean gain over the base "
+         f"CRF ({np.mean([r['base'] for r in rows]):.2f}); {sum(r['n_helpful'] for r in rows)} helpful and "
+         f"{sum(r['n_harmful'] for r in rows)} harmful pairs in all, the gate's ROC area "
+         f"{np.mean([r['gate_auc'] for r in rows]):.3f} (mean over folds).", "",
+         "| psi | keep helpful | " + " | ".join(f"keep harmful {f}" for f in KEEP_HARMFUL) + " |",
+         "|---|---|" + "---:|" * len(KEEP_HARMFUL)]
+    for w in bt.CEILING_STRENGTHS:
+        for h in KEEP_HELPFUL:
+            L.append(f"| {w:g} | {h} | " + " | ".join(
+                f"{mean_gain('degraded', dict(strength=w, keep_helpful=h, keep_harmful=f)):+.2f}" for f in KEEP_HARMFUL)
+                + " |")
+    L += ["", "| psi | t | keeps helpful | keeps harmful | gain | gain, the gate on the pairs that matter and the "
+          "oracle elsewhere |", "|---|---|---:|---:|---:|---:|"]
+    for w in bt.CEILING_STRENGTHS:
+        for t in THRESHOLDS:
+            g = [next(x for x in r["gate"] if x["strength"] == w and x["threshold"] == t) for r in rows]
+            L.append(f"| {w:g} | {t} | {np.mean([x['keep_helpful'] for x in g]):.2f} | "
+                     f"{np.mean([x['keep_harmful'] for x in g]):.2f} | {mean_gain('gate', dict(strength=w, threshold=t)):+.2f} | "
+                     f"{np.mean([x['f1_oracle_elsewhere'] - r['base'] for x, r in zip(g, rows)]):+.2f} |")
+    return L + [""]
 
 
 def _gain(row, base):
@@ -138,4 +189,6 @@ def report(out):
               f"{_gain(g, s['base'])} | {100 * g['converged']:.0f}% | "
               f"{g['f1_oracle_elsewhere'] - s['base']:+.2f} |" for g in s["gate"]]
         L.append("")
+    if GROBID_PATH.exists():
+        L += grobid_report(json.loads(GROBID_PATH.read_text()))
     return L
