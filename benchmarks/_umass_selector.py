@@ -149,9 +149,10 @@ def grobid_report(rows):
     for w in bt.CEILING_STRENGTHS:
         for t in THRESHOLDS:
             g = [next(x for x in r["gate"] if x["strength"] == w and x["threshold"] == t) for r in rows]
+            gain = mean_gain("gate", dict(strength=w, threshold=t))
+            elsewhere = np.mean([x["f1_oracle_elsewhere"] - r["base"] for x, r in zip(g, rows)])
             L.append(f"| {w:g} | {t} | {np.mean([x['keep_helpful'] for x in g]):.2f} | "
-                     f"{np.mean([x['keep_harmful'] for x in g]):.2f} | {mean_gain('gate', dict(strength=w, threshold=t)):+.2f} | "
-                     f"{np.mean([x['f1_oracle_elsewhere'] - r['base'] for x, r in zip(g, rows)]):+.2f} |")
+                     f"{np.mean([x['keep_harmful'] for x in g]):.2f} | {gain:+.2f} | {elsewhere:+.2f} |")
     return L + [""]
 
 

@@ -53,7 +53,8 @@ from sklearn_struct.utils.packing import pack_sequences  # noqa: E402
 RESULTS = Path(__file__).parent / "results"
 PATH = RESULTS / "gp_struct_amplitude_range.json"
 GRID = tuple(4.0**k for k in range(-2, 9))
-KERNELS = {"DotProduct(1)": lambda: DotProduct(1.0), "RBF(8)": lambda: RBF(8.0), "RBF(16)": lambda: RBF(16.0), "DotProduct(1)^2": lambda: DotProduct(1.0) ** 2}
+KERNELS = {"DotProduct(1)": lambda: DotProduct(1.0), "RBF(8)": lambda: RBF(8.0), "RBF(16)": lambda: RBF(16.0),
+           "DotProduct(1)^2": lambda: DotProduct(1.0) ** 2}
 KERNEL_AMPLITUDES = (1.0, 16.0, 256.0, 4096.0, 65536.0, 1048576.0)
 C2_SWEEP = (1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0)  # Table 1's CRF grid is 0.01 ... 10
 
@@ -105,7 +106,8 @@ def kernel_errors(task, split):
     _, Xtr, ytr, Xte, yte = paper_split(task, split)
     enc = LabelEncoder().fit(np.concatenate(ytr))
     y, yt = enc.transform(np.concatenate(ytr)), np.concatenate(yte)
-    yt = np.where(np.isin(yt, enc.classes_), enc.transform(np.where(np.isin(yt, enc.classes_), yt, enc.classes_[0])), -1)
+    seen = np.isin(yt, enc.classes_)  # a test label unseen in training is -1: always an error
+    yt = np.where(seen, enc.transform(np.where(seen, yt, enc.classes_[0])), -1)
     (Xp, off), (Xq, offq) = pack_sequences(Xtr), pack_sequences(Xte)
     Z = np.unique(Xp.toarray() if hasattr(Xp, "toarray") else np.asarray(Xp), axis=0)
     out = {"split": split, "n_inducing": int(Z.shape[0])}
