@@ -43,14 +43,6 @@ THRESHOLDS = (0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.9)
 N_SAMPLES = 100
 
 
-def decode(base, energy, unary, data, psi):
-    """Segment labels of Bethe inference with per-reference weights ``psi`` (n_refs, n_terms)."""
-    res = bt.bethe_inference(unary, base.transition_, data.offsets, energy, psi, return_edges=False,
-                             max_iter=bt.CEILING_MAX_ITER, tol=1e-4)
-    labels, _ = bt.viterbi(res.dual_unary, res.dual_transition, data.offsets)
-    return [base.classes_[p] for p in bt.unpack_sequences(labels, data.offsets)], float(res.converged.mean())
-
-
 def sweep_split(base, fitted, X, y, log, name, scheme="IOB2"):
     """The oracle degraded on the pairs that matter, and the gate's thresholds, at each ceiling strength."""
     gold = [np.searchsorted(base.classes_, v) for v in y]
@@ -73,7 +65,7 @@ def sweep_split(base, fitted, X, y, log, name, scheme="IOB2"):
         for h in KEEP_HELPFUL:
             for f in KEEP_HARMFUL:
                 keep = np.where(helpful, u < h, np.where(harmful, u < f, oracle_keep))
-                pred, conv = decode(base, energy, unary, data, np.where(keep, w, 0.0))
+                pred, conv = bt.decode_psi(base, energy, unary, data, np.where(keep, w, 0.0))
                 out["degraded"].append(dict(strength=w, keep_helpful=h, keep_harmful=f, f1=bt.seg_f1(y, pred, scheme),
                                             converged=conv))
                 log(f"{name} psi {w:g} keep helpful {h} harmful {f}: {out['degraded'][-1]['f1'] - base_f1:+.2f}")
@@ -81,9 +73,10 @@ def sweep_split(base, fitted, X, y, log, name, scheme="IOB2"):
             keep = p >= t
             row = dict(strength=w, threshold=t, keep_helpful=float(keep[helpful].mean()),
                        keep_harmful=float(keep[harmful].mean()))
-            pred, row["converged"] = decode(base, energy, unary, data, np.where(keep, w, 0.0))
+            pred, row["converged"] = bt.decode_psi(base, energy, unary, data, np.where(keep, w, 0.0))
             row["f1"] = bt.seg_f1(y, pred, scheme)
-            pred, _ = decode(base, energy, unary, data, np.where(np.where(base_broken, keep, oracle_keep), w, 0.0))
+            elsewhere = np.where(base_broken, keep, oracle_keep)  # the gate where it matters, the oracle elsewhere
+            pred, _ = bt.decode_psi(base, energy, unary, data, np.where(elsewhere, w, 0.0))
             row["f1_oracle_elsewhere"] = bt.seg_f1(y, pred, scheme)
             out["gate"].append(row)
             log(f"{name} psi {w:g} gate p >= {t}: keeps {row['keep_helpful']:.2f} helpful, "

@@ -31,12 +31,13 @@ from sklearn.model_selection import KFold
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_gp_struct_table1 import GP_PAPER, error_rate, paper_split  # noqa: E402
+from bench_gp_struct_table1 import GP_PAPER, OWN_CV_RULE, error_rate, paper_split  # noqa: E402
 from sklearn_struct import GPStructClassifier  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 GRID = (64.0, 256.0, 1024.0)
 TASK = "JapaneseNE"
+PART = RESULTS / "gp_struct_table1_paper_JapaneseNE_gp-var-b-own-cv_splits0-1-2-3-4.json"
 
 
 def _path(split):
@@ -89,6 +90,18 @@ def run(task, method, grid, split):
     return row
 
 
+def _part_row(error, cv_cpu, fit_cpu, pick, method, stop):
+    """A Table 1 row entry (error, CPU s of the whole rule, note) of the fit at the CV's pick."""
+    return [error, cv_cpu + fit_cpu, f"amplitude {pick:g} by {method}'s 3-fold CV ({cv_cpu:.0f} CPU s) + the final "
+            f"fit ({fit_cpu:.0f} s), stop: {stop}"]
+
+
+def _write_part(path, method, entries):
+    """Table 1 part file of the row "METHOD, amplitude by its own 3-fold CV"; ``entries``: [(split, row entry)]."""
+    path.write_text(json.dumps(dict(n_splits=len(entries), rows={f"{method}, {OWN_CV_RULE}": [e for _, e in entries]},
+                                    splits=[k for k, _ in entries]), indent=1))
+
+
 def run_report():
     """Markdown of every ``run`` (task, variant), and its Table 1 part file."""
     from bench_gp_struct_table1 import TASKS
@@ -114,41 +127,34 @@ def run_report():
             f, cv_cpu = r["final"], sum(r["cpu_s"].values())
             L.append(f"| {r['split']} | " + " | ".join(f"{r['cv'][str(a)]:.2f}" for a in grid)
                      + f" | {f['amplitude']:g} | {cv_cpu:.0f} | {f['error']:.2f} | {f['cpu_s']:.0f} |")
-            part.append([f["error"], cv_cpu + f["cpu_s"], f"amplitude {f['amplitude']:g} by {method}'s 3-fold CV "
-                         f"({cv_cpu:.0f} CPU s) + the final fit ({f['cpu_s']:.0f} s), stop: {f['stop']}"])
-        L += ["", f"Mean test error over splits {[r['split'] for r in rows]}: {np.mean([v[0] for v in part]):.2f}."]
-        out = RESULTS / f"gp_struct_table1_paper_{task}_{method}-own-cv_splits{'-'.join(str(r['split']) for r in rows)}.json"
-        out.write_text(json.dumps(dict(n_splits=len(part), rows={f"{method}, {RULE}": part},
-                                       splits=[r["split"] for r in rows]), indent=1))
+            part.append((r["split"], _part_row(f["error"], cv_cpu, f["cpu_s"], f["amplitude"], method, f["stop"])))
+        L += ["", f"Mean test error over splits {[r['split'] for r in rows]}: {np.mean([e[0] for _, e in part]):.2f}."]
+        _write_part(RESULTS / f"gp_struct_table1_paper_{task}_{method}-own-cv_splits"
+                    f"{'-'.join(str(r['split']) for r in rows)}.json", method, part)
     return L
 
 
-RULE = "amplitude by its own 3-fold CV"
-ROW = f"gp-var-b, {RULE}"
-PART = RESULTS / "gp_struct_table1_paper_JapaneseNE_gp-var-b-own-cv_splits0-1-2-3-4.json"
-
-
 def _fits():
-    """{split: {amplitude: (test error, fit CPU s, stop)}} of every gp-var-b fit on the whole training half:
-    Table 1's (at the sparse MAP's pick) and the fixed-amplitude ones of ``gp_struct_amplitude_range``."""
+    """gp-var-b fits on the whole training half, each ``(test error, fit CPU s, stop)``: ``fixed``
+    ``{split: {amplitude: fit}}`` of ``gp_struct_amplitude_range``'s fixed amplitudes and ``table1``
+    ``{split: (amplitude, fit)}`` of Table 1's (at the sparse MAP's pick)."""
     from bench_gp_struct_amplitude_range import merged
 
-    out = {}
+    fixed = {}
     for key, rows in merged()["fits"].items():
         if key.startswith("japanese ne @ ") and "," not in key:
             for r in rows:
-                out.setdefault(r["split"], {})[float(key.split("@ ")[1])] = (r["error"], r["cpu_s"], r["stop"])
+                fixed.setdefault(r["split"], {})[float(key.split("@ ")[1])] = (r["error"], r["cpu_s"], r["stop"])
     table = json.loads((RESULTS / "gp_struct_table1_paper_JapaneseNE_splits0-1-2-3-4.json").read_text())
-    for k, (err, cpu, note) in enumerate(table["rows"]["gp-var-b"]):
-        amp = float(note.split("amplitude ")[1].split(",")[0])
-        out.setdefault(k, {})[amp] = (err, cpu, note.split("stop: ")[1].split(",")[0], "table1")
-    return out
+    table1 = {k: (float(note.split("amplitude ")[1].split(",")[0]), (err, cpu, note.split("stop: ")[1].split(",")[0]))
+              for k, (err, cpu, note) in enumerate(table["rows"]["gp-var-b"])}
+    return fixed, table1
 
 
 def report():
     rows = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("gp_struct_self_cv_split*.json"))]
     rows = [r for r in rows if all(str(a) in r["cv"] for a in GRID)]  # splits whose grid is complete
-    fits = _fits()
+    fixed, table1_fits = _fits()
     L = ["# GP-struct: gp-var-b's own 3-fold CV for the kernel amplitude (Japanese NE, papers' protocol)", "",
          "Script: `benchmarks/bench_gp_struct_self_cv.py` (its docstring says what is measured). Held-out token "
          "error % of gp-var-b in 3-fold CV inside the training half at each amplitude; the test error of "
@@ -159,9 +165,9 @@ def report():
          "|---|" + "---|" * (len(GRID) + 6)]
     picked, table1, at_1024, part = [], [], [], []
     for r in rows:
-        cv, known = [r["cv"][str(a)] for a in GRID], fits[r["split"]]
+        cv, (t1_amp, t1) = [r["cv"][str(a)] for a in GRID], table1_fits[r["split"]]
+        known = {**fixed.get(r["split"], {}), t1_amp: t1}  # test errors of the fits run
         pick, cv_cpu = GRID[int(np.argmin(cv))], sum(r["cpu_s"].values())
-        t1_amp, t1 = next((a, v) for a, v in known.items() if len(v) == 4)
         fit = known.get(pick)
         picked.append(None if fit is None else fit[0])
         table1.append(t1[0])
@@ -170,14 +176,12 @@ def report():
                  f"{t1[0]:.2f} (@ {t1_amp:g}) | {at_1024[-1]:.2f} | "
                  + ("not run | |" if fit is None else f"{fit[0]:.2f} | {fit[1]:.0f} |"))
         if fit is not None:
-            part.append((r["split"], [fit[0], cv_cpu + fit[1], f"amplitude {pick:g} by gp-var-b's 3-fold CV "
-                                      f"({cv_cpu:.0f} CPU s) + the final fit ({fit[1]:.0f} s), stop: {fit[2]}"]))
+            part.append((r["split"], _part_row(fit[0], cv_cpu, fit[1], pick, "gp-var-b", fit[2])))
     if rows and None not in picked:
         L += ["", f"Mean over splits {[r['split'] for r in rows]}: at this CV's picks {np.mean(picked):.2f}, at the "
               f"sparse MAP's picks (Table 1) {np.mean(table1):.2f}, at 1,024 {np.mean(at_1024):.2f}. Table 1 "
-              f"shows the first as the row '{ROW}' (its fit seconds: the CV's and the final fit's CPU)."]
-    PART.write_text(json.dumps(dict(n_splits=len(part), rows={ROW: [v for _, v in part]},
-                                    splits=[k for k, _ in part]), indent=1))
+              f"shows the first as the row 'gp-var-b, {OWN_CV_RULE}' (its fit seconds: the CV's and the final fit's CPU)."]
+    _write_part(PART, "gp-var-b", part)
     L += run_report()
     (RESULTS / "gp_struct_self_cv.md").write_text("\n".join(L) + "\n")
     print("\n".join(L))

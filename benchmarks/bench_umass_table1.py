@@ -309,11 +309,17 @@ def oracle_ceiling(base, energy, X, y_true, strength, scheme="IOB2"):
     energy = energy.bind(X)
     psi = np.where(energy.violations(gold) > 0, 0.0, strength)
     data, unary = predict_unary(X, base.coef_, base.intercept_)
+    pred, converged = decode_psi(base, energy, unary, data, psi)
+    return seg_f1(y_true, pred, scheme), converged
+
+
+def decode_psi(base, energy, unary, data, psi):
+    """Labels of Bethe inference (cap ``CEILING_MAX_ITER``) with per-reference weights ``psi``
+    (n_refs, n_terms) over ``base``'s unaries, and the share of references that converged."""
     res = bethe_inference(unary, base.transition_, data.offsets, energy, psi, return_edges=False,
                           max_iter=CEILING_MAX_ITER, tol=1e-4)
     labels, _ = viterbi(res.dual_unary, res.dual_transition, data.offsets)
-    pred = [base.classes_[p] for p in unpack_sequences(labels, data.offsets)]
-    return seg_f1(y_true, pred, scheme), float(res.converged.mean())
+    return [base.classes_[p] for p in unpack_sequences(labels, data.offsets)], float(res.converged.mean())
 
 
 def run_learners(saved, log):
