@@ -19,6 +19,7 @@ from ._gp_struct_model import (SparsePrior, VarParams, check_feature_scale, gram
                                sample_marginals, svd_inducing)
 from ._gp_struct_optim import FitContext, fit_batch, fit_saga, kernel_theta, map_start_with_hyper_search, start_from_map
 from .oracles.chain import viterbi
+from .utils._params import store_init_params
 from .utils.packing import pack_sequences
 from .utils.progress import Progress
 from .utils.validation import check_sequences, encode_sequence_labels
@@ -272,30 +273,7 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
                  batch_size=1, learning_rate=1e-4, learning_rate_cov=1e-5, control_variate=True, tol=2e-3,
                  n_predict_samples=100, decode="marginal", warm_start=False, random_state=None, n_jobs=None,
                  callback=None, verbose=0):
-        self.kernel = kernel
-        self.likelihood = likelihood
-        self.optimizer = optimizer
-        self.n_inducing = n_inducing
-        self.inducing = inducing
-        self.n_components = n_components
-        self.init = init
-        self.amplitude = amplitude
-        self.covariance = covariance
-        self.n_samples = n_samples
-        self.max_iter = max_iter
-        self.block_iters = block_iters
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.learning_rate_cov = learning_rate_cov
-        self.control_variate = control_variate
-        self.tol = tol
-        self.n_predict_samples = n_predict_samples
-        self.decode = decode
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.callback = callback
-        self.verbose = verbose
+        store_init_params(self, locals())
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)

@@ -3,11 +3,12 @@
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from _bounded import run_cpu_bounded
 
 DOC = Path(__file__).resolve().parents[1] / "doc"
 
@@ -54,9 +55,9 @@ def test_sphinx_build_has_no_warnings(tmp_path):
     pytest.importorskip("myst_parser")
     pytest.importorskip("pydata_sphinx_theme")
     env = dict(os.environ, SKLEARN_STRUCT_DOC_EXAMPLES="0")
-    proc = subprocess.run(
+    proc = run_cpu_bounded(
         [sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-q", str(DOC), str(tmp_path / "html")],
-        capture_output=True, text=True, env=env, timeout=600,
+        cpu_seconds=900, capture_output=True, text=True, env=env,
     )
     assert proc.returncode == 0, proc.stderr[-5000:]
     assert (tmp_path / "html" / "generated" / "sklearn_struct.NonLocalCRF.html").exists()

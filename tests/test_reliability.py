@@ -6,12 +6,13 @@ argument (and the index), or a finite, correct result.
 """
 
 import copy
-import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+
+from _bounded import run_cpu_bounded
 import scipy.sparse as sp
 
 from sklearn_struct import ChainCRF, DLPWClassifier, MLEStructMatcher, PrunedBPMarginals
@@ -25,8 +26,8 @@ from sklearn_struct.utils.optimize import lbfgs
 
 def _run_isolated(code):
     """Run ``code`` in a fresh interpreter: a segfault fails the test instead of killing pytest."""
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=120)
+    proc = run_cpu_bounded([sys.executable, "-c", textwrap.dedent(code)], cpu_seconds=300, capture_output=True,
+                           text=True)
     assert proc.returncode == 0, f"exit code {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
