@@ -39,8 +39,7 @@ templates_path = ["_templates"]
 exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "generated/*.examples"]
 
 autosummary_generate = True
-autodoc_default_options = {"members": False, "inherited-members": False}
-numpydoc_show_class_members = False
+numpydoc_show_class_members = True
 numpydoc_class_members_toctree = False
 numpydoc_validation_checks = set()
 myst_heading_anchors = 3
@@ -49,7 +48,8 @@ suppress_warnings = ["myst.header", "config.cache"]
 html_theme = "pydata_sphinx_theme"
 html_title = "sklearn_struct"
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["wrap.css"]
 
 _run_examples = os.environ.get("SKLEARN_STRUCT_DOC_EXAMPLES", "1") != "0"
 

@@ -45,7 +45,11 @@ def token_dicts(sentence):
     return feats
 
 
-# worked-example-start (doc/estimators shows the lines down to worked-example-end)
+# %%
+# The model
+# ---------
+# Fit on the training data, then predict and score on the test data.
+
 train, test = load_conll2000("train"), load_conll2000("test")
 X_train = [token_dicts(s) for s in train.sequences[:1000]]
 y_train = train.labels[:1000]
@@ -59,7 +63,6 @@ with warnings.catch_warnings():  # the 40-iteration cap is deliberate here
     search.fit(X_train, y_train)
 f1 = chunk_f1_score(test.labels, search.predict(X_test))
 print(f"best c2 = {search.best_params_['chaincrf__c2']}, test chunk F1 = {100 * f1:.2f}")
-# worked-example-end
 
 # %%
 # Cross-validated F1 against ``c2``, and one test sentence with its predicted chunk tags.

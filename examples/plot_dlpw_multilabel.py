@@ -37,7 +37,11 @@ from sklearn_struct.datasets import load_yeast
 from sklearn_struct.metrics import hamming_loss_multilabel, subset_accuracy
 from sklearn_struct.oracles.lp import make_lp_graph
 
-# worked-example-start (doc/estimators shows the lines down to worked-example-end)
+# %%
+# The model
+# ---------
+# Fit on the training data, then predict and score on the test data.
+
 train, test = load_yeast("train"), load_yeast("test")
 C_PAPER = 1.0  # the paper's C, on the mean loss; DLPWClassifier's C (scikit-learn's, on the summed loss) is C / n
 models = {
@@ -55,7 +59,6 @@ for name, model in models.items():
     pred = model.predict(test.data).astype(int)
     scores[name] = (hamming_loss_multilabel(test.target, pred), subset_accuracy(test.target, pred))
     print(f"{name:26s} Hamming {scores[name][0]:.4f}  subset accuracy {scores[name][1]:.4f}")
-# worked-example-end
 
 # %%
 # Pegasos on the same model and objective: standardised features plus a constant (the

@@ -26,7 +26,11 @@ from sklearn_struct import ChainCRF, GPStructClassifier
 from sklearn_struct.datasets import load_crfpp
 from sklearn_struct.preprocessing import CRFppTemplateFeaturizer
 
-# worked-example-start (doc/estimators shows the lines down to worked-example-end)
+# %%
+# The model
+# ---------
+# Fit on the training data, then predict and score on the test data.
+
 train, test = load_crfpp("basenp", "train"), load_crfpp("basenp", "test")
 feat = CRFppTemplateFeaturizer(train.template)
 X_train = feat.fit_transform(train.sequences[:50])
@@ -37,7 +41,6 @@ gp = GPStructClassifier(random_state=0).fit(X_train, y_train)
 crf = ChainCRF(c2=1.0).fit(X_train, y_train)
 print(f"token accuracy on the test sentences: GP-struct {gp.score(X_test, test.labels):.4f}, "
       f"chain CRF {crf.score(X_test, test.labels):.4f}")
-# worked-example-end
 
 # %%
 k = 1

@@ -24,7 +24,11 @@ from sklearn_struct import MLEStructMatcher
 from sklearn_struct.datasets import load_cmu_house_hotel
 from sklearn_struct.preprocessing import PointSetPairFeatures
 
-# worked-example-start (doc/estimators shows the lines down to worked-example-end)
+# %%
+# The model
+# ---------
+# Fit on the training data, then predict and score on the test data.
+
 points = load_cmu_house_hotel("house").points
 rng = np.random.default_rng(0)
 
@@ -44,7 +48,6 @@ X_test, y_test = pairs(90, range(0, 21))
 model = make_pipeline(PointSetPairFeatures(), MLEStructMatcher(alpha=1.0, random_state=0))
 model.fit(X_train, y_train)
 print(f"test node accuracy at gap 90: {model.score(X_test, y_test):.3f}")
-# worked-example-end
 
 # %%
 k = int(np.argmin([np.mean(p == t) for p, t in zip(model.predict(X_test), y_test)]))  # the hardest pair

@@ -29,7 +29,11 @@ from sklearn_struct import NonLocalCRF
 from sklearn_struct.datasets import load_ocr_letters
 from sklearn_struct.energies import UnigramDictionaryEnergy, WordDictionaryEnergy
 
-# worked-example-start (doc/estimators shows the lines down to worked-example-end)
+# %%
+# The model
+# ---------
+# Fit on the training data, then predict and score on the test data.
+
 ocr = load_ocr_letters()
 rng = np.random.RandomState(0)
 train = rng.choice(np.flatnonzero(ocr.folds != 0), 2000, replace=False)
@@ -50,8 +54,8 @@ for name, model in models.items():
     accuracy[name] = np.mean(np.concatenate(predictions[name]) == np.concatenate(y_test))
     psi = f", learned psi = {model.psi_[0]:.2f}" if model.energy is not None else ""
     print(f"{name:10s} character accuracy {100 * accuracy[name]:.2f}%{psi}")
-# worked-example-end
 
+# %%
 # a few test words the plain CRF misreads
 wrong = [i for i, (p, t) in enumerate(zip(predictions["chain CRF"], y_test)) if np.any(p != t)][:4]
 fig = plt.figure(figsize=(9, 5.5))

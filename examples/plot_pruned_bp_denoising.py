@@ -18,7 +18,11 @@ from sklearn_struct.datasets import make_ising_grid
 from sklearn_struct import PrunedBPMarginals, pruned_marginals
 from sklearn_struct.utils.graph import images_to_graphs
 
-# worked-example-start (doc/estimators shows the lines down to worked-example-end)
+# %%
+# The model
+# ---------
+# Fit on the training data, then predict and score on the test data.
+
 shape = (32, 32)
 train_images, train_labels = make_ising_grid(n_noisy=4, shape=shape, noise=1.0, random_state=0)
 test_images, test_labels = make_ising_grid(n_noisy=1, shape=shape, noise=1.0, random_state=1)
@@ -31,8 +35,8 @@ logreg = LogisticRegression().fit(np.concatenate([g[0] for g in X_train]), np.co
 acc_lr = logreg.score(np.concatenate([g[0] for g in X_test]), np.concatenate(y_test))
 acc_crf = crf.score(X_test, y_test)
 print(f"pixel accuracy: logistic regression {acc_lr:.3f}, pruned-BP CRF {acc_crf:.3f}")
-# worked-example-end
 
+# %%
 # The pruned graph of one test image, from the fitted potentials.
 k = 2
 features, edges = X_test[k]

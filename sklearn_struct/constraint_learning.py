@@ -83,7 +83,7 @@ _ALL_KINDS = _KINDS + ("conditional", "cue", "length", "position", "region")
 
 
 class ConstraintFamily(BaseEstimator):
-    """Candidate soft constraints over label counts, generated from training labels (Anzaroot et al. 2014).
+    """Candidate soft constraints over label counts, generated from training labels (Anzaroot and others, 2014).
 
     Parameters
     ----------

@@ -182,7 +182,7 @@ class Energy(BaseEstimator):
 
 
 class SoftConstraintEnergy(Energy):
-    """Soft constraints on linear measurements: ``sum_j psi_j h(<a_j, mu> - b_j)`` (eqs. 4-5, 20).
+    """Soft constraints on linear measurements: ``sum_j psi_j h(<a_j, mu> - b_j)`` (equations 4-5, 20).
 
     The measurement ``a_j . mu`` of a sequence is a weighted count of expected labels and,
     optionally, expected transitions over its positions::
@@ -331,7 +331,7 @@ def _check_encoded_labels(y, n_labels, who):
 
 
 class UnigramDictionaryEnergy(Energy):
-    """Unigram-count dictionary ``psi * min_i ||u_i - U(mu)||_1`` (eq. 21; non-convex).
+    """Unigram-count dictionary ``psi * min_i ||u_i - U(mu)||_1`` (equation 21; non-convex).
 
     ``U(mu) = sum_t mu_t`` is the vector of expected label counts of a sequence and the
     ``u_i`` are the distinct label-count vectors of the training sequences (built by
@@ -399,7 +399,7 @@ class UnigramDictionaryEnergy(Energy):
 
 
 class WordDictionaryEnergy(Energy):
-    """Word dictionary ``psi * min_i ||w_i - mu||_1`` over same-length words (eq. 22; non-convex).
+    """Word dictionary ``psi * min_i ||w_i - mu||_1`` over same-length words (equation 22; non-convex).
 
     The ``w_i`` are the distinct training label sequences (built by :meth:`fit`), as
     concatenated one-hot node vectors, and ``mu`` the node marginals of a sequence. Only
@@ -511,7 +511,7 @@ class WordDictionaryEnergy(Energy):
 
 
 class PoissonCountEnergy(Energy):
-    """Poisson likelihood of observed aggregate counts, for collective graphical models (eq. 23).
+    """Poisson likelihood of observed aggregate counts, for collective graphical models (equation 23).
 
     Each position ``t`` and label ``l`` of a sequence may carry an observed count
     ``y[t, l] ~ Poisson(rate * mu_t[l])``: ``mu`` are the node marginals of a population of

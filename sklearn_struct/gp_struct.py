@@ -19,7 +19,7 @@ from ._gp_struct_model import (SparsePrior, VarParams, check_feature_scale, gram
                                sample_marginals, svd_inducing)
 from ._gp_struct_optim import FitContext, fit_batch, fit_saga, kernel_theta, map_start_with_hyper_search, start_from_map
 from .oracles.chain import viterbi
-from .utils._params import store_init_params
+from .utils._params import atomic_fit, store_init_params
 from .utils.packing import pack_sequences
 from .utils.progress import Progress
 from .utils.validation import check_sequences, encode_sequence_labels
@@ -277,6 +277,7 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y):
         """Fit the variational posterior (and, with L-BFGS, the kernel hyperparameters).
 
@@ -341,7 +342,6 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
             warnings.warn(f"GPStructClassifier did not converge in max_iter={self.max_iter} global iterations "
                           f"(the ELBO still rose by more than tol={self.tol:g} relative); increase max_iter or tol.",
                           ConvergenceWarning)
-        # the fit has finished: store the result
         self.kernel_, self.inducing_inputs_, self.params_ = res.kernel, Z, res.params
         self.amplitude_, self.amplitude_scores_ = amplitude, scores
         self.classes_, self.n_features_in_ = encoder.classes_, X[0].shape[1]

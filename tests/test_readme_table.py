@@ -21,6 +21,17 @@ def make_table():
 def test_readme_results_section_is_generated(make_table):
     readme = (ROOT / "README.md").read_text()
     assert make_table.readme_section(readme) == make_table.render(), "run: python benchmarks/make_readme_table.py"
+    doc = (ROOT / "doc" / "benchmarks.md").read_text()
+    assert make_table.readme_section(doc) == make_table.render(headline=False), \
+        "run: python benchmarks/make_readme_table.py"
+
+
+def test_the_readme_keeps_one_headline_row_per_benchmark(make_table):
+    """12-15 rows in the README, each a row of the full table in the docs."""
+    headline, every = make_table.headline_rows(), make_table.rows()
+    assert 12 <= len(headline) <= 15
+    assert all(row in every for row in headline)
+    assert len({row.benchmark.rsplit("(`", 1)[1] for row in headline}) >= 12  # different benchmarks
 
 
 def test_every_benchmark_family_has_rows(make_table):
