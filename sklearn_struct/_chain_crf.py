@@ -23,8 +23,9 @@ from .oracles.chain import expected_counts
 from .oracles.linear import LinearFeatures, state_pairs
 from .utils.packing import pack_sequences, transition_pairs
 from .utils.optimize import _dot
-from .utils.parallel import even_chunks, run_chunks
+from .utils.parallel import even_chunks
 from .utils.progress import Progress
+from .utils.shards import ResidentShards
 from .utils.validation import check_sequence_labels, check_sequences, check_y_given, encode_sequence_labels
 
 
@@ -110,11 +111,13 @@ def chunk_nll_grad(data, theta, n_labels, counts):
 
 
 class ChainObjective:
-    """The regularised CRF objective over data split into chunks, evaluated with joblib.
+    """The regularised CRF objective over data split into chunks (shards), each kept where it is evaluated.
 
     One chunk (the default) runs all sequences in a single numba call, parallel over
-    sequences on threads. More chunks go through :func:`run_chunks`, so the
-    active joblib backend (threads, loky, dask) evaluates them.
+    sequences on threads. More chunks are :class:`~sklearn_struct.utils.shards.ResidentShards`:
+    on threads of this process, or, under joblib's dask backend, each scattered once to a
+    worker, every evaluation sending only ``theta`` (use the objective as a context manager to
+    release them at the end of a fit).
 
     With sparse features and ``all_possible_states=False`` the unary weights exist only
     for (attribute, label) pairs seen in the training data, as in CRFsuite; otherwise
@@ -138,6 +141,7 @@ class ChainObjective:
             data = ChainData.from_packed(packed[lo:hi], offsets[sl.start : sl.stop + 1] - lo, y[lo:hi], n_labels, pairs)
             self.chunks.append((data, data.empirical_counts(n_labels)))
         self.features = self.chunks[0][0].features
+        self.shards = ResidentShards(self.chunks, n_jobs=n_jobs)
         self.n_weights = self.features.n_weights
         self.n_params = self.n_weights + n_labels + n_labels * n_labels
 
@@ -152,16 +156,22 @@ class ChainObjective:
 
     def __call__(self, theta):
         L = self.n_labels
-
-        def one(chunk):
-            return chunk_nll_grad(chunk[0], theta, L, chunk[1])
-
-        results = run_chunks(one, self.chunks, n_jobs=self.n_jobs)
-        f = sum(r[0] for r in results)
-        g = results[0][1] if len(results) == 1 else np.sum([r[1] for r in results], axis=0)
+        f, g = self.shards.sum(_chunk_loss, theta, L)
         # CRFsuite's L2: c2 * ||theta||^2 on weights and transitions, not on the bias
         f += _add_l2(theta, g, self.c2, self.n_weights, self.n_weights + L)
         return f, g
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.shards.close()
+        return False
+
+
+def _chunk_loss(chunk, theta, n_labels):
+    """One resident chunk ``(data, counts)``: its negative log-likelihood and gradient."""
+    return chunk_nll_grad(chunk[0], theta, n_labels, chunk[1])
 
 
 @kernel

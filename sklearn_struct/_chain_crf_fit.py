@@ -13,7 +13,6 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 from sklearn.exceptions import ConvergenceWarning
 
 from ._chain_crf import ChainObjective, unpack_params
@@ -23,6 +22,7 @@ from ._chain_crf_sgd import fit_l2sgd
 from .oracles.chain import forward_backward, viterbi
 from .oracles.linear import LinearFeatures
 from .utils.packing import pack_sequences, transition_pairs
+from .utils.shards import n_shards
 
 __all__ = ["SOLVER_OPTIONS", "check_solver_options", "fit_chain_algorithm", "DevSet"]
 
@@ -149,7 +149,7 @@ def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress
     """L-BFGS / OWL-QN on ChainCRF's objective; transitions that are no feature (and the bias without
     ``fit_intercept``) stay at 0."""
     n_jobs = params["n_jobs"]
-    objective = ChainObjective(X, y_enc, n_labels, params["c2"], n_chunks=max(1, effective_n_jobs(n_jobs)),
+    objective = ChainObjective(X, y_enc, n_labels, params["c2"], n_chunks=n_shards(n_jobs),
                                n_jobs=n_jobs, all_possible_states=params["all_possible_states"],
                                min_freq=params["min_freq"])
     n_w, L = objective.n_weights, n_labels
@@ -169,12 +169,13 @@ def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress
 
     sparse = objective.features.pairs is not None
     log = _Log(progress, slice(n_w, n_w + L), _dev(dev, L, objective.features.pairs, sparse))
-    result = minimize_crfsuite(
-        fun, theta0, c1=params["c1"], skip=(n_w, n_w + L), num_memories=options["num_memories"],
-        linesearch=options["linesearch"], max_linesearch=options["max_linesearch"], max_iter=max_iter,
-        delta=params["tol"], period=params["period"], epsilon=params["epsilon"],
-        callback=lambda k, f, x, error_norm, improvement: log(k, f, x, error_norm=error_norm,
-                                                              improvement=improvement))
+    with objective:  # resident shards released at the end of the fit
+        result = minimize_crfsuite(
+            fun, theta0, c1=params["c1"], skip=(n_w, n_w + L), num_memories=options["num_memories"],
+            linesearch=options["linesearch"], max_linesearch=options["max_linesearch"], max_iter=max_iter,
+            delta=params["tol"], period=params["period"], epsilon=params["epsilon"],
+            callback=lambda k, f, x, error_norm, improvement: log(k, f, x, error_norm=error_norm,
+                                                                  improvement=improvement))
     if result["status"] == "max_iter":
         _warn_max_iter("L-BFGS", result["nit"], what)
     elif result["status"] == "linesearch" and result["nit"] == 0:

@@ -15,7 +15,6 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -35,6 +34,7 @@ from .oracles.lp import (
 from .oracles.lp_learning import dlpw_epoch
 from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
+from .utils.shards import n_shards
 from .utils.progress import Progress
 
 __all__ = ["DLPWClassifier"]
@@ -358,12 +358,10 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X: the scores of sample {int(np.flatnonzero(bad)[0])} are not finite (its features "
                              "overflow float64 with the fitted weights); rescale X.")
 
-        def solve(chunk):
-            res = lp_map(g, unary[chunk], pair, max_iter=self.predict_max_iter, tol=self.predict_tol, check_input=False)
-            return res.labels, res.certified, res.delta
-
-        chunks = even_chunks(unary.shape[0], _n_chunks(self.n_jobs))
-        out = run_chunks(solve, chunks, n_jobs=self.n_jobs, verbose=self.verbose)
+        # each task gets its own rows only (a closure over ``unary`` shipped all of them to every task)
+        chunks = [(g, unary[sl], pair, self.predict_max_iter, self.predict_tol)
+                  for sl in even_chunks(unary.shape[0], _n_chunks(self.n_jobs))]
+        out = run_chunks(_solve_chunk, chunks, n_jobs=self.n_jobs, verbose=self.verbose)
         labels = np.concatenate([o[0] for o in out])
         certified = np.concatenate([o[1] for o in out])
         delta = np.concatenate([o[2] for o in out])
@@ -590,4 +588,11 @@ def _first_non_numeric(X):
 
 
 def _n_chunks(n_jobs):
-    return effective_n_jobs(n_jobs)
+    return n_shards(n_jobs)
+
+
+def _solve_chunk(chunk):
+    """LP-MAP of one prediction chunk ``(graph, unary rows, pairwise, max_iter, tol)``."""
+    g, unary, pair, max_iter, tol = chunk
+    res = lp_map(g, unary, pair, max_iter=max_iter, tol=tol, check_input=False)
+    return res.labels, res.certified, res.delta

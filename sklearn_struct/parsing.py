@@ -44,7 +44,6 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
-from joblib import effective_n_jobs
 
 from . import _parsing_features as feats
 from .oracles.factor_bp import check_pairs, grandparent_pairs, link_bp, pair_gains, seed_tree_messages, sibling_pairs
@@ -52,6 +51,7 @@ from .oracles.tree import check_link_scores, decode_tree
 from .pruned_bp import PruningReport, select_factors
 from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
+from .utils.shards import n_shards
 from .utils.progress import Progress
 from .utils.validation import check_float_array, check_int_array, check_y_length
 
@@ -539,11 +539,10 @@ class DependencyParserBP(BaseEstimator):
                        gamma=self.gamma, epsilon=self.epsilon, m=self.m, max_iter=self.bp_max_iter,
                        tol=self.bp_tol, return_report=True, check_input=False)
 
-        def infer(chunk):
-            return [pruned_link_marginals(U, pairs, theta, **options) for U, pairs, theta in pots[chunk]]
-
-        chunks = even_chunks(len(pots), max(1, effective_n_jobs(self.n_jobs)))
-        parts = run_chunks(infer, chunks, n_jobs=self.n_jobs, verbose=self.verbose)
+        # each task gets its own sentences' potentials only (a closure over all of them shipped every
+        # sentence to every task under a process or dask backend)
+        chunks = [(pots[sl], options) for sl in even_chunks(len(pots), n_shards(self.n_jobs))]
+        parts = run_chunks(_infer_chunk, chunks, n_jobs=self.n_jobs, verbose=self.verbose)
         results = [r for part in parts for r in part]
         marginals = [marg for marg, _ in results]
         return (marginals, [report for _, report in results]) if return_reports else marginals
@@ -566,3 +565,9 @@ class DependencyParserBP(BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.non_deterministic = False
         return tags
+
+
+def _infer_chunk(chunk):
+    """Link marginals and reports of one prediction chunk ``(potentials, options)``."""
+    pots, options = chunk
+    return [pruned_link_marginals(U, pairs, theta, **options) for U, pairs, theta in pots]

@@ -39,7 +39,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
-from joblib import effective_n_jobs
 
 from .oracles.loopy import (
     absorbed_unary,
@@ -53,6 +52,7 @@ from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.graph import check_graph_labels, check_graphs
 from .utils.parallel import even_chunks, run_chunks
 from .utils.progress import Progress
+from .utils.shards import ResidentShards, n_shards
 from .utils.validation import check_float_array, check_sample_weight_vector, check_scalar_param, check_y_given
 
 __all__ = [
@@ -363,7 +363,10 @@ class PrunedBPMarginals(BaseEstimator):
     damping : float, default=0.0
         BP message damping in [0, 1).
     n_jobs : int, default=None
-        joblib jobs over chunks of samples (see :func:`sklearn_struct.utils.parallel.run_chunks`).
+        Number of chunks of samples (shards), under every joblib backend: in ``fit`` each is
+        evaluated on a thread, or under joblib's dask backend kept on one worker for the whole fit
+        (see :mod:`sklearn_struct.utils.shards`); ``None`` means one locally, one per worker thread
+        on a dask cluster.
     callback : callable or None, default=None
         Called after every L-BFGS iteration as ``callback(iteration, objective, seconds)``;
         returning True stops training there (no convergence warning is raised then).
@@ -471,8 +474,9 @@ class PrunedBPMarginals(BaseEstimator):
             if progress(next(iterations), intermediate_result.fun):
                 raise StopIteration  # scipy >= 1.11 ends the solver there (status 99)
 
-        result = minimize(problem, theta0, jac=True, method="L-BFGS-B", callback=report,
-                          options={"maxiter": self.max_iter, "ftol": self.tol, "gtol": 1e-8})
+        with problem.shards:  # resident shards (dask workers under joblib's dask backend) released at the end
+            result = minimize(problem, theta0, jac=True, method="L-BFGS-B", callback=report,
+                              options={"maxiter": self.max_iter, "ftol": self.tol, "gtol": 1e-8})
         if not result.success and result.nit >= self.max_iter and not progress.stopped:
             warnings.warn(
                 f"L-BFGS did not converge after {result.nit} iterations; increase max_iter.", ConvergenceWarning
@@ -499,18 +503,12 @@ class PrunedBPMarginals(BaseEstimator):
         check_is_fitted(self)
         graphs = check_graphs(X, n_features=self.n_features_in_, n_edge_features=self.n_edge_features_in_)
         potentials = [_potentials(g, self.coef_, self.intercept_, self.edge_coef_) for g in graphs]
-
-        def infer(chunk):
-            return [
-                pruned_marginals(unary, edges, pairwise, objective=self.objective, gamma=self.gamma,
-                                 epsilon=self.epsilon, m=self.m, dropped=self.dropped, inference=self.inference,
-                                 max_iter=self.bp_max_iter, tol=self.bp_tol, damping=self.damping,
-                                 check_input=False)
-                for unary, edges, pairwise in potentials[chunk]
-            ]
-
-        chunks = even_chunks(len(potentials), max(1, effective_n_jobs(self.n_jobs)))
-        parts = run_chunks(infer, chunks, n_jobs=self.n_jobs, verbose=self.verbose)
+        options = dict(objective=self.objective, gamma=self.gamma, epsilon=self.epsilon, m=self.m,
+                       dropped=self.dropped, inference=self.inference, max_iter=self.bp_max_iter, tol=self.bp_tol,
+                       damping=self.damping)
+        # each task gets its own graphs only (a closure over all potentials would ship them to every task)
+        chunks = [(potentials[sl], options) for sl in even_chunks(len(potentials), n_shards(self.n_jobs))]
+        parts = run_chunks(_infer_chunk, chunks, n_jobs=self.n_jobs, verbose=self.verbose)
         return [marg for part in parts for marg in part]
 
     def predict(self, X):
@@ -544,6 +542,13 @@ class PrunedBPMarginals(BaseEstimator):
 # --------------------------------------------------------------------------------------
 
 
+def _infer_chunk(chunk):
+    """Pruned-BP marginals of one prediction chunk ``(potentials, options)``."""
+    potentials, options = chunk
+    return [pruned_marginals(unary, edges, pairwise, check_input=False, **options)
+            for unary, edges, pairwise in potentials]
+
+
 def _potentials(graph, coef, intercept, edge_coef):
     """Unary (n_nodes, S) and pairwise ((S, S) shared or (n_edges, S, S)) log-potentials of a graph."""
     feats, edges, edge_feats = graph
@@ -558,8 +563,11 @@ def _potentials(graph, coef, intercept, edge_coef):
 class _Problem:
     """Penalised Bethe negative log-likelihood and its gradient over all training graphs.
 
-    Graphs are split into chunks; each chunk is packed into one disjoint union so that one BP
-    call serves all its graphs, and keeps its BP messages to warm-start the next evaluation.
+    Graphs are split into ``n_shards(n_jobs)`` chunks; each chunk is packed into one disjoint
+    union so that one BP call serves all its graphs, and keeps its BP messages to warm-start the
+    next evaluation. The chunks are :class:`~sklearn_struct.utils.shards.ResidentShards`: in this
+    process, or each on one dask worker (the messages stay there too), every evaluation sending
+    only theta.
     """
 
     def __init__(self, graphs, y_enc, n_classes, est):
@@ -570,37 +578,23 @@ class _Problem:
         self.n_edge_features = graphs[0][2].shape[1] if self.has_edge_features else 1
         self.potts = est.edge_model == "potts"
         self.n_nodes_total = sum(g[0].shape[0] for g in graphs)
-        n_chunks = max(1, effective_n_jobs(est.n_jobs))
-        self.chunks = [_pack(graphs[s], y_enc[s], n_classes) for s in even_chunks(len(graphs), n_chunks)]
-        self.messages = [None] * len(self.chunks)
+        chunks = [_Resident(_pack(graphs[s], y_enc[s], n_classes))
+                  for s in even_chunks(len(graphs), n_shards(est.n_jobs))]
+        self.shards = ResidentShards(chunks, n_jobs=est.n_jobs)
         n_edge_params = self.n_edge_features * (1 if self.potts else n_classes * n_classes)
         self.n_params = self.n_features * n_classes + n_classes + n_edge_params
+        self.settings = {"dims": (self.n_features, n_classes, self.n_edge_features, self.potts,
+                                  bool(est.fit_intercept)),
+                         **{k: getattr(est, k) for k in ("fit_inference", "objective", "gamma", "epsilon", "m",
+                                                         "inference", "bp_max_iter", "bp_tol", "damping")}}
 
     def split(self, theta):
-        S, F, G = self.S, self.n_features, self.n_edge_features
-        coef = theta[: F * S].reshape(F, S)
-        intercept = theta[F * S : F * S + S] if self.est.fit_intercept else np.zeros(S)
-        rest = theta[F * S + S :]
-        if self.potts:
-            edge_coef = rest[:, None, None] * np.eye(S)[None]
-        else:
-            edge_coef = rest.reshape(G, S, S)
-        return coef.copy(), np.array(intercept, dtype=np.float64), np.array(edge_coef, dtype=np.float64)
+        return _split(theta, *self.settings["dims"])
 
     def __call__(self, theta):
         coef, intercept, edge_coef = self.split(theta)
         est = self.est
-
-        def evaluate(index):
-            return _chunk_nll(self.chunks[index], coef, intercept, edge_coef, est, self.messages[index])
-
-        parts = run_chunks(evaluate, range(len(self.chunks)), n_jobs=est.n_jobs)
-        # warm starts come back with the results, so a process or dask backend keeps them too
-        self.messages = [p[4] for p in parts]
-        nll = sum(p[0] for p in parts)
-        g_coef = sum(p[1] for p in parts)
-        g_intercept = sum(p[2] for p in parts)
-        g_edge = sum(p[3] for p in parts)
+        nll, g_coef, g_intercept, g_edge = self.shards.sum(_shard_nll, theta, self.settings)
         scale = 1.0 / (est.C * self.n_nodes_total)  # objective per node: well-scaled for L-BFGS
         F, S = self.n_features, self.S
         edge_theta = theta[F * S + S :]
@@ -614,6 +608,39 @@ class _Problem:
             est.C * np.ravel(g_edge) + edge_theta,
         ])
         return value, scale * grad
+
+
+def _split(theta, F, S, G, potts, fit_intercept):
+    """(coef (F, S), intercept (S,), edge tables (G, S, S)) from the flat parameters."""
+    coef = theta[: F * S].reshape(F, S)
+    intercept = theta[F * S : F * S + S] if fit_intercept else np.zeros(S)
+    rest = theta[F * S + S :]
+    if potts:
+        edge_coef = rest[:, None, None] * np.eye(S)[None]
+    else:
+        edge_coef = rest.reshape(G, S, S)
+    return coef.copy(), np.array(intercept, dtype=np.float64), np.array(edge_coef, dtype=np.float64)
+
+
+class _Resident:
+    """A training chunk and its last BP messages (the warm start of its next evaluation)."""
+
+    def __init__(self, chunk):
+        self.chunk, self.messages = chunk, None
+
+
+def _shard_nll(shard, theta, settings):
+    """One resident chunk's (nll, g_coef, g_intercept, g_edge) at ``theta``; keeps its messages."""
+    coef, intercept, edge_coef = _split(theta, *settings["dims"])
+    *out, shard.messages = _chunk_nll(shard.chunk, coef, intercept, edge_coef, _Settings(settings), shard.messages)
+    return tuple(out)
+
+
+class _Settings:
+    """The estimator's inference settings as attributes (what :func:`_chunk_nll` reads)."""
+
+    def __init__(self, settings):
+        self.__dict__.update(settings)
 
 
 @dataclass

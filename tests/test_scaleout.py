@@ -1,0 +1,201 @@
+"""Resident shards on a two-process dask cluster: same model as the local fit, only parameters on the wire.
+
+One ``LocalCluster(n_workers=2, threads_per_worker=1, processes=True)`` serves the module. The bytes
+each worker receives are counted on the workers (``count_worker_bytes`` wraps distributed's frame
+decoding in each worker process), so "only the parameters travel" is measured, not assumed.
+"""
+
+import os
+import signal
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_struct import ChainCRF, PrunedBPMarginals
+from sklearn_struct.datasets._ising import make_ising_grid
+from sklearn_struct.utils.graph import images_to_graphs
+from sklearn_struct.utils import shards as shard_module
+from sklearn_struct.utils.shards import ResidentShards, ShardLostError, count_worker_bytes, n_shards, shard_options
+
+distributed = pytest.importorskip("dask.distributed")
+
+TIMEOUT = 120  # seconds: no test of this module may wait longer on the cluster
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  worker_dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+        c.wait_for_workers(2, timeout=TIMEOUT)
+        yield c
+
+
+@pytest.fixture
+def healthy(client):
+    """The cluster with both workers up (a previous test may have killed one)."""
+    client.wait_for_workers(2, timeout=TIMEOUT)
+    return client
+
+
+def _chain_data(n_seq=240, n_features=1500, seed=0):
+    """Sparse sequences whose data (~0.5 MB) dwarfs the parameter vector (~50 KB)."""
+    rng = np.random.RandomState(seed)
+    X, y = [], []
+    for _ in range(n_seq):
+        T = rng.randint(8, 20)
+        labels = rng.randint(0, 4, size=T)
+        cols = (rng.randint(0, n_features // 4, size=(T, 8)) * 4 + labels[:, None]) % n_features
+        rows = np.repeat(np.arange(T), 8)
+        X.append(sp.csr_matrix((np.ones(T * 8), (rows, cols.ravel())), shape=(T, n_features)))
+        y.append(labels)
+    return X, y
+
+
+class _Meter:
+    """Counts evaluations of resident shards and the bytes the workers receive during each one."""
+
+    def __init__(self, client, monkeypatch):
+        self.read = count_worker_bytes(client)
+        self.per_evaluation = []
+        original = ResidentShards.map
+
+        def map(shards, func, params, *args):
+            before = sum(self.read().values())
+            out = original(shards, func, params, *args)
+            if shards.distributed:
+                self.per_evaluation.append((sum(self.read().values()) - before, params.nbytes))
+            return out
+
+        monkeypatch.setattr(ResidentShards, "map", map)
+
+    def check(self, max_ratio=3.0, overhead=0):
+        """Every evaluation after the first (which scatters the shards) ships at most
+        ``max_ratio`` x params + ``overhead`` bytes (task messages, for tiny parameter vectors)."""
+        assert len(self.per_evaluation) >= 3
+        first_bytes, theta_bytes = self.per_evaluation[0]
+        later = np.array([b for b, _ in self.per_evaluation[1:]])
+        assert first_bytes > 5 * np.max(later)  # the scatter: the data went out once
+        assert np.all(later <= max_ratio * theta_bytes + overhead), (later, theta_bytes)
+        return first_bytes, later
+
+
+def _fit_quiet(est, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return est.fit(X, y)
+
+
+def test_n_shards_follows_n_jobs(healthy):
+    assert n_shards(3) == 3 and n_shards(None) == 1
+    with joblib.parallel_backend("dask"):
+        assert n_shards(5) == 5  # not the cluster's thread count
+        assert n_shards(None) == n_shards(-1) == 2
+    with healthy.as_current():
+        assert shard_module.dask_client() is None  # a client alone keeps fits local: the backend decides
+
+
+def test_shards_sum_in_a_fixed_order_on_the_cluster(healthy):
+    parts = [np.random.RandomState(i).normal(size=(50, 4)) for i in range(5)]
+    local = ResidentShards(parts).sum(_loss, np.ones(4))
+    with ResidentShards(parts, client=healthy) as remote:
+        assert remote.distributed
+        value, grad = remote.sum(_loss, np.ones(4))
+        assert len(set(remote.workers)) == 2
+    assert value == local[0] and np.array_equal(grad, local[1])
+
+
+def _loss(shard, theta):
+    r = shard @ theta
+    return float(r @ r), 2.0 * shard.T @ r
+
+
+def test_chain_crf_on_the_cluster_equals_the_local_fit_and_ships_only_theta(healthy, monkeypatch):
+    X, y = _chain_data()
+    local = _fit_quiet(ChainCRF(n_jobs=2, max_iter=8, c2=0.1), X, y)
+    meter = _Meter(healthy, monkeypatch)
+    with joblib.parallel_backend("dask"):
+        remote = _fit_quiet(ChainCRF(n_jobs=2, max_iter=8, c2=0.1), X, y)
+    np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(remote.transition_, local.transition_, rtol=1e-12, atol=1e-12)
+    assert remote.n_iter_ == local.n_iter_
+    first, later = meter.check()
+    print("chain: first evaluation", first, "bytes; later ones", later.min(), "-", later.max(), "bytes; theta",
+          meter.per_evaluation[0][1])
+
+
+def test_pruned_bp_on_the_cluster_equals_the_local_fit_and_ships_only_theta(healthy, monkeypatch):
+    images, labels = make_ising_grid(n_noisy=6, shape=(16, 16), noise=1.0, random_state=0)
+    X, y = images_to_graphs(images), list(labels.reshape(len(labels), -1))
+    local = _fit_quiet(PrunedBPMarginals(n_jobs=2, max_iter=6, gamma=1e-3), X, y)
+    meter = _Meter(healthy, monkeypatch)
+    with joblib.parallel_backend("dask"):
+        remote = _fit_quiet(PrunedBPMarginals(n_jobs=2, max_iter=6, gamma=1e-3), X, y)
+        marginals = remote.predict_marginals(X[:3])
+    for name in ("coef_", "intercept_", "edge_coef_"):
+        np.testing.assert_allclose(getattr(remote, name), getattr(local, name), rtol=1e-12, atol=1e-12)
+    for a, b in zip(marginals, local.predict_marginals(X[:3])):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    # 5 parameters: the fixed cost of two task messages dominates, far below the data sent once
+    first, later = meter.check(overhead=8000)
+    print("pruned bp: first", first, "later", later.min(), "-", later.max())
+    assert np.max(later) < 0.05 * first
+
+
+def _kill(client, worker):
+    pid = client.run(os.getpid, workers=[worker])[worker]
+    os.kill(pid, signal.SIGKILL)
+
+
+def _killer(client, iteration, every_worker=False):
+    """A ChainCRF callback killing the worker of shard 0 (or every worker) at ``iteration``."""
+    def callback(k, objective, seconds):
+        if k == iteration:
+            workers = sorted(client.nthreads()) if every_worker else [_SHARDS[-1].workers[0]]
+            for w in workers:
+                _kill(client, w)
+        return False
+    return callback
+
+
+_SHARDS = []
+
+
+@pytest.fixture
+def track_shards(monkeypatch):
+    original = ResidentShards.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        _SHARDS.append(self)
+
+    monkeypatch.setattr(ResidentShards, "__init__", init)
+    yield
+    _SHARDS.clear()
+
+
+def test_a_lost_worker_is_recovered_and_the_model_unchanged(healthy, track_shards):
+    X, y = _chain_data(n_seq=120)
+    local = _fit_quiet(ChainCRF(n_jobs=2, max_iter=6, c2=0.1), X, y)
+    with joblib.parallel_backend("dask"), shard_options(timeout=TIMEOUT, poll=0.2):
+        remote = _fit_quiet(ChainCRF(n_jobs=2, max_iter=6, c2=0.1, callback=_killer(healthy, 2)), X, y)
+    assert _SHARDS[-1]._recoveries == 1
+    np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("every_worker", [False, True])
+def test_a_lost_worker_without_recovery_is_a_clear_error(healthy, track_shards, every_worker):
+    X, y = _chain_data(n_seq=120)
+    est = _fit_quiet(ChainCRF(n_jobs=2, max_iter=6, c2=0.1), X, y)
+    before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(est).items()}
+    est.set_params(callback=_killer(healthy, 2, every_worker))
+    recoveries = 3 if every_worker else 0  # with every worker gone there is nothing to recover to
+    with joblib.parallel_backend("dask"), shard_options(timeout=TIMEOUT, poll=0.2, max_recoveries=recoveries):
+        with pytest.raises(ShardLostError, match="tcp://"):
+            _fit_quiet(est, X, y)
+    for k, v in before.items():
+        if k != "callback":
+            assert np.array_equal(getattr(est, k), v) if isinstance(v, np.ndarray) else getattr(est, k) == v, k
