@@ -4,6 +4,7 @@ Run ``python -m sklearn_struct`` for a quick tour that fits every estimator on
 generated data next to a plain scikit-learn baseline.
 """
 
+from .utils import _jit  # noqa: F401  (numba's cache policy, installed before any kernel is decorated)
 from .chain_crf import ChainCRF
 from .dlpw import DLPWClassifier
 from .gp_struct import GPStructClassifier

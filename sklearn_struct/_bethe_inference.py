@@ -110,13 +110,26 @@ def _check_psi(psi, n_seq, n_weights):
     return np.ascontiguousarray(psi)
 
 
+def _checked_eta(eta, t, shape):
+    """``eta(t)`` broadcast to ``shape``; ValueError unless every value is a finite number > 0."""
+    value = eta(t)
+    try:
+        out = np.broadcast_to(np.asarray(value, dtype=np.float64), shape)
+    except (TypeError, ValueError):
+        raise ValueError(f"eta(t) must return a number or one per sequence ({shape[0]}), got {value!r} at "
+                         f"t={t}.") from None
+    if not np.all(np.isfinite(out) & (out > 0)):
+        raise ValueError(f"eta(t) must return finite step sizes > 0, got {value!r} at t={t}.")
+    return out
+
+
 def _eta_schedule(eta, lengths):
     """Per-sequence step size function t -> (n_seq,) for Bethe-MD."""
     if eta is None:
         lam = 0.5 / (2.0 * lengths - 1.0) ** 2  # strong convexity of -H_B (Prop. 3)
         return lambda t: 1.0 / (lam * t)
     if callable(eta):
-        return lambda t: np.broadcast_to(np.asarray(eta(t), dtype=np.float64), lengths.shape)
+        return lambda t: _checked_eta(eta, t, lengths.shape)
     if isinstance(eta, numbers.Real) and eta > 0 and np.isfinite(eta):
         return lambda t: np.full(lengths.shape, float(eta))
     raise ValueError(f"eta must be None, a positive number or a callable t -> eta_t, got {eta!r}.")

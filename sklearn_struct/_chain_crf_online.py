@@ -101,6 +101,7 @@ def fit_online(data, algorithm, theta0, *, max_iter, epsilon, options, rng, repo
     weights (averaged where the algorithm averages) and returns True to stop.
     """
     algo = ALGORITHMS[algorithm]
+    _check_step_range(data, algorithm)
     w = np.array(theta0, dtype=np.float64)
     ws = np.zeros_like(w)
     cov = np.full(w.shape[0], float(options.get("variance", 1.0)))
@@ -113,6 +114,19 @@ def fit_online(data, algorithm, theta0, *, max_iter, epsilon, options, rng, repo
                                float(options.get("c", 1.0)), bool(options.get("error_sensitive", True)),
                                float(options.get("gamma", 1.0)))
         theta = w - ws / u if averaging else w.copy()
+        if not (np.isfinite(loss) and np.all(np.isfinite(theta))):
+            raise ValueError(f"algorithm={algorithm!r}: the weights overflowed at epoch {epoch}; rescale the "
+                             "features (X) to smaller magnitudes.")
         if report(epoch, loss, theta) or loss / data.n_sequences < epsilon:
             break
     return theta, epoch, float(loss)
+
+
+def _check_step_range(data, algorithm):
+    """ValueError if the features are so large that a step's squared norm overflows (PA, AROW divide by it)."""
+    values = np.abs(data.data)
+    biggest = float(values.max()) if values.size else 0.0
+    longest = int(np.max(np.diff(data.offsets))) if data.offsets.size > 1 else 0
+    if biggest * max(longest, 1) > 1e150:
+        raise ValueError(f"algorithm={algorithm!r}: feature values up to {biggest:.3g} make the squared norm of an "
+                         "update overflow float64; rescale the features (X) to smaller magnitudes.")

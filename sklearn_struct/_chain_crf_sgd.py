@@ -45,7 +45,7 @@ def calibrate_t0(data, lam, options, rng):
     best_loss, decreasing, left, trials = np.inf, False, candidates, 1
     while left > 0 or not decreasing:
         theta = np.zeros(data.n_params)
-        loss, _ = _epoch(data, theta, sample, lam, 1.0 / (lam * eta), 0.0, N)
+        loss, _ = _epoch(data, theta, sample, lam, _t0(lam, eta), 0.0, N)
         ok = np.isfinite(loss) and loss < init
         left -= ok
         if np.isfinite(loss) and loss < best_loss:
@@ -59,7 +59,27 @@ def calibrate_t0(data, lam, options, rng):
         trials += 1
         if trials >= options["calibration_max_trials"]:
             break
-    return 1.0 / (lam * best_eta)
+    return _t0(lam, best_eta)
+
+
+def _improvement(history, loss, period):
+    """Relative improvement over ``period`` epochs; NaN before, 0 at a zero loss (one class: nothing to learn)."""
+    if len(history) < period:
+        return np.nan
+    return (history[0] - loss) / loss if loss > 0 else 0.0
+
+
+def _t0(lam, eta):
+    """``t0 = 1 / (lam eta)``, kept in [1, 1e300]: Pegasos's first step at most zeroes the weights.
+
+    ``t0 < 1`` (``lam eta > 1``, e.g. a huge ``c2`` or ``calibration_eta``) would make the first
+    steps' shrink factor ``1 - eta_t lam`` negative and zero; ``lam eta`` under- or overflowing
+    (``calibration_rate`` of 1e300) would divide by zero.
+    """
+    prod = lam * eta
+    if not prod < 1.0:
+        return 1.0
+    return 1e300 if prod < 1e-300 else 1.0 / prod
 
 
 def _sample_loss_at_zero(data, sample):
@@ -87,7 +107,7 @@ def fit_l2sgd(data, theta0, *, c2, max_iter, delta, period, options, rng, report
                              "solver_options['calibration_eta'].")
         if loss < best_loss:
             best, best_loss = theta.copy(), loss
-        improvement = (history[0] - loss) / loss if len(history) == period else np.nan
+        improvement = _improvement(history, loss, period)
         history = (history + [loss])[-period:]
         if report(epoch, loss, theta, improvement=improvement) or improvement < delta:
             return best, epoch, False

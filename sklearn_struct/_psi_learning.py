@@ -153,6 +153,7 @@ def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None, gat
             Xb = packed[tok]
             if est.learn_theta:
                 unary = np.asarray(Xb @ coef) + intercept
+                _check_diverged(est, epoch, unary, trans, what="the CRF's potentials")
             else:
                 unary = unary_all[tok]
                 folds_b = fold[idx]
@@ -198,12 +199,24 @@ def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None, gat
                 coef += lr_theta * g_coef
                 intercept += lr_theta * g_int
                 trans += lr_theta * g_trans
+            _check_diverged(est, epoch, psi, psi_coef, *((coef, intercept, trans) if est.learn_theta else ()))
             step += 1
         history.append(psi.copy())
         if epochs(epoch + 1, np.linalg.norm(g_epoch / n_seq), psi=psi, mean_inference_iterations=n_iter.mean()):
             break
     est_theta = (coef, intercept, trans) if est.learn_theta else None
     return Bunch(psi=psi, psi_coef=psi_coef, history=np.array(history), n_iter=n_iter, theta=est_theta)
+
+
+def _check_diverged(est, epoch, *arrays, what="the learned parameters"):
+    """ValueError naming the step sizes if the gradient ascent made a parameter NaN or infinite."""
+    if all(a is None or np.all(np.isfinite(a)) for a in arrays):
+        return
+    rates = f"learning_rate={est.learning_rate!r}"
+    if est.learn_theta:
+        rates += f", theta_learning_rate={est.theta_learning_rate!r}"
+    raise ValueError(f"the psi / theta gradient ascent diverged at epoch {epoch + 1}: {what} are no longer finite; "
+                     f"lower the step sizes ({rates}).")
 
 
 def _theta_gradient(Xb, d_node, edge_from, edge_to, exp_edges, coef, trans, n_batch, c2):

@@ -383,10 +383,11 @@ def kept_constraints(model, tol=0.0):
         raise ValueError(f"kept_constraints: model must be a fitted NonLocalCRF, got {type(model).__name__}.")
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0 or not np.isfinite(tol):
         raise ValueError(f"kept_constraints: tol must be a finite number >= 0, got {tol!r}.")
-    check_is_fitted(model, "psi_")
+    check_is_fitted(model)
     energy = getattr(model, "energy_", None)
-    if not isinstance(energy, ConstraintEnergy):
-        raise ValueError("kept_constraints needs a NonLocalCRF fitted with constraint templates as its energy.")
+    if not isinstance(energy, ConstraintEnergy) or not hasattr(model, "psi_"):
+        raise ValueError("kept_constraints needs a NonLocalCRF fitted with constraint templates as its energy; "
+                         f"this one was fitted with energy={model.energy!r}, so it has no constraints to keep.")
     index_of = {c.item() if hasattr(c, "item") else c: i for i, c in enumerate(model.classes_)}
     kept, start = [], 0
     for c in energy.constraints:
@@ -450,6 +451,9 @@ def _check_groups(groups, leaves):
         raise ValueError(f"groups must be a dict name -> list of fields, got {type(groups).__name__}.")
     out = {}
     for g, members in groups.items():
+        if isinstance(members, (str, bytes)) or not isinstance(members, (list, tuple, set, frozenset)):
+            raise ValueError(f"groups[{g!r}] must be a list of field names, got {type(members).__name__} "
+                             f"{members!r}.")
         members = [m for m in members if m in leaves]
         if len(members) >= 2:  # a group of one field is that field
             out[g] = members

@@ -65,7 +65,7 @@ def token_accuracy(y_true, y_pred):
         "y_true": ["array-like"],
         "y_pred": ["array-like"],
         "scheme": [StrOptions({"auto", "conlleval", "IOB1", "IOB2", "IOBES", "IO"})],
-        "zero_division": [StrOptions({"nan"}), numbers.Real],
+        "zero_division": [StrOptions({"nan"}), numbers.Real],  # which reals: _zero_division_value
     },
     prefer_skip_nested_validation=True,
 )
@@ -111,7 +111,7 @@ def chunk_precision_recall_f1(y_true, y_pred, *, scheme="auto", zero_division=0.
           ``O``, ``B-*`` or ``I-*``.
         - ``"IOBES"``: the ``"auto"`` rules, after checking that every prefix is one of
           ``B, I, O, E, S``.
-    zero_division : float or "nan", default=0.0
+    zero_division : {0.0, 1.0, np.nan, "nan"}, default=0.0
         Value of precision (recall) when no chunk is predicted (exists), and of F1 when
         both precision and recall are 0. conlleval reports 0.
 
@@ -148,8 +148,8 @@ def chunk_precision_recall_f1(y_true, y_pred, *, scheme="auto", zero_division=0.
     >>> chunk_precision_recall_f1([["author", "author", "title"]], [["author", "author", "title"]])
     (1.0, 1.0, 1.0)
     """
+    zero = _zero_division_value(zero_division)
     n_correct, n_true, n_pred = _chunk_counts(y_true, y_pred, scheme)
-    zero = np.nan if isinstance(zero_division, str) else float(zero_division)
     precision = n_correct / n_pred if n_pred else zero
     recall = n_correct / n_true if n_true else zero
     # 2PR / (P + R) written on counts: defined whenever any chunk exists, as in sklearn.
@@ -194,7 +194,7 @@ def segment_report(y_true, y_pred, *, scheme="auto", digits=2, output_dict=False
     output_dict : bool, default=False
         Return a dict ``{type: {"precision", "recall", "f1-score", "support"}}`` (plus
         ``"micro avg"`` and ``"macro avg"``) instead of text.
-    zero_division : float or "nan", default=0.0
+    zero_division : {0.0, 1.0, np.nan, "nan"}, default=0.0
         Value of a score whose denominator is zero (as in scikit-learn).
 
     Returns
@@ -221,12 +221,10 @@ def segment_report(y_true, y_pred, *, scheme="auto", digits=2, output_dict=False
     """
     if scheme not in ("auto", "conlleval", "IOB1", "IOB2", "IOBES", "IO"):
         raise ValueError(f"scheme must be one of auto, conlleval, IOB1, IOB2, IOBES, IO; got {scheme!r}.")
-    if not (isinstance(zero_division, numbers.Real) or zero_division == "nan"):
-        raise ValueError(f"zero_division must be a number or 'nan', got {zero_division!r}.")
+    zero = _zero_division_value(zero_division)
     if not isinstance(digits, numbers.Integral) or digits < 0:
         raise ValueError(f"digits must be an integer >= 0, got {digits!r}.")
     names, correct, n_true, n_pred = _chunk_counts_by_type(y_true, y_pred, scheme)
-    zero = np.nan if isinstance(zero_division, str) else float(zero_division)
     present = (n_true + n_pred) > 0
     report = {}
 
@@ -703,3 +701,15 @@ def _count_correct(c_start, c_end, c_type, g_start, g_end, g_type):
     open_after = (last_open >= 0) & (last_open >= last_close)
     open_before = np.concatenate([[False], open_after[:-1]])
     return open_before & counted, bool(open_after[-1])
+
+
+def _zero_division_value(zero_division):
+    """The score used for 0 / 0: 0.0, 1.0 or NaN, as scikit-learn allows; ValueError for anything else."""
+    if isinstance(zero_division, str) and zero_division == "nan":
+        return np.nan
+    if isinstance(zero_division, numbers.Real) and not isinstance(zero_division, bool):
+        value = float(zero_division)
+        if np.isnan(value) or value in (0.0, 1.0):
+            return value
+    raise ValueError(f"zero_division must be 0.0, 1.0, np.nan or 'nan' (the value of a score whose denominator "
+                     f"is 0), got {zero_division!r}.")

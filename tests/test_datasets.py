@@ -1,6 +1,7 @@
 """Dataset loaders (real files and small synthetic ones), fetchers (offline) and generators."""
 
 import gzip
+import hashlib
 import io
 import itertools
 import urllib.error
@@ -31,6 +32,7 @@ from sklearn_struct.datasets import (
     read_landmark_file,
     read_letter_data,
 )
+from sklearn_struct.datasets import conll
 
 # ---------------------------------------------------------------------------------------------
 # Real data (skipped when SKLEARN_STRUCT_DATA is not set)
@@ -388,6 +390,7 @@ def test_fetch_downloads_into_data_home(tmp_path, monkeypatch):
         return _FakeResponse(payload)
 
     monkeypatch.setattr(urllib.request, "urlopen", fake_urlopen)
+    monkeypatch.setitem(conll.CONLL2000_CHECKSUMS, "test", {"md5": hashlib.md5(payload).hexdigest()})
     data = fetch_conll2000("test", data_home=tmp_path)
     assert requested == ["https://www.clips.uantwerpen.be/conll2000/chunking/test.txt.gz"]
     assert (tmp_path / "conll2000" / "test.txt.gz").read_bytes() == payload

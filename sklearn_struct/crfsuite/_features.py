@@ -75,7 +75,7 @@ class AttributeVocabulary:
                     add_col(col)
                     add_value(value)
                 end_row(len(indices))
-        data = np.asarray(data, dtype=np.float64)
+        data = _as_floats(data)
         indptr = np.asarray(indptr, dtype=np.int64)
         _check_finite(data, indptr, lengths, what)
         matrix = sp.csr_matrix((data, np.asarray(indices, dtype=np.int64), indptr), shape=(len(indptr) - 1, len(index)))
@@ -107,6 +107,21 @@ def _slow_pairs(item, s, t, what):
     return [(name, value) for name, value in _item_attributes(item, s, t, what) if value != 0]
 
 
+def _as_floats(values):
+    """float64 array of the values; an int beyond the float range becomes +-inf (then named by _check_finite)."""
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except OverflowError:
+        return np.array([_float_or_inf(v) for v in values], dtype=np.float64)
+
+
+def _float_or_inf(value):
+    try:
+        return float(value)
+    except OverflowError:
+        return np.inf if value > 0 else -np.inf
+
+
 def _check_finite(data, indptr, lengths, what):
     """ValueError naming the first token with a non-finite attribute value."""
     bad = np.flatnonzero(~np.isfinite(data))
@@ -114,7 +129,8 @@ def _check_finite(data, indptr, lengths, what):
         row = int(np.searchsorted(indptr, bad[0], side="right") - 1)
         starts = np.cumsum([0] + list(lengths))
         s = int(np.searchsorted(starts, row, side="right") - 1)
-        raise ValueError(f"{what}, sequence {s}, token {row - starts[s]}: attribute value {data[bad[0]]} is not finite.")
+        raise ValueError(f"{what}, sequence {s}, token {row - starts[s]}: attribute value {data[bad[0]]} is not finite "
+                         "(NaN, inf, or beyond the float64 range).")
 
 
 def _item_attributes(item, s, t, what):
@@ -125,12 +141,17 @@ def _item_attributes(item, s, t, what):
         raise ValueError(f"{what}, sequence {s}, token {t}: {exc}") from None
 
 
-def _attributes(item, prefix):
+MAX_DEPTH = 100  # nested feature dicts deeper than this are refused (and a dict holding itself)
+
+
+def _attributes(item, prefix, depth=0):
+    if depth > MAX_DEPTH:
+        raise ValueError(f"feature dicts / lists are nested more than {MAX_DEPTH} levels deep (at {prefix[:60]!r}...)")
     if isinstance(item, dict):
         for key, value in item.items():
             name = prefix + _text(key, "attribute name")
             if isinstance(value, (dict, list, set)):
-                yield from _attributes(value, name + _SEP)
+                yield from _attributes(value, name + _SEP, depth + 1)
             elif isinstance(value, (str, bytes)):
                 yield name + _SEP + _text(value, f"value of {name!r}"), 1.0
             else:
@@ -157,4 +178,7 @@ def _weight(value, name):
     if not isinstance(value, numbers.Real):
         raise TypeError(f"value of {name!r} must be a number, bool, str, bytes, dict or list, "
                         f"got {type(value).__name__}")
-    return float(value)
+    value = _float_or_inf(value)
+    if not np.isfinite(value):
+        raise ValueError(f"value of {name!r} is not finite (NaN, inf, or beyond the float64 range)")
+    return value

@@ -9,6 +9,7 @@ whose model is CRFsuite's). Predictions run the chain oracle (Viterbi, forward-b
 
 import io
 import json
+import numbers
 import os
 import tempfile
 from pathlib import Path
@@ -157,8 +158,11 @@ class Tagger:
         """``P(label y at position pos)`` for the sequence given to :meth:`set`."""
         if self._marginals is None:
             self._marginals = self._model.marginals([self._current()], "xseq")[0]
-        if y not in self._model.labels or not 0 <= pos < len(self._marginals):
-            raise ValueError(f"marginal: unknown label {y!r} or position {pos} outside 0..{len(self._marginals) - 1}.")
+        n = len(self._marginals)
+        if not isinstance(pos, numbers.Integral) or isinstance(pos, bool) or not 0 <= pos < n:
+            raise ValueError(f"marginal: position pos={pos!r} must be an int in 0..{n - 1}.")
+        if y not in self._model.labels:
+            raise ValueError(f"marginal: unknown label y={y!r}; the labels are {list(self._model.labels)}.")
         return float(self._marginals[pos, self._model.labels.index(y)])
 
     def probability(self, yseq):

@@ -1,8 +1,11 @@
 """Download a data file into the data home when it is missing (used by the ``fetch_*`` functions).
 
 Nothing is downloaded when the file is already there. Downloads go to ``<name>.part`` first
-and are renamed into place only once complete (and, where a checksum is known, verified),
-so an interrupted download never leaves a truncated file that a loader would read.
+and are renamed into place only once complete and verified, so an interrupted or altered
+download never leaves a file that a loader would read. Every download is pinned (issue #34):
+by a SHA-256 digest, by other published digests of the same file (``checksums``), or, where no
+digest of the original is known, by a ``validate`` callable that checks the content; a call
+with none of them is refused.
 """
 
 import hashlib
@@ -19,7 +22,8 @@ __all__ = ["fetch_file"]
 _TIMEOUT = 60  # seconds without data before giving up
 
 
-def fetch_file(relative_paths, url, *, name, data_home=None, download_if_missing=True, sha256=None):
+def fetch_file(relative_paths, url, *, name, data_home=None, download_if_missing=True, sha256=None,
+               checksums=None, validate=None):
     """Path of a data file under the data home, downloading it first if it is missing.
 
     Parameters
@@ -36,12 +40,21 @@ def fetch_file(relative_paths, url, *, name, data_home=None, download_if_missing
     download_if_missing : bool, default=True
         If False and the file is missing, raise FileNotFoundError instead of downloading.
     sha256 : str, default=None
-        Expected SHA-256 hex digest of the download, checked when given.
+        Expected SHA-256 hex digest of the download.
+    checksums : dict, default=None
+        Other expected digests, ``{algorithm: hex digest}`` (any :mod:`hashlib` name), all checked.
+    validate : callable, default=None
+        ``validate(path)`` raises ValueError if the downloaded file's content is wrong.
 
     Returns
     -------
     path : pathlib.Path
     """
+    digests = dict(checksums or {})
+    if sha256 is not None:
+        digests["sha256"] = sha256
+    if not digests and validate is None:
+        raise ValueError(f"fetch_file: the download of {name} is not pinned: give sha256=, checksums= or validate=.")
     if isinstance(relative_paths, (str, os.PathLike)):
         relative_paths = [relative_paths]
     home = get_data_home(data_home)
@@ -54,11 +67,11 @@ def fetch_file(relative_paths, url, *, name, data_home=None, download_if_missing
             f"{name} not found at {target} and download_if_missing=False; "
             f"download it from {url} and place it there."
         )
-    _download(url, target, name=name, sha256=sha256)
+    _download(url, target, name=name, digests=digests, validate=validate)
     return target
 
 
-def _download(url, target, *, name, sha256=None):
+def _download(url, target, *, name, digests, validate=None):
     """Stream ``url`` to ``target`` atomically; any failure becomes an OSError naming both."""
     partial = target.with_name(target.name + ".part")
 
@@ -74,15 +87,20 @@ def _download(url, target, *, name, sha256=None):
                 shutil.copyfileobj(response, out)
     except (OSError, http.client.HTTPException) as exc:  # URLError, HTTPError, timeouts are OSErrors
         fail(exc, exc)
-    if sha256 is not None:
-        digest = _sha256(partial)
-        if digest != sha256:
-            fail(f"checksum mismatch (expected sha256 {sha256}, got {digest})")
+    for algorithm, expected in digests.items():
+        digest = _digest(partial, algorithm)
+        if digest != expected.lower():
+            fail(f"checksum mismatch (expected {algorithm} {expected}, got {digest}); the file was deleted")
+    if validate is not None:
+        try:
+            validate(partial)
+        except ValueError as exc:
+            fail(f"the content is not the expected data set ({exc}); the file was deleted", exc)
     os.replace(partial, target)
 
 
-def _sha256(path):
-    h = hashlib.sha256()
+def _digest(path, algorithm="sha256"):
+    h = hashlib.new(algorithm)
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)

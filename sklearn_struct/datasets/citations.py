@@ -1,5 +1,6 @@
 """Loader for the GROBID citation field-extraction set (Cora-style labels)."""
 
+import numpy as np
 from sklearn.utils import Bunch
 
 from ._base import find_data_file
@@ -39,6 +40,8 @@ def load_grobid_citations(fieldsplit=False, data_home=None):
         ``words`` (list of lists of str, one list per reference), ``labels`` (list of lists
         of str), ``fields`` (the 13 labels, sorted) and ``filename``.
     """
+    if not isinstance(fieldsplit, (bool, np.bool_)):
+        raise ValueError(f"load_grobid_citations: fieldsplit must be True or False, got {fieldsplit!r}.")
     name = "grobid_citations.fieldsplit.conll.gz" if fieldsplit else "grobid_citations.conll.gz"
     path = find_data_file([f"citations/{name}"], data_home=data_home)
     raw = load_conll(path)

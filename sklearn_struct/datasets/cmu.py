@@ -2,6 +2,8 @@
 
 import io
 import re
+import struct
+import zlib
 
 import numpy as np
 import scipy.io
@@ -122,15 +124,32 @@ def read_landmark_file(path):
     return points
 
 
+# what scipy's MAT reader raises on a damaged file (bad header, truncated or corrupt zlib stream, ...)
+_MAT_ERRORS = (scipy.io.matlab.MatReadError, zlib.error, EOFError, ValueError, TypeError, struct.error,
+               OverflowError, IndexError, KeyError, AttributeError, NotImplementedError)
+
+
 def _read_cmum(path, sequence):
-    mat = scipy.io.loadmat(path, simplify_cells=True)
+    try:
+        mat = scipy.io.loadmat(path, simplify_cells=True)
+    except (*_MAT_ERRORS, OSError) as exc:
+        if isinstance(exc, OSError) and exc.filename is not None:  # the file system's error (permissions, ...)
+            raise
+        raise ValueError(f"{path} is damaged or not a MATLAB file: {type(exc).__name__}: {str(exc)[:200]}") from None
     try:
         frames = mat["CMUM"][sequence]["XTs"]
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, IndexError):
         raise ValueError(f"{path} has no CMUM.{sequence}.XTs cell array.") from None
-    points = np.stack([np.asarray(frame, dtype=np.float64).T for frame in frames])  # (2, 30) -> (30, 2)
-    if points.ndim != 3 or points.shape[2] != 2:
-        raise ValueError(f"{path}: CMUM.{sequence}.XTs frames are not 2 x n_points arrays.")
+    try:
+        points = np.stack([np.asarray(frame, dtype=np.float64).T for frame in frames])  # (2, 30) -> (30, 2)
+    except (ValueError, TypeError):
+        points = None
+    if points is None or points.ndim != 3 or points.shape[2] != 2 or points.shape[1] == 0:
+        raise ValueError(f"{path}: CMUM.{sequence}.XTs frames are not 2 x n_points arrays of numbers.")
+    bad = np.argwhere(~np.isfinite(points))
+    if bad.size:
+        raise ValueError(f"{path}: CMUM.{sequence}.XTs frame {bad[0, 0]}, point {bad[0, 1]} is not finite: "
+                         f"{points[bad[0, 0], bad[0, 1]].tolist()}.")
     return points
 
 

@@ -13,7 +13,31 @@ from ._fetch import fetch_file
 __all__ = ["load_conll", "load_conll2000", "fetch_conll2000", "load_crfpp", "fetch_crfpp"]
 
 CONLL2000_URL = "https://www.clips.uantwerpen.be/conll2000/chunking/{subset}.txt.gz"
-CRFPP_URL = "https://raw.githubusercontent.com/taku910/crfpp/master/example/{task}/{file}"
+# The official files' digests as published by torchtext (datasets/conll2000chunking.py, MD5 of the .gz
+# downloads). The copies in the project's shared data folder were recompressed, so no SHA-256 of the
+# original could be computed offline; MD5 still rules out a second file with the same digest in practice.
+CONLL2000_CHECKSUMS = {
+    "train": {"md5": "6969c2903a1f19a83569db643e43dcc8"},
+    "test": {"md5": "a916e1c2d83eb3004b38fc6fcd628939"},
+}
+# CRF++'s examples at a fixed commit (master in February 2025), each file pinned by SHA-256 (checked byte
+# for byte against that commit and against the shared data folder's copies).
+CRFPP_COMMIT = "c603ea6fc2cc8e5317d2754971bc787da383f7e5"
+CRFPP_URL = f"https://raw.githubusercontent.com/taku910/crfpp/{CRFPP_COMMIT}/example/{{task}}/{{file}}"
+CRFPP_SHA256 = {
+    ("basenp", "train.data"): "eff25bc47150895e6234d439652efa8ebd598f69da28289d9f448468a2a0cba7",
+    ("basenp", "test.data"): "b85caf6b655c5600fa638754880bb524f7c0f0c3fdfd186f9dbd7f5839231885",
+    ("basenp", "template"): "ddbd16fe5459c5d5baf10932f7d938dc5e91a52558b1bac60ecfb43f702e5d7e",
+    ("chunking", "train.data"): "ff9a48ed819c8c235e5f6172b1bfb39b3d65f1fab578ae80fd5396f19597a3b7",
+    ("chunking", "test.data"): "066c6c2ec7d276b008928401b1bd17b28c0f97cd41404f629784b3c7743b778d",
+    ("chunking", "template"): "7529f65974655f60293637cb4aae34a3fa486de25c567d0949bec15e5d96a76b",
+    ("JapaneseNE", "train.data"): "de24257c3c1429b6c0be60728d6b225ccc0c2274d8b76e83977549495b9c8f27",
+    ("JapaneseNE", "test.data"): "f8e5f52d5cb23f6744e13de9f6a9a869a47cb0687a11b90e8978b85dcba691fe",
+    ("JapaneseNE", "template"): "5c2735c3a4287056bbc67223443c75e926201fc1295f3be787391922933ef2bd",
+    ("seg", "train.data"): "f3d00c3bb22417c3df17cbbfa1b73485789987742b2899c643b78480d580d73d",
+    ("seg", "test.data"): "c6d930fbf2b6f293e8b4524286e44e997188ef667d30df9318ed49b7022a34c9",
+    ("seg", "template"): "0e1d4090dff7a36e0aba7438f8cbf3fd981b6c72fb9ac210efaa587fc699ddc8",
+}
 
 # Encodings of the CRF++ example tasks (JapaneseNE is EUC-JP, seg is UTF-8, the rest ASCII).
 CRFPP_ENCODINGS = {"basenp": "ascii", "chunking": "ascii", "JapaneseNE": "euc_jp", "seg": "utf-8"}
@@ -163,6 +187,7 @@ def fetch_conll2000(subset="train", data_home=None, download_if_missing=True):
         name=f"CoNLL-2000 {subset}",
         data_home=data_home,
         download_if_missing=download_if_missing,
+        checksums=CONLL2000_CHECKSUMS[subset],
     )
     return load_conll2000(subset, data_home=data_home)
 
@@ -221,6 +246,7 @@ def fetch_crfpp(task, subset="train", data_home=None, download_if_missing=True):
             name=f"CRF++ {task} {file}",
             data_home=data_home,
             download_if_missing=download_if_missing,
+            sha256=CRFPP_SHA256[(task, file)],
         )
     return load_crfpp(task, subset, data_home=data_home)
 

@@ -281,9 +281,14 @@ def _parse_attribute(text, path, lineno):
     )
 
 
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+
+
 def _unquote(text):
+    """A quoted ARFF name or value without its quotes and with its backslash escapes resolved
+    (``'Swainson\\'s Thrush'`` -> ``Swainson's Thrush``), as Weka writes them."""
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
+        return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), text[1:-1], flags=re.DOTALL)
     return text
 
 

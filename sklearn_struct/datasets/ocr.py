@@ -11,7 +11,10 @@ from ._fetch import fetch_file
 
 __all__ = ["load_ocr_letters", "fetch_ocr_letters", "read_letter_data"]
 
-OCR_URL = "http://ai.stanford.edu/~btaskar/ocr/letter.data.gz"
+OCR_URL = "https://ai.stanford.edu/~btaskar/ocr/letter.data.gz"
+# No published digest of the original letter.data.gz is known and the shared data folder's copy was
+# rebuilt (renumbered ids), so a download is pinned by its content instead: _check_ocr_download.
+OCR_N_LETTERS, OCR_N_WORDS = 52152, 6877
 _OCR_FILES = ["ocr_letters/letter.data.gz", "ocr_letters/letter.data"]
 _N_PIXELS = 128  # 16 x 8 binary images, row-major
 # numeric columns of a line: id, next_id, word_id, position, fold, p_0 .. p_127 (column 1 is the letter)
@@ -68,7 +71,8 @@ def fetch_ocr_letters(data_home=None, download_if_missing=True, dtype=np.float64
         See :func:`load_ocr_letters`.
     """
     fetch_file(
-        _OCR_FILES, OCR_URL, name="OCR letters", data_home=data_home, download_if_missing=download_if_missing
+        _OCR_FILES, OCR_URL, name="OCR letters", data_home=data_home, download_if_missing=download_if_missing,
+        validate=_check_ocr_download,
     )
     return load_ocr_letters(data_home, dtype=dtype)
 
@@ -131,3 +135,13 @@ def _check_links(path, ids, next_ids, starts, folds):
     mixed = np.flatnonzero(folds != folds[starts][word_of])
     if mixed.size:
         raise ValueError(f"{path}: letter id {ids[mixed[0]]} is in another fold than the rest of its word.")
+
+
+def _check_ocr_download(path):
+    """ValueError unless ``path`` parses as the OCR data set: 52,152 binary 16x8 letters in 6,877 words, 10 folds."""
+    data = read_letter_data(path, dtype=np.uint8)
+    n_letters = sum(len(w) for w in data.labels)
+    if n_letters != OCR_N_LETTERS or len(data.labels) != OCR_N_WORDS:
+        raise ValueError(f"{n_letters} letters in {len(data.labels)} words, expected {OCR_N_LETTERS} in {OCR_N_WORDS}")
+    if set(np.unique(data.folds).tolist()) != set(range(10)) or any(np.any(im > 1) for im in data.images):
+        raise ValueError("folds are not 0..9 or pixels are not 0/1")

@@ -1,5 +1,7 @@
 """CoNLL-U reader (Universal Dependencies treebanks) for dependency parsing."""
 
+import numbers
+
 import numpy as np
 from sklearn.utils import Bunch
 
@@ -125,7 +127,7 @@ def make_dependency_treebank(n_sentences=100, *, random_state=None):
 
     Parameters
     ----------
-    n_sentences : int, default=100
+    n_sentences : int >= 1, default=100
     random_state : int, RandomState or None, default=None
 
     Returns
@@ -141,6 +143,8 @@ def make_dependency_treebank(n_sentences=100, *, random_state=None):
     """
     from sklearn.utils import check_random_state
 
+    if isinstance(n_sentences, bool) or not isinstance(n_sentences, numbers.Integral) or n_sentences < 1:
+        raise ValueError(f"make_dependency_treebank: n_sentences must be an int >= 1, got {n_sentences!r}.")
     rng = check_random_state(random_state)
     nouns, adjs = ["dog", "cat", "park", "man", "telescope", "hill"], ["big", "old", "red"]
     sentences, heads = [], []

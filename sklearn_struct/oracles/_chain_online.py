@@ -200,7 +200,7 @@ def online_epoch(algo, indptr, indices, data, pair_ptr, pair_label, n_w, trans_o
                 k = actives[a]
                 if algo == 2:
                     w[k] += step * cov[k] * delta[k]
-                    cov[k] = 1.0 / (1.0 / cov[k] + delta[k] * delta[k] / gamma)
+                    cov[k] = cov[k] * gamma / (gamma + delta[k] * delta[k] * cov[k])  # 1/cov += d^2/gamma
                 else:
                     w[k] += step * delta[k]
                     ws[k] += step * u * delta[k]
@@ -243,7 +243,12 @@ def sgd_epoch(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bi
         lo, hi = offsets[s], offsets[s + 1]
         n = hi - lo
         eta = 1.0 / (lam * (t0 + t))
-        decay *= 1.0 - eta * lam
+        shrink = 1.0 - eta * lam
+        if decay * shrink < 1e-100:  # a zeroing (t0 + t = 1) or underflowing shrink: fold it in now
+            _scale_penalised(theta, n_w, L, decay * shrink)
+            decay = 1.0
+        else:
+            decay *= shrink
         gain = eta / decay
         sequence_scores(indptr, indices, data, pair_ptr, pair_label, theta, n_w, lo, hi, decay, unary)
         for q in range(L * L):

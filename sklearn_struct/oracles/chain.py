@@ -667,6 +667,9 @@ def viterbi(unary, transition, offsets):
     return labels, scores
 
 
+MAX_SAMPLED_LABELS = 2**28  # sample_chain: n_samples * n_tokens per call (4 GiB of uniforms and labels)
+
+
 def sample_chain(unary, transition, offsets, random_state=None, n_samples=None):
     """Exact samples from chain CRFs (forward filtering, backward sampling).
 
@@ -677,9 +680,14 @@ def sample_chain(unary, transition, offsets, random_state=None, n_samples=None):
     from sklearn.utils import check_random_state
 
     unary, trans, per_position, offsets = check_chain_potentials(unary, transition, offsets)
-    if n_samples is not None and (not isinstance(n_samples, (int, np.integer)) or n_samples < 1):
+    if n_samples is not None and (not isinstance(n_samples, (int, np.integer)) or isinstance(n_samples, bool)
+                                  or n_samples < 1):
         raise ValueError(f"sample_chain: n_samples must be a positive integer or None, got {n_samples!r}.")
     shape = (1 if n_samples is None else int(n_samples), unary.shape[0])
+    if shape[0] * shape[1] > MAX_SAMPLED_LABELS:  # checked before allocating 16 bytes per label
+        raise ValueError(f"sample_chain: n_samples={shape[0]} draws of {shape[1]} tokens would hold "
+                         f"{shape[0] * shape[1]:.3g} labels (16 bytes each); at most {MAX_SAMPLED_LABELS:.3g} "
+                         "per call: draw in batches.")
     uniforms = check_random_state(random_state).random_sample(shape)
     max_len = int(np.max(np.diff(offsets)))
     labels, log_z = _sample_batch(unary, trans, per_position, offsets, uniforms, max_len)

@@ -26,6 +26,7 @@ from ..utils.validation import check_float_array, check_int_array
 __all__ = ["sampled_log_likelihood", "sampled_marginals"]
 
 _FM = {"nsz", "arcp", "contract", "reassoc"}
+MAX_PATH_SCORE = 1e306  # |score of any path| must stay below this (float64 tops out at 1.8e308)
 
 
 @helper(fastmath=_FM)
@@ -143,8 +144,6 @@ def _marginals_kernel(unary, trans, out):
     L, T, S = unary.shape
     alpha = np.empty((T, L, S))
     _forward(unary, trans, alpha)
-    log_z = np.empty(S)
-    _log_z(alpha[T - 1], log_z)
     trans_t = np.empty((L, L, S))  # backward = forward on the transposed table
     for i in range(L):
         for j in range(L):
@@ -160,11 +159,30 @@ def _marginals_kernel(unary, trans, out):
                 for s in range(S):
                     emit[j, s] = beta[j, s] + unary[j, t + 1, s]
             _step(emit, trans_t, E, cmax, beta, ea, amax, acc)
+        _normalised_mean(alpha[t], beta, emit, out[t])
+
+
+@helper
+def _normalised_mean(alpha_t, beta, v, out_t):
+    """``out_t[j] = mean_s p_s(j)`` with ``p_s(j)`` proportional to ``exp(alpha_t[j, s] + beta[j, s])``.
+
+    Normalised per token and sample (not by ``log Z``), so each row sums to 1 even where
+    ``alpha + beta - log Z`` cancels catastrophically (potentials near +-1e300).
+    """
+    L, S = alpha_t.shape
+    for j in range(L):
+        out_t[j] = 0.0
+    for s in range(S):
+        m = -np.inf
         for j in range(L):
-            tot = 0.0
-            for s in range(S):
-                tot += np.exp(alpha[t, j, s] + beta[j, s] - log_z[s])
-            out[t, j] = tot / S
+            v[j, s] = alpha_t[j, s] + beta[j, s]
+            m = max(m, v[j, s])
+        tot = 0.0
+        for j in range(L):
+            v[j, s] = np.exp(v[j, s] - m)
+            tot += v[j, s]
+        for j in range(L):
+            out_t[j] += v[j, s] / tot / S
 
 
 def _check(unary, transition):
@@ -175,6 +193,12 @@ def _check(unary, transition):
     L, _, S = unary.shape
     if transition.shape != (L, L, S):
         raise ValueError(f"transition must have shape ({L}, {L}, {S}) (from, to, sample), got {transition.shape}.")
+    T = unary.shape[1]
+    u_max, a_max = float(np.max(np.abs(unary))), float(np.max(np.abs(transition)))
+    if T * u_max + (T - 1) * a_max > MAX_PATH_SCORE:  # a path's score would overflow float64
+        raise ValueError(f"unary (|.| up to {u_max:.3g}) and transition (|.| up to {a_max:.3g}) are too large: a "
+                         f"path over {T} tokens may score beyond {MAX_PATH_SCORE:.0e}, which overflows float64 "
+                         "in the forward sums; scale the potentials down.")
     return unary, transition
 
 
