@@ -72,6 +72,8 @@ class ModelFileError(ValueError):
     instead, as ``open`` does.
     """
 
+    __module__ = "sklearn_struct.exceptions"  # where users import it from
+
     def __init__(self, message, path=None):
         super().__init__(message)
         self.path = path
@@ -354,7 +356,9 @@ def _read_array(path, fh, size, name, info, digest, expected):
             raise ValueError(f"unknown .npy version {major}.{minor}")
         read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
         shape, fortran, dtype = read_header(counter, max_header_size=_NPY_HEADER_MAX)
-    except (ValueError, TypeError, SyntaxError, OverflowError, MemoryError, RecursionError, KeyError) as exc:
+    except ModelFileError:
+        raise
+    except Exception as exc:  # numpy's header parser raises ValueError, SyntaxError, tokenize.TokenError ...
         raise _fail(path, f"is corrupt: member {name!r} has no valid .npy header ({_brief(exc)}).") from None
     shape = _check_array_header(path, name, dtype, shape, expected)
     n_bytes = math.prod(shape) * dtype.itemsize
