@@ -495,12 +495,12 @@ def _killed_save(model, target):
     pid = os.fork()
     if pid == 0:  # the child: no pytest, no cleanup, just die mid-write
         try:
-            def dying(fh, array, **kwargs):
-                fh.write(b"half a model")
-                fh.flush()
+            def dying(archive, name, array):
+                archive.fp.write(b"half a model")
+                archive.fp.flush()
                 os.kill(os.getpid(), signal.SIGKILL)
 
-            np.lib.format.write_array = dying
+            _model_file._write_member = dying
             model.save(target)
         finally:
             os._exit(1)

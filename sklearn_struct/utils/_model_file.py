@@ -109,10 +109,23 @@ def _write_archive(fh, fmt, version, arrays, meta):
     arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
         for name in sorted(arrays):
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=_FIXED_TIME)
-            info.external_attr = 0o644 << 16
-            with archive.open(info, "w", force_zip64=arrays[name].nbytes > (1 << 30)) as out:
-                np.lib.format.write_array(out, arrays[name], allow_pickle=False)
+            _write_member(archive, name, arrays[name])
+
+
+def _write_member(archive, name, arr):
+    """One C-ordered ``.npy`` member, its data written from the array's own buffer (no copy)."""
+    info = zipfile.ZipInfo(f"{name}.npy", date_time=_FIXED_TIME)
+    info.external_attr = 0o644 << 16
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(arr))
+    with archive.open(info, "w", force_zip64=arr.nbytes > (1 << 30)) as out:
+        out.write(header.getvalue())
+        out.write(_bytes_of(arr))
+
+
+def _bytes_of(arr):
+    """The bytes of the C-contiguous ``arr`` as a buffer (no copy)."""
+    return arr.reshape(-1).view(np.uint8).data
 
 
 def _array_to_save(name, value):
@@ -129,7 +142,7 @@ def _checksum(arrays, meta):
     for name in sorted(arrays):
         arr = np.ascontiguousarray(arrays[name])
         digest.update(_array_prefix(name, arr.dtype, arr.shape))
-        digest.update(arr.tobytes())
+        digest.update(_bytes_of(arr))
     return _finish_checksum(digest, meta)
 
 
