@@ -259,6 +259,33 @@ def test_a_decompression_bomb_is_refused_before_inflating(good, tmp_path):
     assert peak < 4 << 20
 
 
+def test_members_hidden_inside_other_members_are_refused(good, tmp_path):
+    """A member whose data holds a whole second member (its local header and data): reading both
+    would allocate the same bytes twice, so overlapping members are refused from the directory."""
+    path, _, fmt = good
+    members = _members(path)
+    inner_name, inner = next((n, d) for n, d in members.items() if n != "meta.npy")
+    raw = inner_name.encode()
+    local = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 0, 0, 0x21, zlib.crc32(inner), len(inner), len(inner),
+                        len(raw), 0) + raw + inner
+    outer = _npy_header("|u1", (len(local),)) + local  # a valid array of bytes that happen to hold a member
+    entries = [_stored(n, d) for n, d in members.items() if n != inner_name] + [_stored("outer.npy", outer)]
+    archive = bytearray(_zip(entries))
+    start = archive.index(local)  # add a directory entry for the member hidden in outer.npy's data
+    cd = archive.index(b"PK\x01\x02")
+    end = archive.index(b"PK\x05\x06")
+    hidden = struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 0, 0, 0x21, zlib.crc32(inner), len(inner),
+                         len(inner), len(raw), 0, 0, 0, 0, 0, start) + raw
+    count = len(entries) + 1
+    tail = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, count, count, end - cd + len(hidden), cd, 0)
+    bad = tmp_path / "nested.npz"
+    bad.write_bytes(bytes(archive[:end]) + hidden + tail)
+    with pytest.raises(ModelFileError, match="members overlap"):  # the generic reader, no expected names
+        _model_file.load_model_file(bad, fmt, _meta(path)["version"])
+    with pytest.raises(ModelFileError, match="members overlap"):
+        _load(fmt, bad)
+
+
 def test_a_deeply_nested_header_is_refused(good, tmp_path):
     path, _, fmt = good
     members = _members(path)

@@ -252,6 +252,10 @@ def _members(path, fh, size):
             raise _fail(path, f"is corrupt: member {info.filename!r} appears twice.")
         members[name] = info
         total += info.file_size
+    spans = sorted((info.header_offset, info.header_offset + 30 + len(_raw_name(info)) + info.compress_size)
+                   for info in infos)
+    if any(end > start for (_, end), (start, _) in zip(spans, spans[1:])):
+        raise _fail(path, "is corrupt or hostile: two of its members overlap.")
     if total > max(INFLATION_FLOOR, MAX_INFLATION * size):
         raise _fail(path, f"is refused: its members inflate to {total} bytes from a {size}-byte file "
                           f"(more than {MAX_INFLATION} times).")
