@@ -17,7 +17,18 @@ from sklearn.utils.validation import check_is_fitted
 from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_score
 from ._chain_crf_fit import check_solver_options, fit_chain_algorithm
 from .oracles.chain import forward_backward, viterbi
-from .utils._model_file import check_model_array, load_model_file, load_params, meta_number, save_model_file
+from .utils._model_file import (
+    ModelFileError,
+    check_labels,
+    check_model_array,
+    decode_label_array,
+    encode_label_array,
+    encode_value,
+    load_model_file,
+    load_params,
+    meta_number,
+    save_model_file,
+)
 from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.packing import edge_offsets, unpack_sequences
 from .utils.validation import check_sequences, encode_sequence_labels
@@ -25,7 +36,7 @@ from .utils.validation import check_sequences, encode_sequence_labels
 __all__ = ["ChainCRF"]
 
 _FORMAT = "sklearn_struct.ChainCRF"
-_FORMAT_VERSION = 2  # 2: with a checksum; files of version 1 still load
+_FORMAT_VERSION = 3  # 2: with a checksum; 3: labels and parameters with their exact types. 1 and 2 still load
 
 
 class ChainCRF(ChainTagsMixin, BaseEstimator):
@@ -259,33 +270,40 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
     def save(self, path):
         """Write the fitted model to one ``.npz`` file that loads without pickle.
 
-        The file holds the arrays ``coef``, ``intercept``, ``transition`` and ``classes``
-        (numbers or strings) and ``meta``: a JSON string with the format name and version,
-        the constructor parameters (those that are JSON values), ``n_features_in_``,
-        ``n_iter_``, ``objective_`` and a SHA-256 checksum over all of it. Any NumPy-reading
-        tool can use it. The file is written to a temporary file beside ``path`` and renamed
-        over it once complete: a full disk or an interruption leaves an existing ``path`` intact.
+        The file holds the arrays ``coef``, ``intercept`` and ``transition`` and ``meta``: a JSON
+        string with the format name and version, the constructor parameters (all but callables:
+        ``solver_options`` included), ``classes_`` with its dtype and each label's exact type (ints,
+        floats, bools, strings with any characters, bytes, tuples, None, NumPy scalars), the scalar
+        fitted attributes and a SHA-256 checksum over all of it. Any NumPy-reading tool can open
+        it. The file is written to a temporary file beside ``path`` and renamed over it once
+        complete: a full disk or an interruption leaves an existing ``path`` intact.
 
         Parameters
         ----------
         path : str or path-like
+
+        Raises
+        ------
+        ValueError
+            If a label or parameter is of a type the file cannot hold (nothing is written).
         """
         check_is_fitted(self)
-        classes = np.asarray(self.classes_)
-        if classes.dtype.kind not in "biufU":
-            raise ValueError(
-                f"save needs labels that are numbers or strings; classes_ has dtype {classes.dtype}."
-            )
-        params = {k: getattr(v, "item", lambda: v)()  # NumPy scalars as Python numbers
-                  for k, v in self.get_params().items() if _is_json_value(v)}
+        try:
+            classes = encode_label_array(self.classes_)
+        except ValueError as exc:
+            raise ValueError(f"save: classes_ cannot be stored: {exc}") from None
+        params = {k: encode_value(v) for k, v in self.get_params().items() if not callable(v)}
         meta = {"params": params, "n_features_in_": int(self.n_features_in_), "n_iter_": int(self.n_iter_),
-                "objective_": float(self.objective_)}
-        arrays = {"coef": self.coef_, "intercept": self.intercept_, "transition": self.transition_, "classes": classes}
+                "objective_": float(self.objective_), "classes": classes}
+        arrays = {"coef": self.coef_, "intercept": self.intercept_, "transition": self.transition_}
         save_model_file(path, _FORMAT, _FORMAT_VERSION, arrays, meta)
 
     @classmethod
     def load(cls, path):
         """Read a model written by :meth:`save`, checked like :meth:`fit` checks its input.
+
+        Reads files of every earlier format version too (versions 1 and 2 stored ``classes_``
+        as an array of numbers or strings).
 
         Parameters
         ----------
@@ -297,25 +315,53 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
 
         Raises
         ------
-        ValueError
-            Naming the file and what is wrong: empty, truncated or not a model file, a bad
-            checksum (changed bytes), parameters ``fit`` would refuse, arrays of the wrong
-            shape or dtype, non-finite values.
+        sklearn_struct.exceptions.ModelFileError
+            A ValueError naming the file and what is wrong: not a regular file (a directory or
+            a FIFO), empty, truncated, damaged or not a model file, a bad checksum (changed
+            bytes), members whose declared sizes or shapes do not match (checked before anything
+            is allocated or inflated), parameters ``fit`` would refuse, labels that are not
+            distinct or do not match the weights, non-finite values.
+        FileNotFoundError
+            If ``path`` does not exist.
         """
-        arrays, meta = load_model_file(path, _FORMAT, _FORMAT_VERSION)
+        arrays, meta = load_model_file(path, _FORMAT, _FORMAT_VERSION, expect=lambda m: _expected_arrays(path, m))
         model = load_params(path, cls, meta)
-        n_features = meta_number(path, meta, "n_features_in_", "int", 1)
-        classes = check_model_array(path, arrays, "classes", (None,), kinds="biufU")
-        if classes.size == 0 or not np.array_equal(np.unique(classes), classes):
-            raise ValueError(f"{path}: classes must be non-empty, sorted and distinct, got {classes.tolist()[:10]}.")
+        try:
+            check_solver_options(model.algorithm, model.solver_options)
+        except ValueError as exc:
+            raise ModelFileError(f"{path}: {exc}", str(path)) from None
+        classes = arrays.pop("classes") if meta["version"] < 3 else decode_label_array(path, meta.get("classes"))
+        check_labels(path, classes.tolist() if classes.dtype != object else list(classes), "classes")
+        if not _is_sorted(classes):
+            raise ModelFileError(f"{path}: classes must be sorted and distinct, got {classes.tolist()[:10]}.", str(path))
         L = len(classes)
-        model.coef_ = check_model_array(path, arrays, "coef", (n_features, L))
+        model.n_features_in_ = meta_number(path, meta, "n_features_in_", "int", 1)
+        model.coef_ = check_model_array(path, arrays, "coef", (model.n_features_in_, L))
         model.intercept_ = check_model_array(path, arrays, "intercept", (L,))
         model.transition_ = check_model_array(path, arrays, "transition", (L, L))
-        model.classes_, model.n_features_in_ = classes, n_features
+        model.classes_ = classes
         model.n_iter_ = meta_number(path, meta, "n_iter_", "int", 0)
         model.objective_ = meta_number(path, meta, "objective_", "float", None)
         return model
+
+
+def _expected_arrays(path, meta):
+    """The arrays of a ChainCRF model file of ``meta``'s version: names, dtype kinds and shapes."""
+    n = meta_number(path, meta, "n_features_in_", "int", 1)
+    if meta["version"] < 3:
+        return {"coef": ("f", (n, None)), "intercept": ("f", (None,)), "transition": ("f", (None, None)),
+                "classes": ("biufU", (None,))}
+    labels = meta.get("classes")
+    L = len(labels["values"]) if isinstance(labels, dict) and isinstance(labels.get("values"), list) else None
+    return {"coef": ("f", (n, L)), "intercept": ("f", (L,)), "transition": ("f", (L, L))}
+
+
+def _is_sorted(classes):
+    """Whether ``classes`` is in the order LabelEncoder gives (sorted); labels that do not sort are kept as stored."""
+    try:
+        return np.array_equal(np.unique(classes), classes)
+    except TypeError:
+        return True
 
 
 def _encode_dev(classes, y_dev):
@@ -327,6 +373,3 @@ def _encode_dev(classes, y_dev):
     except ValueError as exc:
         raise ValueError(f"y_dev: {exc}") from None
 
-
-def _is_json_value(value):
-    return value is None or isinstance(value, (bool, numbers.Integral, numbers.Real, str))

@@ -7,21 +7,27 @@ whose model is CRFsuite's). Predictions run the chain oracle (Viterbi, forward-b
 ``rows @ state + bias``.
 """
 
-import io
-import json
 import numbers
-import os
-import tempfile
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..oracles.chain import forward_backward, viterbi
+from ..utils._model_file import (
+    ModelFileError,
+    check_labels,
+    check_model_array,
+    decode_value,
+    encode_value,
+    load_model_file,
+    meta_number,
+    model_file_bytes,
+    save_model_file,
+)
 from ._features import AttributeVocabulary
 
-_FORMAT, _VERSION = "sklearn_struct.crfsuite.CRF", 1
+_FORMAT, _VERSION = "sklearn_struct.crfsuite.CRF", 2  # 2: labels in their exact types, a checksum
 
 
 class CRFModel:
@@ -43,7 +49,7 @@ class CRFModel:
     def predict(self, X, what="X"):
         """Viterbi label sequences (lists of labels) of the feature-dict sequences ``X``."""
         unary, offsets = self._unary(X, what)
-        labels = np.array(self.labels, dtype=object)
+        labels = _label_array(self.labels)
         path = viterbi(unary, self.transition, _nonempty(offsets))[0] if unary.shape[0] else np.empty(0, int)
         return [labels[path[lo:hi]].tolist() for lo, hi in zip(offsets[:-1], offsets[1:])]
 
@@ -87,46 +93,99 @@ class CRFModel:
 
     # ------------------------------------------------------------------ model file
     def to_bytes(self):
-        """The model file's content: an ``.npz`` of plain arrays plus a JSON header (no pickle)."""
-        buffer = io.BytesIO()
-        coo = self.state.tocoo()
-        meta = {"format": _FORMAT, "version": _VERSION}
-        np.savez(buffer, attributes=np.array(self.attributes, dtype=str), labels=np.array(self.labels, dtype=str),
-                 state_row=coo.row.astype(np.int64), state_col=coo.col.astype(np.int64), state_value=coo.data,
-                 bias=self.bias, transition=self.transition, meta=np.array(json.dumps(meta)))
-        return buffer.getvalue()
+        """The model file's content (what :meth:`save` writes): see :meth:`save`."""
+        return model_file_bytes(_FORMAT, _VERSION, *self._file_contents())
 
     def save(self, path):
-        """Write the model file to ``path`` through a temporary file renamed into place."""
-        path = Path(path)
-        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", suffix=".tmp")
+        """Write the model file to ``path`` through a temporary file renamed into place.
+
+        The file is an ``.npz`` of plain arrays (no pickle): the attribute names as UTF-8 bytes
+        with their end offsets, the non-zero state weights as (row, column, value), the bias and
+        the transition weights, plus a JSON header with the labels in their exact types (ints,
+        strings with any characters, tuples, bytes ..., see
+        :func:`~sklearn_struct.utils._model_file.encode_value`) and a SHA-256 checksum. ValueError
+        (nothing written) if a label is of a type the file cannot hold.
+        """
+        save_model_file(path, _FORMAT, _VERSION, *self._file_contents())
+
+    def _file_contents(self):
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(self.to_bytes())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            labels = [encode_value(label) for label in self.labels]
+        except ValueError as exc:
+            raise ValueError(f"the CRF's labels cannot be saved: {exc}") from None
+        names = [a.encode("utf-8", "surrogatepass") for a in self.attributes]
+        coo = self.state.tocoo()
+        arrays = {"attribute_bytes": np.frombuffer(b"".join(names), dtype=np.uint8),
+                  "attribute_ends": np.cumsum([len(n) for n in names], dtype=np.int64),
+                  "state_row": coo.row.astype(np.int64), "state_col": coo.col.astype(np.int64),
+                  "state_value": coo.data.astype(np.float64), "bias": self.bias, "transition": self.transition}
+        return arrays, {"labels": labels, "n_attributes": len(names), "n_state": int(coo.nnz)}
 
     @classmethod
     def load(cls, path):
-        """Read a model file written by :meth:`save`; ValueError naming the file when it is not one."""
-        try:
-            with np.load(Path(path), allow_pickle=False) as data:
-                arrays = {k: data[k] for k in data.files}
-            meta = json.loads(str(arrays["meta"]))
-            attributes, labels = arrays["attributes"].tolist(), arrays["labels"].tolist()
-            A, L = len(attributes), len(labels)
-            state = sp.csr_matrix((arrays["state_value"], (arrays["state_row"], arrays["state_col"])), shape=(A, L))
-            bias, transition = arrays["bias"], arrays["transition"]
-        except (OSError, KeyError, ValueError) as exc:
-            raise ValueError(f"{path} is not a sklearn_struct.crfsuite model file: {exc}") from None
-        if meta.get("format") != _FORMAT or meta.get("version") != _VERSION:
-            raise ValueError(f"{path}: format {meta.get('format')!r} version {meta.get('version')!r}, "
-                             f"expected {_FORMAT!r} version {_VERSION}.")
-        if bias.shape != (L,) or transition.shape != (L, L) or not np.all(np.isfinite(state.data)):
-            raise ValueError(f"{path}: arrays do not match {L} labels, or weights are not finite.")
+        """Read a model file written by :meth:`save` (or by version 1, whose labels were strings).
+
+        Raises :class:`~sklearn_struct.exceptions.ModelFileError` (a ValueError) naming the file and
+        what is wrong: see :func:`~sklearn_struct.utils._model_file.load_model_file`, then labels or
+        attributes that are not distinct, weights that do not match them or are not finite.
+        """
+        arrays, meta = load_model_file(path, _FORMAT, _VERSION, expect=lambda m: _expected_arrays(path, m),
+                                       what="sklearn_struct.crfsuite model file")
+        if meta["version"] >= 2:
+            labels = [decode_value(path, v, f"labels[{i}]") for i, v in enumerate(meta["labels"])]
+            attributes = _decode_names(path, arrays["attribute_bytes"], arrays["attribute_ends"])
+        else:
+            labels, attributes = arrays["labels"].tolist(), arrays["attributes"].tolist()
+        check_labels(path, labels, "labels")
+        if len(set(attributes)) != len(attributes):
+            raise ModelFileError(f"{path}: the attribute names are not distinct.", str(path))
+        state = _state_matrix(path, arrays, len(attributes), len(labels))
+        L = len(labels)
+        bias = check_model_array(path, arrays, "bias", (L,))
+        transition = check_model_array(path, arrays, "transition", (L, L))
         return cls(attributes, labels, state, bias, transition)
+
+
+def _expected_arrays(path, meta):
+    """The arrays of a model file of ``meta``'s version: names, dtype kinds, shapes (checked before reading)."""
+    if meta["version"] < 2:
+        return {"attributes": ("U", (None,)), "labels": ("U", (None,)), "state_row": ("iu", (None,)),
+                "state_col": ("iu", (None,)), "state_value": ("f", (None,)), "bias": ("f", (None,)),
+                "transition": ("f", (None, None))}
+    if type(meta.get("labels")) is not list:
+        raise ModelFileError(f"{path}: the header has no list of labels.", str(path))
+    L, A = len(meta["labels"]), meta_number(path, meta, "n_attributes", "int", 0)
+    nnz = meta_number(path, meta, "n_state", "int", 0)
+    return {"attribute_bytes": ("u", (None,)), "attribute_ends": ("i", (A,)), "state_row": ("i", (nnz,)),
+            "state_col": ("i", (nnz,)), "state_value": ("f", (nnz,)), "bias": ("f", (L,)), "transition": ("f", (L, L))}
+
+
+def _decode_names(path, blob, ends):
+    """The attribute names stored as UTF-8 ``blob`` cut at ``ends``."""
+    blob = blob.tobytes()
+    if ends.size and (ends[0] < 0 or np.any(np.diff(ends) < 0) or ends[-1] != len(blob)) or (
+            not ends.size and blob):
+        raise ModelFileError(f"{path}: attribute_ends do not cut attribute_bytes into names.", str(path))
+    starts = [0, *ends[:-1].tolist()]
+    try:
+        return [blob[lo:hi].decode("utf-8", "surrogatepass") for lo, hi in zip(starts, ends.tolist())]
+    except UnicodeDecodeError as exc:
+        raise ModelFileError(f"{path}: an attribute name is not UTF-8 ({exc.reason}).", str(path)) from None
+
+
+def _state_matrix(path, arrays, A, L):
+    """The state weights as CSR ``(A, L)``; ModelFileError unless the (row, column) pairs are in range and distinct."""
+    row, col = (check_model_array(path, arrays, name, (None,), "iu") for name in ("state_row", "state_col"))
+    value = check_model_array(path, arrays, "state_value", (None,))
+    if not len(row) == len(col) == len(value):
+        raise ModelFileError(f"{path}: state_row, state_col and state_value differ in length.", str(path))
+    if row.size and (row.min() < 0 or row.max() >= A or col.min() < 0 or col.max() >= L):
+        raise ModelFileError(f"{path}: state weights refer to attributes or labels outside the {A} attributes "
+                             f"and {L} labels.", str(path))
+    keys = np.sort(row.astype(np.int64) * L + col)
+    if keys.size > 1 and np.any(keys[1:] == keys[:-1]):
+        raise ModelFileError(f"{path}: a state weight (attribute, label) appears twice.", str(path))
+    return sp.csr_matrix((value, (row, col)), shape=(A, L))
 
 
 class Tagger:
@@ -182,6 +241,14 @@ class Tagger:
         if self._xseq is None:
             raise ValueError("no sequence: call set(xseq) or tag(xseq) first.")
         return self._xseq
+
+
+def _label_array(labels):
+    """``labels`` as a 1-D object array (``np.array`` would turn tuple labels into rows)."""
+    out = np.empty(len(labels), dtype=object)
+    for k, label in enumerate(labels):
+        out[k] = label
+    return out
 
 
 def _nonempty(offsets):

@@ -7,18 +7,23 @@ missing path, a directory, an unknown encoding, bytes that do not decode, a trun
 
 Writing: :func:`atomic_write` writes a file through a temporary file in the same directory,
 flushed and fsynced, then renamed over the target: a full disk or a crash mid-write leaves the
-old file as it was and no partial file behind.
+old file as it was; the temporary file is removed on failure, or, if the writer was killed, by the
+next write of that file.
 """
 
 import codecs
 import contextlib
 import gzip
+import hashlib
 import os
+import re
+import socket
 import tempfile
 import zlib
 from pathlib import Path
 
-__all__ = ["as_file_path", "atomic_write", "check_encoding", "named_read_errors", "read_bytes", "text_lines"]
+__all__ = ["as_file_path", "atomic_write", "check_encoding", "named_read_errors", "read_bytes", "remove_stale_temporaries",
+           "text_lines"]
 
 
 def as_file_path(path, what="data file"):
@@ -110,10 +115,14 @@ def atomic_write(path, write):
     The temporary file is flushed and fsynced before :func:`os.replace`, so ``path`` holds either
     its old content or the complete new one, never a part. On any failure (a full disk, an
     exception in ``write``, Ctrl-C) the temporary file is removed and the error re-raised; an
-    OSError names ``path``.
+    OSError names ``path``. The temporary file's name holds the target's name, the host and the
+    writing process (``.NAME.XXXXXXXX.HOST-PID.tmp``), so one left by a killed writer is removed by
+    the next write (or model file load) of ``path`` (:func:`remove_stale_temporaries`). The file
+    gets the old file's permissions, else those of a new file (``0o666`` less the umask).
     """
     path = Path(os.fspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".{_host_tag()}-{os.getpid()}.tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             os.fchmod(fh.fileno(), _new_file_mode(path))
@@ -130,11 +139,55 @@ def atomic_write(path, write):
         raise
 
 
+def remove_stale_temporaries(path):
+    """Remove the temporary files :func:`atomic_write` left beside ``path`` in processes of this host
+    that no longer run (killed mid-write); never one of a running process. Errors are ignored."""
+    path = Path(os.fspath(path))
+    prefix, suffix = f".{path.name}.", ".tmp"
+    with contextlib.suppress(OSError):
+        with os.scandir(path.parent if str(path.parent) else ".") as entries:
+            names = [e.name for e in entries if e.name.startswith(prefix) and e.name.endswith(suffix)]
+        for name in names:
+            owner = _TEMP_OWNER.fullmatch(name[len(prefix):-len(suffix)])
+            if owner and owner["host"] == _host_tag() and not _process_runs(int(owner["pid"])):
+                with contextlib.suppress(OSError):
+                    os.unlink(path.parent / name)
+
+
+_TEMP_OWNER = re.compile(r"[a-z0-9_]{8}\.(?P<host>[0-9a-f]{8})-(?P<pid>[0-9]{1,10})")
+
+
+def _host_tag():
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+def _process_runs(pid):
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError, ValueError):
+        return True  # another user's process (EPERM), or a pid we cannot ask about: keep its file
+    return True
+
+
 def _new_file_mode(path):
     """The permissions ``open(path, "w")`` would give: the old file's, else 0o666 less the umask."""
     try:
         return path.stat().st_mode & 0o777
     except OSError:
-        umask = os.umask(0o022)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~_umask()
+
+
+def _umask():
+    """The process umask, read without changing it where the system says it (Linux), else by setting it back."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
