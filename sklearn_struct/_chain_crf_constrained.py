@@ -59,13 +59,21 @@ def structure_from(allowed_transitions, classes):
     for ``E`` / ``S``) ``B-X`` and ``I-X`` are followed by ``I-X`` or ``E-X`` only, these follow
     only ``B-X`` or ``I-X``, and a sequence starts outside a chunk and ends outside one. Labels
     without a prefix (``"O"``, any other) are outside every chunk. A boolean array
-    ``(n_classes, n_classes)`` gives the transitions directly (every label may start and end).
+    ``(n_classes, n_classes)`` gives the transitions directly (every label may start and end); a
+    tuple ``(transitions, start, end)`` of boolean arrays gives all three.
     """
     if allowed_transitions is None:
         return None
     L = len(classes)
     if isinstance(allowed_transitions, str):
         return _scheme_structure(allowed_transitions, classes)
+    if isinstance(allowed_transitions, tuple) and len(allowed_transitions) == 3:  # (transitions, start, end)
+        shapes = [(L, L), (L,), (L,)]
+        parts = [np.asarray(a) for a in allowed_transitions]
+        if any(a.shape != sh or a.dtype != np.bool_ for a, sh in zip(parts, shapes)):
+            raise ValueError(f"allowed_transitions as a tuple must be boolean arrays (transitions, start, end) of "
+                             f"shapes ({L}, {L}), ({L},), ({L},); got {[(a.dtype.name, a.shape) for a in parts]}.")
+        return Structure(*(a.copy() for a in parts))
     mask = np.asarray(allowed_transitions)
     if mask.shape != (L, L) or mask.dtype != np.bool_:
         raise ValueError(f"allowed_transitions must be a scheme name ({sorted(SCHEMES)}) or a boolean array of "

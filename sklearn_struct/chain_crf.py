@@ -117,7 +117,8 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         ``[from, to]`` over ``classes_``, or a chunk scheme derived from the label names
         (``"BIO"`` / ``"IOB2"``: ``I-X`` only after ``B-X`` or ``I-X``, never first; ``"BIOES"`` /
         ``"IOBES"`` / ``"BILOU"``: chunks also end with ``E-X`` and single tokens are ``S-X``, so
-        a sequence also may not end inside a chunk). Forbidden transitions have log-potential
+        a sequence also may not end inside a chunk), or a tuple ``(transitions, start, end)`` of
+        boolean arrays adding the labels that may start / end a sequence. Forbidden transitions have log-potential
         ``-inf``: they are out of the likelihood's partition function and no prediction contains
         them (``transition_`` keeps 0 there). ``"lbfgs"`` trains with them; the online
         algorithms train without and decode with them. Training sequences must obey them.
@@ -331,7 +332,9 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         """
         data, unary, masks = self._constrained_unary(X, None)
         _, y = check_sequences(X, y)  # lengths against X
-        y_enc = np.concatenate(_encode_dev(self.classes_, y)) if len(y) else np.zeros(0, int)
+        encoder = LabelEncoder()
+        encoder.classes_ = self.classes_
+        y_enc = np.concatenate(encode_sequence_labels(encoder, y))
         unary, trans = constrain_potentials(unary, self.transition_, data.offsets, **masks)
         log_z, _, _ = forward_backward(unary, trans, data.offsets, edge_marginals="none")
         return chain_scores(unary, trans, data.offsets, y_enc) - log_z
