@@ -357,8 +357,9 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         -------
         marginals : list of ndarray of shape (n_tokens_i - 1, n_classes, n_classes)
         """
-        data, unary = self._unary(X)
-        _, _, edge = forward_backward(unary, self.transition_, data.offsets, edge_marginals="per_position")
+        data, unary, masks = self._constrained_unary(X, None)  # within allowed_transitions
+        unary, trans = constrain_potentials(unary, self.transition_, data.offsets, **masks)
+        _, _, edge = forward_backward(unary, trans, data.offsets, edge_marginals="per_position")
         return unpack_sequences(edge, edge_offsets(data.offsets))
 
     def score(self, X, y):
