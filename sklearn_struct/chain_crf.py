@@ -133,6 +133,9 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
     n_features_in_ : int
     n_iter_ : int
         Iterations (epochs) of the last fit.
+    allowed_transitions_ : tuple of ndarray or None
+        The masks of ``allowed_transitions`` over ``classes_``, a named tuple ``(transitions,
+        start, end)`` of boolean arrays (None without it).
     objective_ : float
         Final value of the regularised objective (``"lbfgs"``, ``"l2sgd"``); for ``"ap"``,
         ``"pa"``, ``"arow"`` the loss of the last epoch as CRFsuite defines it.
