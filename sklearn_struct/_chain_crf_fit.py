@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from ._chain_crf import ChainObjective, unpack_params
+from ._chain_crf_constrained import ConstrainedChainObjective
 from ._chain_crf_lbfgs import LINESEARCHES, minimize_crfsuite
 from ._chain_crf_online import TrainingData, fit_online, transition_mask
 from ._chain_crf_sgd import fit_l2sgd
@@ -103,11 +104,14 @@ class _Log:
         return self.progress(iteration, loss, seconds=record["seconds"], **shown)
 
 
-def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, dev=None, what="the CRF"):
+def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, dev=None, what="the CRF",
+                        constraints=None):
     """Train a chain CRF by ``params["algorithm"]`` on validated, encoded sequences.
 
     ``params`` holds ChainCRF's parameters; ``dev`` is ``(X_dev, y_dev_enc)`` or None; ``what``
-    names the model in a convergence warning. Returns
+    names the model in a convergence warning; ``constraints`` is None or ``(allowed, structure)``
+    (:mod:`sklearn_struct._chain_crf_constrained`: token masks of partial labels, ``y_enc`` -1
+    there, and allowed transitions), which only ``"lbfgs"`` trains with. Returns
     ``(coef, intercept, transition, n_iter, objective, training_log)``. Shared by
     :class:`~sklearn_struct.ChainCRF` and :class:`~sklearn_struct.NonLocalCRF` (its base CRF).
     """
@@ -115,7 +119,10 @@ def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, 
     options = check_solver_options(algorithm, params["solver_options"])
     max_iter = params["max_iter"] if params["max_iter"] is not None else DEFAULT_MAX_ITER[algorithm]
     if algorithm == "lbfgs":
-        return _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what)
+        return _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what, constraints)
+    if constraints is not None and constraints[0] is not None:
+        raise ValueError(f"algorithm={algorithm!r} cannot train on partial labels (tokens labelled None or with a "
+                         "set of labels); use algorithm='lbfgs', which marginalises over them.")
     data = TrainingData(X, y_enc, n_labels, params["all_possible_states"], params["all_possible_transitions"],
                         params["fit_intercept"], params["min_freq"])
     theta0 = np.zeros(data.n_params) if previous is None else data.params_from(*previous)
@@ -145,18 +152,24 @@ def _warn_max_iter(name, n_iter, what):
                   "or tol.", ConvergenceWarning)
 
 
-def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what):
+def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what, constraints=None):
     """L-BFGS / OWL-QN on ChainCRF's objective; transitions that are no feature (and the bias without
-    ``fit_intercept``) stay at 0."""
+    ``fit_intercept``) stay at 0, as do the transitions ``constraints`` forbid."""
     n_jobs = params["n_jobs"]
-    objective = ChainObjective(X, y_enc, n_labels, params["c2"], n_chunks=n_shards(n_jobs),
-                               n_jobs=n_jobs, all_possible_states=params["all_possible_states"],
-                               min_freq=params["min_freq"])
+    common = dict(n_chunks=n_shards(n_jobs), n_jobs=n_jobs,
+                  all_possible_states=params["all_possible_states"], min_freq=params["min_freq"])
+    if constraints is None:
+        objective = ChainObjective(X, y_enc, n_labels, params["c2"], **common)
+    else:
+        objective = ConstrainedChainObjective(X, y_enc, n_labels, params["c2"], allowed=constraints[0],
+                                              structure=constraints[1], **common)
     n_w, L = objective.n_weights, n_labels
     y = np.concatenate(y_enc)
     offsets = np.concatenate([[0], np.cumsum([len(v) for v in y_enc])])
     fixed = n_w + L + np.flatnonzero(~transition_mask(y, offsets, L, params["all_possible_transitions"],
                                                       params["min_freq"]))
+    if constraints is not None:
+        fixed = np.union1d(fixed, objective.forbidden_transitions())
     if not params["fit_intercept"]:
         fixed = np.concatenate([n_w + np.arange(L), fixed])
     theta0 = np.zeros(objective.n_params) if previous is None else objective.params_from(*previous)

@@ -87,7 +87,8 @@ def transition_mask(y, offsets, n_labels, all_possible_transitions, min_freq=Non
     """
     L = n_labels
     src, dst = transition_pairs(y, offsets)
-    counts = np.bincount(src * L + dst, minlength=L * L)
+    known = (src >= 0) & (dst >= 0)  # -1: a token of a partial label sequence
+    counts = np.bincount(src[known] * L + dst[known], minlength=L * L)
     mask = np.full(L * L, True) if all_possible_transitions else counts > 0
     return mask if min_freq is None else mask & (counts >= min_freq)
 

@@ -16,6 +16,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_score
 from ._chain_crf_fit import check_solver_options, fit_chain_algorithm
+from ._chain_crf_constrained import (check_feasible, fixed_masks, has_unknown_labels, onehot_masks,
+                                     start_partial_fit, structure_from)
 from .oracles.chain import forward_backward, viterbi
 from .utils._model_file import (
     ModelFileError,
@@ -29,6 +31,8 @@ from .utils._model_file import (
     meta_number,
     save_model_file,
 )
+from .oracles.chain_constrained import (chain_scores, constrain_potentials, constrained_forward_backward,
+                                        constrained_viterbi, kbest_viterbi)
 from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.packing import edge_offsets, unpack_sequences
 from .utils.validation import check_sequences, encode_sequence_labels
@@ -119,6 +123,16 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         inside, when None). The other algorithms update after every sequence and run on one thread.
     verbose : int, default=0
         Print one line per iteration (objective and elapsed seconds) when > 0.
+    allowed_transitions : str, ndarray of shape (n_classes, n_classes) or None, default=None
+        Label bigrams that may occur, used in training and in every prediction: a boolean array
+        ``[from, to]`` over ``classes_``, or a chunk scheme derived from the label names
+        (``"BIO"`` / ``"IOB2"``: ``I-X`` only after ``B-X`` or ``I-X``, never first; ``"BIOES"`` /
+        ``"IOBES"`` / ``"BILOU"``: chunks also end with ``E-X`` and single tokens are ``S-X``, so
+        a sequence also may not end inside a chunk), or a tuple ``(transitions, start, end)`` of
+        boolean arrays adding the labels that may start / end a sequence. Forbidden transitions have log-potential
+        ``-inf``: they are out of the likelihood's partition function and no prediction contains
+        them (``transition_`` keeps 0 there). ``"lbfgs"`` trains with them; the online
+        algorithms train without and decode with them. Training sequences must obey them.
 
     Attributes
     ----------
@@ -130,6 +144,9 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
     n_features_in_ : int
     n_iter_ : int
         Iterations (epochs) of the last fit.
+    allowed_transitions_ : tuple of ndarray or None
+        The masks of ``allowed_transitions`` over ``classes_``, a named tuple ``(transitions,
+        start, end)`` of boolean arrays (None without it).
     objective_ : float
         Final value of the regularised objective (``"lbfgs"``, ``"l2sgd"``); for ``"ap"``,
         ``"pa"``, ``"arow"`` the loss of the last epoch as CRFsuite defines it.
@@ -179,11 +196,13 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "solver_options": [dict, None],
         **shared_constraints("warm_start", "callback", "n_jobs", "verbose"),
+        "allowed_transitions": [str, "array-like", None],
     }
 
     def __init__(self, *, algorithm="lbfgs", c1=0.0, c2=1.0, max_iter=None, tol=1e-5, period=10, epsilon=1e-5,
                  all_possible_states=False, all_possible_transitions=True, min_freq=None, fit_intercept=True,
-                 solver_options=None, warm_start=False, callback=None, n_jobs=None, verbose=0):
+                 solver_options=None, warm_start=False, callback=None, n_jobs=None, verbose=0,
+                 allowed_transitions=None):
         store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -197,7 +216,10 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         ----------
         X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
         y : list of array-like of shape (n_tokens_i,)
-            Labels of each token; any hashable values.
+            Labels of each token; any hashable values. Partial labels (``"lbfgs"`` only): ``None``
+            at a token whose label is unknown, or a ``set`` of the labels it may take; the fit
+            then maximises the probability of the labellings ``y`` allows (marginalising over
+            the unknown tokens; Tsuboi et al., COLING 2008).
         X_dev, y_dev : like X and y, default=None
             A development set, evaluated after every iteration (see ``training_log_``).
 
@@ -208,7 +230,16 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         check_solver_options(self.algorithm, self.solver_options)
         if (X_dev is None) != (y_dev is None):
             raise ValueError("X_dev and y_dev must be given together (a development set), got only one of them.")
-        progress, X, y_enc, previous = start_chain_fit(self, X, y)
+        if has_unknown_labels(y):
+            progress, X, y_enc, previous, allowed = start_partial_fit(self, X, y)
+        else:
+            (progress, X, y_enc, previous), allowed = start_chain_fit(self, X, y), None
+        structure = structure_from(self.allowed_transitions, self.classes_)
+        constraints = None
+        if structure is not None or allowed is not None:
+            masks = allowed if allowed is not None else onehot_masks(y_enc, len(self.classes_))
+            check_feasible([len(v) for v in y_enc], masks, structure)
+            constraints = (allowed, structure)
         if self.min_freq is not None and not sp.issparse(X[0]):
             raise ValueError(f"min_freq={self.min_freq} needs sparse features (it counts attribute values per "
                              "label); X holds dense arrays.")
@@ -220,8 +251,10 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
                 raise ValueError(f"X_dev, y_dev: {exc}") from None
             dev = (X_dev, _encode_dev(self.classes_, y_dev))
         *fitted, self.training_log_ = fit_chain_algorithm(X, y_enc, len(self.classes_), self.get_params(),
-                                                          previous=previous, progress=progress, dev=dev)
+                                                          previous=previous, progress=progress, dev=dev,
+                                                          constraints=constraints)
         self.coef_, self.intercept_, self.transition_, self.n_iter_, self.objective_ = fitted
+        self.allowed_transitions_ = structure
         return self
 
     def _unary(self, X):
@@ -229,27 +262,107 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         X = check_sequences(X, n_features=self.n_features_in_)
         return predict_unary(X, self.coef_, self.intercept_)
 
-    def predict(self, X):
-        """Most likely label sequence of each sequence (Viterbi).
+    def predict(self, X, fixed=None):
+        """Most likely label sequence of each sequence (Viterbi), among those ``allowed_transitions`` allows.
+
+        Parameters
+        ----------
+        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
+        fixed : list or None, default=None
+            Forced decoding: one entry per sequence, None (nothing given) or one entry per token:
+            its label, None (free) or a ``set`` of the labels it may take (the format of partial
+            labels in :meth:`fit`). The best labelling that agrees with it is returned.
 
         Returns
         -------
         y : list of ndarray of shape (n_tokens_i,)
         """
-        data, unary = self._unary(X)
-        labels, _ = viterbi(unary, self.transition_, data.offsets)
+        data, unary, masks = self._constrained_unary(X, fixed)
+        if masks:
+            labels, _ = constrained_viterbi(unary, self.transition_, data.offsets, **masks)
+        else:
+            labels, _ = viterbi(unary, self.transition_, data.offsets)
         return [self.classes_[part] for part in unpack_sequences(labels, data.offsets)]
 
-    def predict_marginals(self, X):
+    def predict_marginals(self, X, fixed=None):
         """Per-token label marginals, columns in ``classes_`` order.
+
+        Parameters
+        ----------
+        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
+        fixed : list or None, default=None
+            Tokens whose labels are given, as in :meth:`predict`: the marginals are then
+            conditional on them (and on ``allowed_transitions``).
 
         Returns
         -------
         marginals : list of ndarray of shape (n_tokens_i, n_classes)
         """
-        data, unary = self._unary(X)
-        _, node, _ = forward_backward(unary, self.transition_, data.offsets, edge_marginals="none")
+        data, unary, masks = self._constrained_unary(X, fixed)
+        if masks:
+            _, node, _ = constrained_forward_backward(unary, self.transition_, data.offsets, edge_marginals="none",
+                                                      **masks)
+        else:
+            _, node, _ = forward_backward(unary, self.transition_, data.offsets, edge_marginals="none")
         return unpack_sequences(node, data.offsets)
+
+    def predict_topk(self, X, k=5):
+        """The ``k`` most probable label sequences of each sequence, with their log-probabilities.
+
+        Exact (k-best Viterbi, no sampling), within ``allowed_transitions``; best first. A
+        sequence with fewer than ``k`` possible labellings gets all of them.
+
+        Parameters
+        ----------
+        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
+        k : int, default=5
+
+        Returns
+        -------
+        y_topk : list of ndarray of shape (k_i, n_tokens_i)
+            Row ``r`` is the rank-``r`` labelling.
+        log_proba : list of ndarray of shape (k_i,)
+            ``log P(y | x)`` of each row, non-increasing.
+        """
+        data, unary, masks = self._constrained_unary(X, None)
+        unary, trans = constrain_potentials(unary, self.transition_, data.offsets, **masks)
+        labels, scores = kbest_viterbi(unary, trans, data.offsets, k)
+        log_z, _, _ = forward_backward(unary, trans, data.offsets, edge_marginals="none")
+        y_topk, log_proba = [], []
+        for s, (lo, hi) in enumerate(zip(data.offsets[:-1], data.offsets[1:])):
+            found = np.isfinite(scores[s])
+            y_topk.append(self.classes_[labels[found, lo:hi]])
+            log_proba.append(np.minimum(scores[s, found] - log_z[s], 0.0))
+        return y_topk, log_proba
+
+    def sequence_log_proba(self, X, y):
+        """``log P(y_i | x_i)`` of given label sequences (python-crfsuite's ``Tagger.probability``, in logs).
+
+        A labelling that ``allowed_transitions`` forbids has ``-inf``.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_sequences,)
+        """
+        data, unary, masks = self._constrained_unary(X, None)
+        _, y = check_sequences(X, y)  # lengths against X
+        encoder = LabelEncoder()
+        encoder.classes_ = self.classes_
+        y_enc = np.concatenate(encode_sequence_labels(encoder, y))
+        unary, trans = constrain_potentials(unary, self.transition_, data.offsets, **masks)
+        log_z, _, _ = forward_backward(unary, trans, data.offsets, edge_marginals="none")
+        return chain_scores(unary, trans, data.offsets, y_enc) - log_z
+
+    def _constrained_unary(self, X, fixed):
+        """Packed data, unary scores and the masks of ``allowed_transitions`` and ``fixed``."""
+        data, unary = self._unary(X)
+        structure = getattr(self, "allowed_transitions_", None)
+        if structure is None and "allowed_transitions_" not in self.__dict__:  # loaded from a file
+            structure = structure_from(self.allowed_transitions, self.classes_)
+        masks = {} if structure is None else structure._asdict()
+        if fixed is not None:
+            masks["allowed"] = fixed_masks(fixed, self.classes_, np.diff(data.offsets))
+        return data, unary, masks
 
     def predict_edge_marginals(self, X):
         """Marginals of consecutive label pairs: ``P(y_t = a, y_{t+1} = b | x)``.
@@ -258,8 +371,9 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         -------
         marginals : list of ndarray of shape (n_tokens_i - 1, n_classes, n_classes)
         """
-        data, unary = self._unary(X)
-        _, _, edge = forward_backward(unary, self.transition_, data.offsets, edge_marginals="per_position")
+        data, unary, masks = self._constrained_unary(X, None)  # within allowed_transitions
+        unary, trans = constrain_potentials(unary, self.transition_, data.offsets, **masks)
+        _, _, edge = forward_backward(unary, trans, data.offsets, edge_marginals="per_position")
         return unpack_sequences(edge, edge_offsets(data.offsets))
 
     def score(self, X, y):
@@ -288,6 +402,9 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
             If a label or parameter is of a type the file cannot hold (nothing is written).
         """
         check_is_fitted(self)
+        if self.allowed_transitions is not None and not isinstance(self.allowed_transitions, str):
+            raise ValueError("save keeps allowed_transitions given by a scheme name, not as an array; "
+                             "refit with a scheme name, or save the array yourself.")
         try:
             classes = encode_label_array(self.classes_)
         except ValueError as exc:

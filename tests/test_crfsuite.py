@@ -102,7 +102,10 @@ def test_bad_labels_and_parameters():
 def test_constructor_is_sklearn_crfsuites():
     theirs = pytest.importorskip("sklearn_crfsuite").CRF
     ours, ref = inspect.signature(CRF).parameters, inspect.signature(theirs).parameters
-    assert [(p.name, p.default, p.kind) for p in ours.values()] == [(p.name, p.default, p.kind) for p in ref.values()]
+    same = [(p.name, p.default, p.kind) for p in ours.values()][: len(ref)]
+    assert same == [(p.name, p.default, p.kind) for p in ref.values()]
+    # extensions come after them, keyword-only, off by default
+    assert all(p.kind == p.KEYWORD_ONLY and p.default is None for p in list(ours.values())[len(ref):])
 
 
 def test_same_model_as_chain_crf_on_the_vectorised_data():

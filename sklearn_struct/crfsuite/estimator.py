@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from ..chain_crf import ChainCRF
 from ..utils._params import store_init_params
+from . import _structure
 from ._features import AttributeVocabulary, split_rows
 from ._model import CRFModel, Tagger
 from ._trainlog import TrainingLog, format_iteration, format_scores, holdout_scores
@@ -99,6 +100,18 @@ class CRF(BaseEstimator):
         Accepted for compatibility; no temporary files are made.
     trainer_cls : None
         Accepted for compatibility; must be None.
+    allowed_transitions : str, ndarray of shape (n_labels, n_labels) or None, default=None
+        Extension (not in sklearn-crfsuite): label bigrams that may occur, in training
+        (``"lbfgs"``) and in every prediction; a scheme name (``"BIO"``, ``"IOB2"``, ``"BIOES"``,
+        ``"BILOU"``) derived from the label names, or a boolean array over ``classes_`` (see
+        :class:`~sklearn_struct.ChainCRF`). Give it by name to keep it with a model file.
+
+    Notes
+    -----
+    Extensions beyond sklearn-crfsuite, all on the same model: partial labels in ``fit``
+    (``None`` at an unknown token, or a ``set`` of the labels it may take; ``"lbfgs"``),
+    ``predict(X, fixed=...)`` / ``predict_marginals(X, fixed=...)`` (forced decoding, conditional
+    marginals), :meth:`predict_topk` (n-best lists) and :meth:`sequence_log_proba`.
 
     Attributes
     ----------
@@ -163,6 +176,7 @@ class CRF(BaseEstimator):
         "model_filename": [str, os.PathLike, None],
         "keep_tempfiles": ["boolean"],
         "trainer_cls": [None],
+        "allowed_transitions": [str, "array-like", None],
     }
 
     def __init__(self, algorithm=None, min_freq=None, all_possible_states=None, all_possible_transitions=None,
@@ -170,7 +184,7 @@ class CRF(BaseEstimator):
                  linesearch=None, max_linesearch=None, calibration_eta=None, calibration_rate=None,
                  calibration_samples=None, calibration_candidates=None, calibration_max_trials=None, pa_type=None,
                  c=None, error_sensitive=None, averaging=None, variance=None, gamma=None, verbose=False,
-                 model_filename=None, keep_tempfiles=False, trainer_cls=None):
+                 model_filename=None, keep_tempfiles=False, trainer_cls=None, *, allowed_transitions=None):
         # positional, like sklearn-crfsuite (its tests call CRF("lbfgs")); stored unchanged
         store_init_params(self, locals())
 
@@ -184,6 +198,8 @@ class CRF(BaseEstimator):
         X : list of lists of dicts
             Token features in python-crfsuite's format.
         y : list of lists of str
+            Extension: ``None`` at a token whose label is unknown, or a ``set`` of the labels it
+            may take (partial labels, ``"lbfgs"`` only).
         X_dev, y_dev : list of lists, default=None
             Held-out data evaluated after every iteration (in ``training_log_``); give both or neither.
 
@@ -194,7 +210,8 @@ class CRF(BaseEstimator):
         start = time.perf_counter()
         data = self._vectorise(X, y, X_dev, y_dev)
         featgen_seconds = time.perf_counter() - start
-        chain = ChainCRF(**self._chain_params())
+        structure = _structure.model_structure(self.allowed_transitions, data.labels)
+        chain = ChainCRF(**self._chain_params(), allowed_transitions=None if structure is None else tuple(structure))
         with warnings.catch_warnings():  # max_iterations is a budget in CRFsuite: reaching it is no failure
             warnings.filterwarnings("ignore", message=".*did not converge.*max_iter", category=ConvergenceWarning)
             chain.fit(data.X, data.y, **data.dev)
@@ -215,14 +232,16 @@ class CRF(BaseEstimator):
         vocabulary = AttributeVocabulary()
         rows, offsets = vocabulary.fit_transform(X, "X")
         y = _check_labels(y, offsets, "y")
-        labels = _first_appearance(y)
+        partial = _structure.encode_partial(y)
+        labels = _first_appearance(y) if partial is None else partial[0]
         codes = {label: k for k, label in enumerate(labels)}
         dev, holdout = {}, None
         if X_dev is not None:
             dev_rows, dev_offsets = vocabulary.transform(X_dev, "X_dev")
             holdout = (X_dev, _check_labels(y_dev, dev_offsets, "y_dev"))
             dev = {"X_dev": split_rows(dev_rows, dev_offsets), "y_dev": _encode(holdout[1], codes, "y_dev")}
-        return SimpleNamespace(X=split_rows(rows, offsets), y=_encode(y, codes, "y"), names=vocabulary.names(),
+        y_coded = _encode(y, codes, "y") if partial is None else partial[1]
+        return SimpleNamespace(X=split_rows(rows, offsets), y=y_coded, names=vocabulary.names(),
                                labels=labels, dev=dev, holdout=holdout)
 
     def _chain_params(self):
@@ -262,35 +281,79 @@ class CRF(BaseEstimator):
             self.estimator_ = chain
 
     # ------------------------------------------------------------------ prediction
-    def predict(self, X):
+    def predict(self, X, fixed=None):
         """Most likely label sequences (Viterbi).
 
         Parameters
         ----------
         X : list of lists of dicts
+        fixed : list or None, default=None
+            Extension: per sequence None or one entry per token, its given label, None (free) or a
+            set of allowed labels; the best labelling that agrees with it is returned.
 
         Returns
         -------
         y : list of lists of str
         """
-        return self._fitted_model().predict(X, "X")
+        model = self._fitted_model()
+        structure = _structure.model_structure(self.allowed_transitions, model.labels)
+        if structure is None and fixed is None:
+            return model.predict(X, "X")
+        return _structure.predict(model, structure, X, fixed)
 
     def predict_single(self, xseq):
         """Most likely labels of one sequence ``xseq`` (a list of feature dicts)."""
+        if self.allowed_transitions is not None:
+            return self.predict([xseq])[0]
         return self._fitted_model().predict([xseq], "xseq")[0]
 
-    def predict_marginals(self, X):
+    def predict_marginals(self, X, fixed=None):
         """Per-token label probabilities.
+
+        Parameters
+        ----------
+        X : list of lists of dicts
+        fixed : list or None, default=None
+            Extension: tokens whose labels are given, as in :meth:`predict`; the marginals are
+            conditional on them.
 
         Returns
         -------
         marginals : list of lists of dicts ``{label: probability}``
         """
         model = self._fitted_model()
-        return [_marginal_dicts(m, model.labels) for m in model.marginals(X, "X")]
+        structure = _structure.model_structure(self.allowed_transitions, model.labels)
+        node = model.marginals(X, "X") if structure is None and fixed is None else \
+            _structure.marginals(model, structure, X, fixed)
+        return [_marginal_dicts(m, model.labels) for m in node]
+
+    def predict_topk(self, X, k=5):
+        """Extension: the ``k`` most probable label sequences of each sequence (exact k-best Viterbi).
+
+        Returns
+        -------
+        y_topk : list of lists of lists of str
+            Per sequence, up to ``k`` labellings, best first.
+        log_proba : list of lists of float
+            Their ``log P(y | x)``.
+        """
+        model = self._fitted_model()
+        return _structure.topk(model, _structure.model_structure(self.allowed_transitions, model.labels), X, k)
+
+    def sequence_log_proba(self, X, y):
+        """Extension: ``log P(y_i | x_i)`` of each given label sequence (``Tagger.probability`` in logs).
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_sequences,)
+        """
+        model = self._fitted_model()
+        return _structure.log_proba(model, _structure.model_structure(self.allowed_transitions, model.labels), X, y)
 
     def predict_marginals_single(self, xseq):
         """Per-token label probabilities of one sequence: a list of ``{label: probability}`` dicts."""
+        if self.allowed_transitions is not None:
+            return self.predict_marginals([xseq])[0]
         model = self._fitted_model()
         return _marginal_dicts(model.marginals([xseq], "xseq")[0], model.labels)
 
