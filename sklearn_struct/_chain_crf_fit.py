@@ -103,11 +103,13 @@ class _Log:
         return self.progress(iteration, loss, seconds=record["seconds"], **shown)
 
 
-def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, dev=None, what="the CRF"):
+def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, dev=None, what="the CRF",
+                        sample_weight=None):
     """Train a chain CRF by ``params["algorithm"]`` on validated, encoded sequences.
 
     ``params`` holds ChainCRF's parameters; ``dev`` is ``(X_dev, y_dev_enc)`` or None; ``what``
-    names the model in a convergence warning. Returns
+    names the model in a convergence warning; ``sample_weight`` (n_sequences,) or None weighs
+    each sequence (see :func:`sklearn_struct._chain_crf_weights.sequence_weights`). Returns
     ``(coef, intercept, transition, n_iter, objective, training_log)``. Shared by
     :class:`~sklearn_struct.ChainCRF` and :class:`~sklearn_struct.NonLocalCRF` (its base CRF).
     """
@@ -115,9 +117,9 @@ def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, 
     options = check_solver_options(algorithm, params["solver_options"])
     max_iter = params["max_iter"] if params["max_iter"] is not None else DEFAULT_MAX_ITER[algorithm]
     if algorithm == "lbfgs":
-        return _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what)
+        return _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what, sample_weight)
     data = TrainingData(X, y_enc, n_labels, params["all_possible_states"], params["all_possible_transitions"],
-                        params["fit_intercept"], params["min_freq"])
+                        params["fit_intercept"], params["min_freq"], sample_weight)
     theta0 = np.zeros(data.n_params) if previous is None else data.params_from(*previous)
     log = _Log(progress, slice(data.n_weights, data.n_weights + n_labels), _dev(dev, n_labels, data.pairs, True))
     rng = np.random.RandomState(0)  # CRFsuite's shuffles are reproducible too
@@ -128,7 +130,7 @@ def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, 
             _warn_max_iter("SGD", n_iter, what)
         # the exact objective at the result (the epochs' losses mix weights of different steps)
         objective = ChainObjective(X, y_enc, n_labels, params["c2"], all_possible_states=params["all_possible_states"],
-                                   min_freq=params["min_freq"])
+                                   min_freq=params["min_freq"], sample_weight=sample_weight)
         objective = objective(theta)[0]
     else:
         theta, n_iter, objective = fit_online(data, algorithm, theta0, max_iter=max_iter, epsilon=params["epsilon"],
@@ -145,13 +147,13 @@ def _warn_max_iter(name, n_iter, what):
                   "or tol.", ConvergenceWarning)
 
 
-def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what):
+def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what, sample_weight=None):
     """L-BFGS / OWL-QN on ChainCRF's objective; transitions that are no feature (and the bias without
     ``fit_intercept``) stay at 0."""
     n_jobs = params["n_jobs"]
     objective = ChainObjective(X, y_enc, n_labels, params["c2"], n_chunks=max(1, effective_n_jobs(n_jobs)),
                                n_jobs=n_jobs, all_possible_states=params["all_possible_states"],
-                               min_freq=params["min_freq"])
+                               min_freq=params["min_freq"], sample_weight=sample_weight)
     n_w, L = objective.n_weights, n_labels
     y = np.concatenate(y_enc)
     offsets = np.concatenate([[0], np.cumsum([len(v) for v in y_enc])])

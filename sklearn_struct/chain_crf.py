@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_score
 from ._chain_crf_fit import check_solver_options, fit_chain_algorithm
+from ._chain_crf_weights import sequence_weights
 from .oracles.chain import forward_backward, viterbi
 from .utils._model_file import check_model_array, load_model_file, load_params, meta_number, save_model_file
 from .utils._params import atomic_fit, shared_constraints, store_init_params
@@ -108,6 +109,11 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         inside, when None). The other algorithms update after every sequence and run on one thread.
     verbose : int, default=0
         Print one line per iteration (objective and elapsed seconds) when > 0.
+    class_weight : dict, "balanced" or None, default=None
+        Per-label weights on the loss, as in ``LogisticRegression``: sequence ``i`` is
+        weighted by the mean over its tokens of ``class_weight[y_it]`` (labels not in the dict
+        weigh 1; ``"balanced"``: ``n_tokens / (n_classes * count(label))``), times its
+        ``sample_weight``. See :meth:`fit`.
 
     Attributes
     ----------
@@ -167,20 +173,25 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         "min_freq": [Interval(numbers.Real, None, None, closed="neither"), None],
         "fit_intercept": ["boolean"],
         "solver_options": [dict, None],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
         **shared_constraints("warm_start", "callback", "n_jobs", "verbose"),
     }
 
     def __init__(self, *, algorithm="lbfgs", c1=0.0, c2=1.0, max_iter=None, tol=1e-5, period=10, epsilon=1e-5,
                  all_possible_states=False, all_possible_transitions=True, min_freq=None, fit_intercept=True,
-                 solver_options=None, warm_start=False, callback=None, n_jobs=None, verbose=0):
+                 solver_options=None, warm_start=False, callback=None, n_jobs=None, verbose=0, class_weight=None):
         store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
-    def fit(self, X, y, X_dev=None, y_dev=None):
+    def fit(self, X, y, X_dev=None, y_dev=None, sample_weight=None):
         """Fit the CRF by ``algorithm``.
 
         Starts from zero, or with ``warm_start`` from the parameters of the previous fit.
+        With ``sample_weight`` and / or ``class_weight``, sequence ``i``'s term of the
+        objective (its update, for the online algorithms) is weighted by
+        ``sample_weight[i] * mean_t class_weight[y_it]``: an integer weight is the same
+        objective as that many copies of the sequence.
 
         Parameters
         ----------
@@ -189,6 +200,9 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
             Labels of each token; any hashable values.
         X_dev, y_dev : like X and y, default=None
             A development set, evaluated after every iteration (see ``training_log_``).
+        sample_weight : array-like of shape (n_sequences,), default=None
+            One non-negative weight per sequence; None weighs all 1. Routed by scikit-learn's
+            metadata routing (``set_fit_request(sample_weight=True)``).
 
         Returns
         -------
@@ -208,8 +222,10 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
             except ValueError as exc:
                 raise ValueError(f"X_dev, y_dev: {exc}") from None
             dev = (X_dev, _encode_dev(self.classes_, y_dev))
+        weights = sequence_weights(sample_weight, self.class_weight, y_enc, self.classes_)
         *fitted, self.training_log_ = fit_chain_algorithm(X, y_enc, len(self.classes_), self.get_params(),
-                                                          previous=previous, progress=progress, dev=dev)
+                                                          previous=previous, progress=progress, dev=dev,
+                                                          sample_weight=weights)
         self.coef_, self.intercept_, self.transition_, self.n_iter_, self.objective_ = fitted
         return self
 
