@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_score
 from ._chain_crf_fit import check_solver_options, fit_chain_algorithm
+from ._chain_crf_partial import partial_fit_chain
 from ._chain_crf_weights import sequence_weights
 from .oracles.chain import forward_backward, viterbi
 from .utils._model_file import check_model_array, load_model_file, load_params, meta_number, save_model_file
@@ -222,12 +223,44 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
             except ValueError as exc:
                 raise ValueError(f"X_dev, y_dev: {exc}") from None
             dev = (X_dev, _encode_dev(self.classes_, y_dev))
+        self.__dict__.pop("_online_state", None)  # partial_fit starts again from this fit
         weights = sequence_weights(sample_weight, self.class_weight, y_enc, self.classes_)
         *fitted, self.training_log_ = fit_chain_algorithm(X, y_enc, len(self.classes_), self.get_params(),
                                                           previous=previous, progress=progress, dev=dev,
                                                           sample_weight=weights)
         self.coef_, self.intercept_, self.transition_, self.n_iter_, self.objective_ = fitted
         return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One epoch of the online ``algorithm`` (``"l2sgd"``, ``"ap"``, ``"pa"``, ``"arow"``) over one batch.
+
+        The state (current and averaged weights, AROW's covariances, SGD's step count and
+        calibrated rate, the random orders) is kept between calls, so the calls continue one
+        training run: one call on all the data is ``fit`` with ``max_iter=1``, ``k`` calls
+        ``max_iter=k``. A batch may bring new attributes as extra columns at the end of its
+        feature matrices (the weight vector grows; e.g. from :class:`sklearn_struct.crfsuite.CRF`,
+        whose attribute vocabulary grows); new (attribute, label) pairs seen in a batch get
+        weights. After a ``fit``, ``partial_fit`` continues from the fitted model. For
+        ``"lbfgs"`` use ``warm_start=True`` and ``fit`` instead (a ValueError says so).
+
+        Parameters
+        ----------
+        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
+        y : list of array-like of shape (n_tokens_i,)
+        classes : array-like, default=None
+            Every label any batch may hold; required on the first call (as for
+            ``SGDClassifier.partial_fit``), optional later (must then be the same).
+        sample_weight : array-like of shape (n_sequences,), default=None
+            One weight per sequence of the batch, as in :meth:`fit`.
+
+        Returns
+        -------
+        self : ChainCRF
+        """
+        options = check_solver_options(self.algorithm, self.solver_options)
+        return partial_fit_chain(self, X, y, classes, sample_weight, options)
 
     def _unary(self, X):
         check_is_fitted(self)
