@@ -289,6 +289,18 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         _, node, _ = forward_backward(unary, self.transition_, data.offsets, edge_marginals="none")
         return unpack_sequences(node, data.offsets)
 
+    def predict_proba(self, X):
+        """The marginals of :meth:`predict_marginals` under scikit-learn's name.
+
+        So that a :class:`~sklearn.pipeline.Pipeline` ending in this estimator (e.g. behind a
+        featurizer) reaches them: ``Pipeline`` delegates ``predict_proba``, not ``predict_marginals``.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_tokens_i, n_classes)
+        """
+        return self.predict_marginals(X)
+
     def predict_edge_marginals(self, X):
         """Marginals of consecutive label pairs: ``P(y_t = a, y_{t+1} = b | x)``.
 

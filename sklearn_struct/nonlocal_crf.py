@@ -598,6 +598,18 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         """
         return self.infer(X, psi_features=psi_features).marginals
 
+    def predict_proba(self, X, psi_features=None):
+        """The marginals of :meth:`predict_marginals` under scikit-learn's name.
+
+        So that a :class:`~sklearn.pipeline.Pipeline` ending in this estimator (e.g. behind a
+        featurizer) reaches them: ``Pipeline`` delegates ``predict_proba``, not ``predict_marginals``.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_tokens_i, n_classes)
+        """
+        return self.predict_marginals(X, psi_features=psi_features)
+
     def score(self, X, y, psi_features=None):
         """Token accuracy of :meth:`predict` on ``X`` against ``y``."""
         return token_score(self.predict(X, psi_features=psi_features), y)

@@ -294,6 +294,18 @@ class CRF(BaseEstimator):
         model = self._fitted_model()
         return _marginal_dicts(model.marginals([xseq], "xseq")[0], model.labels)
 
+    def predict_proba(self, X):
+        """Per-token label probabilities as arrays (an extension; columns in ``classes_`` order).
+
+        The same numbers as :meth:`predict_marginals` without the dicts, under scikit-learn's
+        name, so that a :class:`~sklearn.pipeline.Pipeline` ending in this CRF reaches them.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_tokens_i, n_classes)
+        """
+        return list(self._fitted_model().marginals(X, "X"))
+
     def score(self, X, y):
         """Token accuracy of :meth:`predict` (see :mod:`sklearn_struct.crfsuite.metrics` for others)."""
         from .metrics import flat_accuracy_score
