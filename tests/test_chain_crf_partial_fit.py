@@ -111,3 +111,35 @@ def test_partial_fit_after_fit_continues_and_takes_weights():
     assert crf.n_iter_ == 3 and crf.coef_.shape == before.shape
     fresh = ChainCRF(algorithm="ap").partial_fit(X, y, classes=[0, 1, 2], sample_weight=np.eye(30)[0])
     assert fresh.coef_.shape == (10, 3)
+
+
+def test_crfsuite_partial_fit_grows_the_vocabulary_and_takes_weights():
+    from sklearn_struct.crfsuite import CRF
+
+    X1 = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}]]
+    y1 = [["DET", "NOUN"], ["DET", "NOUN"]]
+    X2 = [[{"w": "a"}, {"w": "dog"}, {"w": "runs"}]]
+    y2 = [["DET", "NOUN", "VERB"]]
+    crf = CRF(algorithm="ap").partial_fit(X1, y1, classes=["DET", "NOUN", "VERB"])
+    assert "w:runs" not in crf.attributes_
+    crf.partial_fit(X2, y2, sample_weight=[2.0])
+    assert "w:runs" in crf.attributes_ and crf.predict_single(X2[0]) == y2[0]
+    with pytest.raises(ValueError, match="classes must be given"):
+        CRF(algorithm="pa").partial_fit(X1, y1)
+    with pytest.raises(ValueError, match="warm_start"):
+        CRF().partial_fit(X1, y1, classes=["DET", "NOUN"])
+
+
+def test_crfsuite_sample_and_class_weights_reach_the_chain():
+    from sklearn_struct.crfsuite import CRF
+
+    X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}, {"w": "runs"}]]
+    y = [["DET", "NOUN"], ["DET", "NOUN", "VERB"]]
+    dup = CRF(c2=0.01).fit(X + X[1:], y + y[1:])
+    weighted = CRF(c2=0.01).fit(X, y, sample_weight=[1, 2])
+    assert np.allclose(weighted.estimator_.coef_, dup.estimator_.coef_, atol=1e-5)
+    cw = CRF(c2=0.01, class_weight={"VERB": 3.0}).fit(X, y)
+    s = CRF(c2=0.01).fit(X, y, sample_weight=[1.0, 5 / 3])
+    assert np.allclose(cw.estimator_.coef_, s.estimator_.coef_, atol=1e-6)
+    with pytest.raises(ValueError, match="'ADJ'"):
+        CRF(class_weight={"ADJ": 2.0}).fit(X, y)
