@@ -171,3 +171,16 @@ def test_sample_weight_routed_by_grid_search():
             ChainCRF.fit = original
     assert seen and all(n is not None for n in seen)
     assert 16 in seen and 24 in seen
+
+
+def test_nonlocal_crf_base_takes_sample_weight():
+    from sklearn_struct import NonLocalCRF
+    from sklearn_struct.energies import PoissonCountEnergy
+
+    X, y = _data(20, seed=12)
+    counts = np.random.RandomState(1).randint(1, 3, size=20)
+    a = NonLocalCRF(energy=None, c2=0.1, tol=1e-9).fit(X, y, sample_weight=counts)
+    b = NonLocalCRF(energy=None, c2=0.1, tol=1e-9).fit(*_duplicated(X, y, counts))
+    assert np.allclose(a.coef_, b.coef_, atol=1e-4)
+    with pytest.raises(ValueError, match="energy=None"):
+        NonLocalCRF(c2=0.1, energy=PoissonCountEnergy()).fit(X, y, sample_weight=counts)
