@@ -175,7 +175,7 @@ def test_sample_weight_routed_by_grid_search():
 
 def test_nonlocal_crf_base_takes_sample_weight():
     from sklearn_struct import NonLocalCRF
-    from sklearn_struct.energies import PoissonCountEnergy
+    from sklearn_struct.energies import UnigramDictionaryEnergy
 
     X, y = _data(20, seed=12)
     counts = np.random.RandomState(1).randint(1, 3, size=20)
@@ -183,4 +183,4 @@ def test_nonlocal_crf_base_takes_sample_weight():
     b = NonLocalCRF(energy=None, c2=0.1, tol=1e-9).fit(*_duplicated(X, y, counts))
     assert np.allclose(a.coef_, b.coef_, atol=1e-4)
     with pytest.raises(ValueError, match="energy=None"):
-        NonLocalCRF(c2=0.1, energy=PoissonCountEnergy()).fit(X, y, sample_weight=counts)
+        NonLocalCRF(c2=0.1, energy=UnigramDictionaryEnergy()).fit(X, y, sample_weight=counts)
