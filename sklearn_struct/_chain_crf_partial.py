@@ -30,56 +30,103 @@ __all__ = ["OnlineState", "partial_fit_epoch", "partial_fit_chain"]
 
 
 class OnlineState:
-    """What ``partial_fit`` keeps between calls (see the module docstring)."""
+    """What ``partial_fit`` keeps between calls (see the module docstring).
+
+    The parameters are flat vectors in the layout of the union of the (attribute, label) pairs
+    seen so far (``pair_ptr``, ``pair_label``, CSR over the attributes, labels sorted), followed
+    by the ``L`` biases and ``L * L`` transitions, as the kernels take them: a batch that
+    brings no new pair runs on them directly, one that does remaps them once.
+    """
 
     def __init__(self, algorithm, options, n_features, n_labels):
         self.algorithm, self.options = algorithm, dict(options)
         self.n_features, self.n_labels = n_features, n_labels
-        L = n_labels
-        self.w = _zeros(n_features, L)
-        self.ws = _zeros(n_features, L)
-        variance = float(options.get("variance", 1.0))
-        self.cov = tuple(np.full_like(a, variance) for a in _zeros(n_features, L))
+        self.pair_ptr = np.zeros(n_features + 1, dtype=np.int64)
+        self.pair_label = np.zeros(0, dtype=np.int64)
+        self.keys = np.zeros(0, dtype=np.int64)  # attribute * L + label of each pair, sorted
+        self.variance = float(options.get("variance", 1.0))
+        size = n_labels + n_labels * n_labels
+        self.w, self.ws, self.cov = np.zeros(size), np.zeros(size), np.full(size, self.variance)
         self.u = 1
         self.t, self.t0, self.lam = 0.0, None, None
-        self.pairs = sp.csr_matrix((n_features, L), dtype=np.int8)
-        self.trans_ok = np.zeros(L * L, dtype=bool)
+        self.trans_ok = np.zeros(n_labels * n_labels, dtype=bool)
         self.rng = np.random.RandomState(0)  # the orders ``fit`` uses
         self.epochs = 0
+
+    @property
+    def n_weights(self):
+        return int(self.pair_ptr[-1])
 
     def copy(self):
         """A deep copy (``partial_fit`` works on a copy, so a failing call changes nothing)."""
         out = object.__new__(OnlineState)
         out.__dict__.update(self.__dict__)
-        out.w, out.ws, out.cov = (tuple(a.copy() for a in arrays) for arrays in (self.w, self.ws, self.cov))
-        out.pairs, out.trans_ok = self.pairs.copy(), self.trans_ok.copy()
+        for name in ("w", "ws", "cov", "pair_ptr", "pair_label", "trans_ok"):  # keys: replaced, never changed
+            setattr(out, name, getattr(self, name).copy())
         out.rng = np.random.RandomState()
         out.rng.set_state(self.rng.get_state())
         return out
 
+    def start_from(self, coef, intercept, transition):
+        """Start from a fitted model: its non-zero (attribute, label) weights are the pairs."""
+        coef = sp.csr_matrix(np.asarray(coef, dtype=np.float64))
+        coef.sort_indices()
+        self.pair_ptr, self.pair_label = coef.indptr.astype(np.int64), coef.indices.astype(np.int64)
+        self.keys = None
+        tail = np.concatenate([np.asarray(intercept, dtype=np.float64), np.ravel(transition)])
+        self.w = np.concatenate([coef.data, tail])
+        self.ws = np.zeros_like(self.w)
+        self.cov = np.full_like(self.w, self.variance)
+
     def grow(self, n_features):
-        """Admit new attributes: the columns beyond the current ``n_features`` (weights 0)."""
-        extra = n_features - self.n_features
-        if extra <= 0:
+        """Admit new attributes: the columns beyond the current ``n_features`` (no pairs yet)."""
+        if n_features > self.n_features:  # the keys (attribute * L + label) keep their order
+            extra = np.full(n_features - self.n_features, self.pair_ptr[-1], dtype=np.int64)
+            self.pair_ptr = np.concatenate([self.pair_ptr, extra])
+            self.n_features = n_features
+
+    def merge_pairs(self, pair_ptr, pair_label):
+        """Make the pairs the union with a batch's; the parameters move to the new layout (new ones 0).
+
+        Costs one pass over the pairs only when the batch brings new ones.
+        """
+        L = self.n_labels
+        old = self.keys if getattr(self, "keys", None) is not None else _pair_keys(self.pair_ptr, self.pair_label, L)
+        batch = _pair_keys(pair_ptr, pair_label, L)
+        pos = np.searchsorted(old, batch)
+        known = pos < old.shape[0]
+        known[known] = old[pos[known]] == batch[known]
+        self.keys = old
+        if known.all():
             return
-        variance = float(self.options.get("variance", 1.0))
-        pad = np.zeros((extra, self.n_labels))
-        self.w = (np.vstack([self.w[0], pad]), *self.w[1:])
-        self.ws = (np.vstack([self.ws[0], pad]), *self.ws[1:])
-        self.cov = (np.vstack([self.cov[0], pad + variance]), *self.cov[1:])
-        self.pairs = sp.vstack([self.pairs, sp.csr_matrix((extra, self.n_labels), dtype=np.int8)]).tocsr()
-        self.n_features = n_features
+        missing = batch[~known]  # sorted, distinct
+        union = np.insert(old, np.searchsorted(old, missing), missing)
+        where = np.arange(old.shape[0]) + np.searchsorted(missing, old)
+        n_w, n_old = union.shape[0], self.n_weights
+        for name, fill in (("w", 0.0), ("ws", 0.0), ("cov", self.variance)):
+            flat = getattr(self, name)
+            new = np.full(n_w + L + L * L, fill)
+            new[where] = flat[:n_old]
+            new[n_w:] = flat[n_old:]
+            setattr(self, name, new)
+        self.pair_ptr = np.searchsorted(union // L, np.arange(self.n_features + 1)).astype(np.int64)
+        self.pair_label = (union % L).astype(np.int64)
+        self.keys = union
 
     def model(self):
-        """The model's ``(coef, intercept, transition)``: averaged where the algorithm averages."""
+        """The model's dense ``(coef, intercept, transition)``: averaged where the algorithm averages."""
         averaging = self.algorithm == "ap" or (self.algorithm == "pa" and self.options["averaging"])
-        if not averaging:
-            return tuple(a.copy() for a in self.w)
-        return tuple(w - ws / self.u for w, ws in zip(self.w, self.ws))
+        theta = self.w - self.ws / self.u if averaging else self.w
+        L, n_w = self.n_labels, self.n_weights
+        coef = np.zeros((self.n_features, L))
+        coef[np.repeat(np.arange(self.n_features), np.diff(self.pair_ptr)), self.pair_label] = theta[:n_w]
+        return coef, theta[n_w : n_w + L].copy(), theta[n_w + L :].reshape(L, L).copy()
 
 
-def _zeros(n_features, L):
-    return np.zeros((n_features, L)), np.zeros(L), np.zeros((L, L))
+def _pair_keys(pair_ptr, pair_label, L):
+    """Sorted keys ``attribute * L + label`` of the pairs."""
+    rows = np.repeat(np.arange(pair_ptr.shape[0] - 1, dtype=np.int64), np.diff(pair_ptr))
+    return rows * L + pair_label
 
 
 def partial_fit_epoch(state, X, y_enc, params, sample_weight=None):
@@ -89,18 +136,19 @@ def partial_fit_epoch(state, X, y_enc, params, sample_weight=None):
     """
     data = TrainingData(X, y_enc, state.n_labels, params["all_possible_states"], params["all_possible_transitions"],
                         params["fit_intercept"], None, sample_weight)
-    _extend_features(state, data)
+    state.merge_pairs(*data.pairs)
+    state.trans_ok |= data.trans_ok
+    data.pairs = (state.pair_ptr, state.pair_label)
+    data.n_weights = state.n_weights
+    data.n_params = state.w.shape[0]
+    data.trans_ok = state.trans_ok.copy()
     if state.algorithm == "l2sgd":
         return _sgd_epoch(state, data, params)
     options = state.options
-    flat = [data.params_from(*arrays) for arrays in (state.w, state.ws, state.cov)]
-    w, ws, cov = flat
     order = state.rng.permutation(data.n_sequences).astype(np.int64)
-    loss, state.u = online_epoch(ALGORITHMS[state.algorithm], *data.kernel_args(), order, w, ws, cov, state.u,
-                                 int(options.get("pa_type", 0)), float(options.get("c", 1.0)),
+    loss, state.u = online_epoch(ALGORITHMS[state.algorithm], *data.kernel_args(), order, state.w, state.ws, state.cov,
+                                 state.u, int(options.get("pa_type", 0)), float(options.get("c", 1.0)),
                                  bool(options.get("error_sensitive", True)), float(options.get("gamma", 1.0)))
-    state.w, state.ws = _write_back(state.w, data, w), _write_back(state.ws, data, ws)
-    state.cov = _write_back(state.cov, data, cov)
     state.epochs += 1
     return float(loss)
 
@@ -111,41 +159,13 @@ def _sgd_epoch(state, data, params):
         if state.lam <= 0:
             raise ValueError("algorithm='l2sgd' needs c2 > 0 (its learning rate is 1 / (2 c2 / N (t0 + t))).")
         state.t0 = calibrate_t0(data, state.lam, state.options, state.rng)
-    theta = data.params_from(*state.w)
     order = state.rng.permutation(data.n_sequences).astype(np.int64)
-    loss, state.t = sgd_epoch(*data.kernel_args(), order, theta, state.lam, state.t0, state.t)
+    loss, state.t = sgd_epoch(*data.kernel_args(), order, state.w, state.lam, state.t0, state.t)
     if not np.isfinite(loss):
         raise ValueError("l2sgd: the loss overflowed; rescale the features or lower "
                          "solver_options['calibration_eta'].")
-    state.w = _write_back(state.w, data, theta)
     state.epochs += 1
     return float(loss)
-
-
-def _extend_features(state, data):
-    """Make the batch's feature set the union of the state's and the batch's (pairs and transitions)."""
-    pair_ptr, pair_label = data.pairs
-    batch = sp.csr_matrix((np.ones(pair_label.shape[0], dtype=np.int8), pair_label, pair_ptr),
-                          shape=(data.n_features, state.n_labels))
-    union = ((state.pairs + batch) > 0).astype(np.int8).tocsr()
-    union.sort_indices()
-    state.pairs = union
-    state.trans_ok = state.trans_ok | data.trans_ok
-    data.pairs = (union.indptr.astype(np.int64), union.indices.astype(np.int64))
-    data.n_weights = int(union.indptr[-1])
-    data.n_params = data.n_weights + state.n_labels + state.n_labels ** 2
-    data.trans_ok = state.trans_ok.copy()
-
-
-def _write_back(dense, data, theta):
-    """The dense (coef, intercept, transition) with the batch's flat theta written over its features."""
-    coef, intercept, transition = data.split_params(theta)
-    rows = np.repeat(np.arange(data.n_features), np.diff(data.pairs[0]))
-    out = dense[0].copy()
-    out[rows, data.pairs[1]] = coef[rows, data.pairs[1]]
-    trans = np.where(data.trans_ok.reshape(transition.shape), transition, dense[2])
-    bias = intercept if data.use_bias else dense[1]
-    return out, bias.copy(), trans
 
 
 def partial_fit_chain(estimator, X, y, classes, sample_weight, options):
@@ -178,9 +198,7 @@ def partial_fit_chain(estimator, X, y, classes, sample_weight, options):
         state = OnlineState(algorithm, options, n_features if not fitted else estimator.n_features_in_,
                             len(classes_now))
         if fitted:  # continue from a model trained by fit
-            state.w = tuple(np.array(a, dtype=np.float64) for a in
-                            (estimator.coef_, estimator.intercept_, estimator.transition_))
-            state.pairs = sp.csr_matrix(state.w[0] != 0, dtype=np.int8)
+            state.start_from(estimator.coef_, estimator.intercept_, estimator.transition_)
     else:
         state = state.copy()
     if n_features < state.n_features:
