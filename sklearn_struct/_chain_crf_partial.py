@@ -12,8 +12,10 @@ over that union, runs one epoch of the same kernel ``fit`` runs
 (:func:`~sklearn_struct.oracles._chain_online.online_epoch` or ``sgd_epoch``) and writes the
 state back. One call on all the data is therefore exactly ``fit`` with ``max_iter=1``, and
 ``k`` calls on the same data exactly ``fit`` with ``max_iter=k`` (the same random orders).
-``"l2sgd"`` calibrates ``t0`` on the first call's batch and spreads ``c2`` over its
-sequences: ``lam = 2 c2 / n_first`` for all later calls.
+``"l2sgd"`` calibrates its initial rate ``eta0`` on the first call's batch and spreads ``c2``
+over the sequences seen so far, ``lam = 2 c2 / n_seen`` (counting every call's sequences): after
+one pass over the data this is ``fit``'s ``lam``, and the rate ``eta0 / (1 + lam eta0 t)`` then
+is ``fit``'s too.
 """
 
 import numpy as np
@@ -154,11 +156,18 @@ def partial_fit_epoch(state, X, y_enc, params, sample_weight=None):
 
 
 def _sgd_epoch(state, data, params):
-    if state.lam is None:
-        state.lam = 2.0 * params["c2"] / data.n_sequences
-        if state.lam <= 0:
-            raise ValueError("algorithm='l2sgd' needs c2 > 0 (its learning rate is 1 / (2 c2 / N (t0 + t))).")
-        state.t0 = calibrate_t0(data, state.lam, state.options, state.rng)
+    """One SGD epoch; ``c2`` spread over the sequences seen so far (``lam = 2 c2 / n_seen``), the
+    initial rate ``eta0`` calibrated on the first batch, the rate ``eta0 / (1 + lam eta0 t)``."""
+    if params["c2"] <= 0:
+        raise ValueError("algorithm='l2sgd' needs c2 > 0 (its learning rate is 1 / (2 c2 / N (t0 + t))).")
+    state.n_seen = getattr(state, "n_seen", 0) + data.n_sequences
+    lam = 2.0 * params["c2"] / state.n_seen
+    if state.t0 is None:  # CRFsuite's calibration on the first batch: eta0 = 1 / (lam t0)
+        state.t0 = calibrate_t0(data, lam, state.options, state.rng)
+        state.eta0 = 1.0 / (lam * state.t0)
+    elif lam != state.lam:
+        state.t0 = 1.0 / (lam * state.eta0)
+    state.lam = lam
     order = state.rng.permutation(data.n_sequences).astype(np.int64)
     loss, state.t = sgd_epoch(*data.kernel_args(), order, state.w, state.lam, state.t0, state.t)
     if not np.isfinite(loss):
