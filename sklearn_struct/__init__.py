@@ -16,3 +16,7 @@ from .pruned_bp import PrunedBPMarginals, pruned_marginals
 __version__ = "0.1.0.dev0"
 
 __all__ = ["ChainCRF", "DLPWClassifier", "GPStructClassifier", "MLEStructMatcher", "NonLocalCRF", "DependencyParserBP", "PrunedBPMarginals", "pruned_marginals"]
+
+from ._eli5 import install as _install_eli5_hooks  # noqa: E402  (registers with eli5 once it is imported)
+
+_install_eli5_hooks()

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from sklearn.preprocessing import LabelEncoder
 
 from .utils._jit import kernel
+from .oracles._chain_weighted import weighted_expected_counts
 from .oracles.chain import expected_counts
 from .oracles.linear import LinearFeatures, state_pairs
 from .utils.packing import pack_sequences, transition_pairs
@@ -49,9 +50,19 @@ class ChainData:
         self.n_tokens, self.n_features = packed.shape
         self.n_sequences = len(self.offsets) - 1
         self.y = None if y is None else np.asarray(y, dtype=np.int64)
+        self.weights = None  # one weight per sequence (a weighted objective), or None
         self.features = None
         if n_labels is not None:
             self.features = LinearFeatures(packed, n_labels, pairs=pairs)
+
+    def set_weights(self, weights):
+        """Weight each sequence's term of the objective by ``weights`` (n_sequences,), or None for 1."""
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
+        return self
+
+    def token_weights(self):
+        """Each token's sequence weight (n_tokens,), or None."""
+        return None if self.weights is None else np.repeat(self.weights, np.diff(self.offsets))
 
     def buffers(self, n_labels):
         """Arrays reused by every evaluation on this chunk: shifted scores, their exp, node marginals, shifts."""
@@ -72,10 +83,19 @@ class ChainData:
         is expected minus these counts, so they are computed once per fit, not per evaluation.
         """
         onehot = np.zeros((self.n_tokens, n_labels))
-        onehot[np.arange(self.n_tokens), self.y] = 1.0
+        tw = self.token_weights()
+        onehot[np.arange(self.n_tokens), self.y] = 1.0 if tw is None else tw
         trans = np.zeros((n_labels, n_labels))
-        np.add.at(trans, transition_pairs(self.y, self.offsets), 1.0)
+        src, dst = transition_pairs(self.y, self.offsets)
+        np.add.at(trans, (src, dst), 1.0 if tw is None else _edge_token_weights(tw, self.offsets))
         return np.concatenate([self.features.gradient(onehot), onehot.sum(axis=0), trans.ravel()])
+
+
+def _edge_token_weights(token_weights, offsets):
+    """The weights of the transitions ``transition_pairs`` lists: each token's but a sequence's first."""
+    keep = np.ones(token_weights.shape[0], dtype=bool)
+    keep[offsets[:-1][np.diff(offsets) > 0]] = False
+    return token_weights[keep]
 
 
 def unpack_params(theta, n_weights, n_labels):
@@ -100,7 +120,13 @@ def chunk_nll_grad(data, theta, n_labels, counts):
     unary, exp_unary, node, shift = data.buffers(n_labels)
     data.features.scores(w, bias=b, out=unary, row_max=shift)  # rows shifted to maximum 0
     np.exp(unary, out=exp_unary)
-    log_z, node, edge = expected_counts(unary, exp_unary, A, data.offsets, out=node)
+    if data.weights is None:
+        log_z, node, edge = expected_counts(unary, exp_unary, A, data.offsets, out=node)
+    else:  # sum_i s_i [log Z_i - score_i(y_i)]: edges weighted in the kernel, rows here
+        log_z, node, edge = weighted_expected_counts(unary, exp_unary, A, data.offsets, data.weights, out=node)
+        tw = data.token_weights()
+        node *= tw[:, None]
+        log_z, shift = log_z * data.weights, shift * tw
     grad = np.empty_like(theta)
     gw, gb, gA = unpack_params(grad, n_weights, n_labels)
     gw[:] = data.features._gradient(node)  # node comes from forward-backward: no checks needed
@@ -122,10 +148,12 @@ class ChainObjective:
     With sparse features and ``all_possible_states=False`` the unary weights exist only
     for (attribute, label) pairs seen in the training data, as in CRFsuite; otherwise
     for every pair; a ``min_freq`` keeps of those the pairs CRFsuite's ``feature.minfreq`` keeps.
+    ``sample_weight`` (n_sequences,) weights each sequence's negative log-likelihood
+    (``sum_i s_i [log Z_i - score_i(y_i)] + c2 ||theta||^2``); None weighs them all 1.
     """
 
     def __init__(self, X_list, y_list, n_labels, c2, n_chunks=1, n_jobs=None, all_possible_states=False,
-                 min_freq=None):
+                 min_freq=None, sample_weight=None):
         self.n_labels = n_labels
         self.c2 = c2
         self.n_jobs = n_jobs
@@ -139,6 +167,7 @@ class ChainObjective:
         for sl in even_chunks(len(X_list), n_chunks):
             lo, hi = offsets[sl.start], offsets[sl.stop]
             data = ChainData.from_packed(packed[lo:hi], offsets[sl.start : sl.stop + 1] - lo, y[lo:hi], n_labels, pairs)
+            data.set_weights(None if sample_weight is None else sample_weight[sl])
             self.chunks.append((data, data.empirical_counts(n_labels)))
         self.features = self.chunks[0][0].features
         self.shards = ResidentShards(self.chunks, n_jobs=n_jobs)

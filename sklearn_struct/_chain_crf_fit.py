@@ -105,13 +105,15 @@ class _Log:
 
 
 def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, dev=None, what="the CRF",
-                        constraints=None):
+                        constraints=None, sample_weight=None):
     """Train a chain CRF by ``params["algorithm"]`` on validated, encoded sequences.
 
     ``params`` holds ChainCRF's parameters; ``dev`` is ``(X_dev, y_dev_enc)`` or None; ``what``
     names the model in a convergence warning; ``constraints`` is None or ``(allowed, structure)``
     (:mod:`sklearn_struct._chain_crf_constrained`: token masks of partial labels, ``y_enc`` -1
-    there, and allowed transitions), which only ``"lbfgs"`` trains with. Returns
+    there, and allowed transitions), which only ``"lbfgs"`` trains with; ``sample_weight``
+    (n_sequences,) or None weighs each sequence (see
+    :func:`sklearn_struct._chain_crf_weights.sequence_weights`). Returns
     ``(coef, intercept, transition, n_iter, objective, training_log)``. Shared by
     :class:`~sklearn_struct.ChainCRF` and :class:`~sklearn_struct.NonLocalCRF` (its base CRF).
     """
@@ -119,12 +121,13 @@ def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, 
     options = check_solver_options(algorithm, params["solver_options"])
     max_iter = params["max_iter"] if params["max_iter"] is not None else DEFAULT_MAX_ITER[algorithm]
     if algorithm == "lbfgs":
-        return _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what, constraints)
+        return _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what, constraints,
+                          sample_weight)
     if constraints is not None and constraints[0] is not None:
         raise ValueError(f"algorithm={algorithm!r} cannot train on partial labels (tokens labelled None or with a "
                          "set of labels); use algorithm='lbfgs', which marginalises over them.")
     data = TrainingData(X, y_enc, n_labels, params["all_possible_states"], params["all_possible_transitions"],
-                        params["fit_intercept"], params["min_freq"])
+                        params["fit_intercept"], params["min_freq"], sample_weight)
     theta0 = np.zeros(data.n_params) if previous is None else data.params_from(*previous)
     log = _Log(progress, slice(data.n_weights, data.n_weights + n_labels), _dev(dev, n_labels, data.pairs, True))
     rng = np.random.RandomState(0)  # CRFsuite's shuffles are reproducible too
@@ -135,7 +138,7 @@ def fit_chain_algorithm(X, y_enc, n_labels, params, *, previous=None, progress, 
             _warn_max_iter("SGD", n_iter, what)
         # the exact objective at the result (the epochs' losses mix weights of different steps)
         objective = ChainObjective(X, y_enc, n_labels, params["c2"], all_possible_states=params["all_possible_states"],
-                                   min_freq=params["min_freq"])
+                                   min_freq=params["min_freq"], sample_weight=sample_weight)
         objective = objective(theta)[0]
     else:
         theta, n_iter, objective = fit_online(data, algorithm, theta0, max_iter=max_iter, epsilon=params["epsilon"],
@@ -152,14 +155,18 @@ def _warn_max_iter(name, n_iter, what):
                   "or tol.", ConvergenceWarning)
 
 
-def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what, constraints=None):
+def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress, dev, what, constraints=None,
+               sample_weight=None):
     """L-BFGS / OWL-QN on ChainCRF's objective; transitions that are no feature (and the bias without
     ``fit_intercept``) stay at 0, as do the transitions ``constraints`` forbid."""
     n_jobs = params["n_jobs"]
     common = dict(n_chunks=n_shards(n_jobs), n_jobs=n_jobs,
                   all_possible_states=params["all_possible_states"], min_freq=params["min_freq"])
     if constraints is None:
-        objective = ChainObjective(X, y_enc, n_labels, params["c2"], **common)
+        objective = ChainObjective(X, y_enc, n_labels, params["c2"], sample_weight=sample_weight, **common)
+    elif sample_weight is not None:
+        raise ValueError("sample_weight cannot be combined with partial labels or allowed_transitions yet; "
+                         "repeat sequences instead of weighting them.")
     else:
         objective = ConstrainedChainObjective(X, y_enc, n_labels, params["c2"], allowed=constraints[0],
                                               structure=constraints[1], **common)

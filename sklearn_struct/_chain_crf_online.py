@@ -36,11 +36,12 @@ class TrainingData:
     dense features; with a ``min_freq``, those CRFsuite's ``feature.minfreq`` keeps),
     ``n_labels`` biases, ``n_labels^2`` transitions, of which only ``trans_ok`` are features
     (those seen in training unless ``all_possible_transitions``; with a ``min_freq``, those
-    seen at least that often); the biases only if ``fit_intercept``.
+    seen at least that often); the biases only if ``fit_intercept``. ``weights`` holds one
+    weight per sequence (``sample_weight``, ones by default) for the kernels.
     """
 
     def __init__(self, X, y_enc, n_labels, all_possible_states, all_possible_transitions, fit_intercept=True,
-                 min_freq=None):
+                 min_freq=None, sample_weight=None):
         packed, offsets = pack_sequences(X)
         self.y = np.concatenate(y_enc).astype(np.int64)
         self.pairs = state_pairs(packed, self.y, n_labels, all_possible_states, min_freq)
@@ -54,6 +55,8 @@ class TrainingData:
         self.use_bias = bool(fit_intercept)
         self.n_weights = int(self.pairs[0][-1])
         self.n_params = self.n_weights + n_labels + n_labels * n_labels
+        n_seq = self.offsets.shape[0] - 1
+        self.weights = np.ones(n_seq) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
 
     @property
     def n_sequences(self):
@@ -62,7 +65,7 @@ class TrainingData:
     def kernel_args(self):
         """The arrays every per-sequence kernel takes, in its order."""
         return (self.indptr, self.indices, self.data, *self.pairs, self.n_weights, self.trans_ok, self.use_bias,
-                self.offsets, self.y)
+                self.offsets, self.y, self.weights)
 
     def params_from(self, coef, intercept, transition):
         """Flat theta from dense (coef, intercept, transition); transitions that are no feature set to 0."""
@@ -118,7 +121,7 @@ def fit_online(data, algorithm, theta0, *, max_iter, epsilon, options, rng, repo
         if not (np.isfinite(loss) and np.all(np.isfinite(theta))):
             raise ValueError(f"algorithm={algorithm!r}: the weights overflowed at epoch {epoch}; rescale the "
                              "features (X) to smaller magnitudes.")
-        if report(epoch, loss, theta) or loss / data.n_sequences < epsilon:
+        if report(epoch, loss, theta) or loss / data.weights.sum() < epsilon:
             break
     return theta, epoch, float(loss)
 

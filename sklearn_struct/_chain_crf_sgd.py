@@ -83,9 +83,9 @@ def _t0(lam, eta):
 
 
 def _sample_loss_at_zero(data, sample):
-    """Summed log-loss of the sample's sequences at theta = 0: ``sum_i n_i log L``."""
+    """Summed (weighted) log-loss of the sample's sequences at theta = 0: ``sum_i s_i n_i log L``."""
     lengths = data.offsets[sample + 1] - data.offsets[sample]
-    return float(np.sum(lengths)) * np.log(data.n_labels)
+    return float(np.sum(lengths * data.weights[sample])) * np.log(data.n_labels)
 
 
 def fit_l2sgd(data, theta0, *, c2, max_iter, delta, period, options, rng, report):

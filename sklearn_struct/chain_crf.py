@@ -18,6 +18,8 @@ from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_sc
 from ._chain_crf_fit import check_solver_options, fit_chain_algorithm
 from ._chain_crf_constrained import (check_feasible, fixed_masks, has_unknown_labels, onehot_masks,
                                      start_partial_fit, structure_from)
+from ._chain_crf_partial import partial_fit_chain
+from ._chain_crf_weights import sequence_weights
 from .oracles.chain import forward_backward, viterbi
 from .utils._model_file import (
     ModelFileError,
@@ -133,6 +135,11 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         ``-inf``: they are out of the likelihood's partition function and no prediction contains
         them (``transition_`` keeps 0 there). ``"lbfgs"`` trains with them; the online
         algorithms train without and decode with them. Training sequences must obey them.
+    class_weight : dict, "balanced" or None, default=None
+        Per-label weights on the loss, as in ``LogisticRegression``: sequence ``i`` is
+        weighted by the mean over its tokens of ``class_weight[y_it]`` (labels not in the dict
+        weigh 1; ``"balanced"``: ``n_tokens / (n_classes * count(label))``), times its
+        ``sample_weight``. See :meth:`fit`.
 
     Attributes
     ----------
@@ -195,6 +202,7 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         "min_freq": [Interval(numbers.Real, None, None, closed="neither"), None],
         "fit_intercept": ["boolean"],
         "solver_options": [dict, None],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
         **shared_constraints("warm_start", "callback", "n_jobs", "verbose"),
         "allowed_transitions": [str, "array-like", None],
     }
@@ -202,15 +210,19 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
     def __init__(self, *, algorithm="lbfgs", c1=0.0, c2=1.0, max_iter=None, tol=1e-5, period=10, epsilon=1e-5,
                  all_possible_states=False, all_possible_transitions=True, min_freq=None, fit_intercept=True,
                  solver_options=None, warm_start=False, callback=None, n_jobs=None, verbose=0,
-                 allowed_transitions=None):
+                 allowed_transitions=None, class_weight=None):
         store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
-    def fit(self, X, y, X_dev=None, y_dev=None):
+    def fit(self, X, y, X_dev=None, y_dev=None, sample_weight=None):
         """Fit the CRF by ``algorithm``.
 
         Starts from zero, or with ``warm_start`` from the parameters of the previous fit.
+        With ``sample_weight`` and / or ``class_weight``, sequence ``i``'s term of the
+        objective (its update, for the online algorithms) is weighted by
+        ``sample_weight[i] * mean_t class_weight[y_it]``: an integer weight is the same
+        objective as that many copies of the sequence.
 
         Parameters
         ----------
@@ -222,6 +234,9 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
             the unknown tokens; Tsuboi et al., COLING 2008).
         X_dev, y_dev : like X and y, default=None
             A development set, evaluated after every iteration (see ``training_log_``).
+        sample_weight : array-like of shape (n_sequences,), default=None
+            One non-negative weight per sequence; None weighs all 1. Routed by scikit-learn's
+            metadata routing (``set_fit_request(sample_weight=True)``).
 
         Returns
         -------
@@ -250,12 +265,45 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
             except ValueError as exc:
                 raise ValueError(f"X_dev, y_dev: {exc}") from None
             dev = (X_dev, _encode_dev(self.classes_, y_dev))
+        self.__dict__.pop("_online_state", None)  # partial_fit starts again from this fit
+        weights = sequence_weights(sample_weight, self.class_weight, y_enc, self.classes_)
         *fitted, self.training_log_ = fit_chain_algorithm(X, y_enc, len(self.classes_), self.get_params(),
                                                           previous=previous, progress=progress, dev=dev,
-                                                          constraints=constraints)
+                                                          constraints=constraints, sample_weight=weights)
         self.coef_, self.intercept_, self.transition_, self.n_iter_, self.objective_ = fitted
         self.allowed_transitions_ = structure
         return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One epoch of the online ``algorithm`` (``"l2sgd"``, ``"ap"``, ``"pa"``, ``"arow"``) over one batch.
+
+        The state (current and averaged weights, AROW's covariances, SGD's step count and
+        calibrated rate, the random orders) is kept between calls, so the calls continue one
+        training run: one call on all the data is ``fit`` with ``max_iter=1``, ``k`` calls
+        ``max_iter=k``. A batch may bring new attributes as extra columns at the end of its
+        feature matrices (the weight vector grows; e.g. from :class:`sklearn_struct.crfsuite.CRF`,
+        whose attribute vocabulary grows); new (attribute, label) pairs seen in a batch get
+        weights. After a ``fit``, ``partial_fit`` continues from the fitted model. For
+        ``"lbfgs"`` use ``warm_start=True`` and ``fit`` instead (a ValueError says so).
+
+        Parameters
+        ----------
+        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
+        y : list of array-like of shape (n_tokens_i,)
+        classes : array-like, default=None
+            Every label any batch may hold; required on the first call (as for
+            ``SGDClassifier.partial_fit``), optional later (must then be the same).
+        sample_weight : array-like of shape (n_sequences,), default=None
+            One weight per sequence of the batch, as in :meth:`fit`.
+
+        Returns
+        -------
+        self : ChainCRF
+        """
+        options = check_solver_options(self.algorithm, self.solver_options)
+        return partial_fit_chain(self, X, y, classes, sample_weight, options)
 
     def _unary(self, X):
         check_is_fitted(self)
@@ -363,6 +411,18 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         if fixed is not None:
             masks["allowed"] = fixed_masks(fixed, self.classes_, np.diff(data.offsets))
         return data, unary, masks
+
+    def predict_proba(self, X):
+        """The marginals of :meth:`predict_marginals` under scikit-learn's name.
+
+        So that a :class:`~sklearn.pipeline.Pipeline` ending in this estimator (e.g. behind a
+        featurizer) reaches them: ``Pipeline`` delegates ``predict_proba``, not ``predict_marginals``.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_tokens_i, n_classes)
+        """
+        return self.predict_marginals(X)
 
     def predict_edge_marginals(self, X):
         """Marginals of consecutive label pairs: ``P(y_t = a, y_{t+1} = b | x)``.

@@ -402,6 +402,18 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         return sample_marginals(prior, self.params_, np.arange(offsets.shape[0] - 1), self.n_predict_samples,
                                 self._predict_seed, n_jobs=self.n_jobs, likelihood=self.likelihood)
 
+    def predict_proba(self, X):
+        """The marginals of :meth:`predict_marginals` under scikit-learn's name.
+
+        So that a :class:`~sklearn.pipeline.Pipeline` ending in this estimator (e.g. behind a
+        featurizer) reaches them: ``Pipeline`` delegates ``predict_proba``, not ``predict_marginals``.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_tokens_i, n_classes)
+        """
+        return self.predict_marginals(X)
+
     def predict(self, X):
         """Labels per token: argmax of :meth:`predict_marginals`, or Viterbi on the posterior mean.
 

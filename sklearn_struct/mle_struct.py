@@ -236,6 +236,19 @@ class MLEStructMatcher(_LinearMatcherMixin, BaseEstimator):
         """
         return [fw_bethe_marginals(s, self.rho, max_iter=max_iter, tol=tol)[0] for s in self.decision_function(X)]
 
+    def predict_proba(self, X):
+        """The marginals of :meth:`predict_marginals` under scikit-learn's name.
+
+        So that a :class:`~sklearn.pipeline.Pipeline` ending in this estimator (e.g. behind a
+        featurizer) reaches them: ``Pipeline`` delegates ``predict_proba``, not ``predict_marginals``.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_left, n_right)
+        """
+        return self.predict_marginals(X)
+
+
 # ----------------------------------------------------------------------------- the dual problem
 
 

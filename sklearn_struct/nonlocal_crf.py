@@ -20,6 +20,7 @@ from ._bethe_inference import bethe_inference
 from ._bethe_tree import bethe_inference_tree
 from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_score
 from ._chain_crf_fit import fit_chain_algorithm
+from ._chain_crf_weights import sequence_weights
 from .chain_crf import ChainCRF
 from ._psi_gate import fit_gate, satisfaction_probability
 from ._psi_learning import bind, fit_energy, in_sample_thetas, learn_psi, psi_thetas, psi_values
@@ -344,7 +345,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, psi_features=None):
+    def fit(self, X, y, psi_features=None, sample_weight=None):
         """Fit the CRF, then (with an energy) the energy weights by Algorithm 3.
 
         Parameters
@@ -355,6 +356,10 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         psi_features : array-like of shape (n_sequences, n_psi_features), default=None
             Per-sequence features on which ``psi`` depends linearly; overrides
             ``psi_featurizer``.
+        sample_weight : array-like of shape (n_sequences,), default=None
+            One weight per sequence of the base CRF's likelihood, as in
+            :meth:`ChainCRF.fit <sklearn_struct.ChainCRF.fit>`; only without an ``energy``
+            (Algorithm 3's psi step has no weights: a ValueError says so).
 
         Returns
         -------
@@ -362,7 +367,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         """
         saved = {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
         try:
-            fitted = self._fit(X, y, psi_features)
+            fitted = self._fit(X, y, psi_features, sample_weight)
         except BaseException:  # a failed or interrupted fit (Ctrl-C, a callback) leaves the model as it was
             for k in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
                 del self.__dict__[k]
@@ -373,10 +378,14 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         self.__dict__.update(fitted)
         return self
 
-    def _fit(self, X, y, psi_features):
+    def _fit(self, X, y, psi_features, sample_weight=None):
         """validate -> base CRF -> psi: the fitted attributes as a dict (set by ``fit``)."""
+        if sample_weight is not None and self.energy is not None:
+            raise ValueError("sample_weight weighs the base CRF only, and the psi step (Algorithm 3) takes no "
+                             "weights; use it with energy=None.")
         progress, X, y_enc, previous = start_chain_fit(self, X, y)  # sets classes_, n_features_in_
-        theta, n_iter, objective = self._lbfgs_crf(X, y_enc, previous, progress=progress)
+        weights = sequence_weights(sample_weight, None, y_enc, self.classes_)
+        theta, n_iter, objective = self._lbfgs_crf(X, y_enc, previous, progress=progress, sample_weight=weights)
         fitted = dict(classes_=self.classes_, n_features_in_=self.n_features_in_, coef_=theta[0],
                       intercept_=theta[1], transition_=theta[2], n_iter_=n_iter, objective_=objective)
         if self.energy is None:
@@ -409,7 +418,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         """Held-out base CRFs for the psi step (:func:`~sklearn_struct._psi_learning.psi_thetas`)."""
         return psi_thetas(self, X, y_enc, base)
 
-    def _lbfgs_crf(self, X, y_enc, previous=None, what="the base CRF", progress=None):
+    def _lbfgs_crf(self, X, y_enc, previous=None, what="the base CRF", progress=None, sample_weight=None):
         """Fit the base CRF (a :class:`~sklearn_struct.ChainCRF`'s model) on (X, y_enc):
         ``((coef, intercept, transition), n_iter, objective)``; ``progress`` prints (and may
         stop) its iterations, verbose lines only if None."""
@@ -421,7 +430,8 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
                           all_possible_states=self.all_possible_states, all_possible_transitions=True,
                           n_jobs=self.n_jobs).get_params()
         *theta, n_iter, objective, _ = fit_chain_algorithm(X, y_enc, len(self.classes_), params,
-                                                           previous=previous, progress=progress, what=what)
+                                                           previous=previous, progress=progress, what=what,
+                                                           sample_weight=sample_weight)
         return tuple(theta), n_iter, objective
 
     # ---------------------------------------------------------------- psi features
@@ -597,6 +607,18 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
             Columns follow ``classes_``.
         """
         return self.infer(X, psi_features=psi_features).marginals
+
+    def predict_proba(self, X, psi_features=None):
+        """The marginals of :meth:`predict_marginals` under scikit-learn's name.
+
+        So that a :class:`~sklearn.pipeline.Pipeline` ending in this estimator (e.g. behind a
+        featurizer) reaches them: ``Pipeline`` delegates ``predict_proba``, not ``predict_marginals``.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_tokens_i, n_classes)
+        """
+        return self.predict_marginals(X, psi_features=psi_features)
 
     def score(self, X, y, psi_features=None):
         """Token accuracy of :meth:`predict` on ``X`` against ``y``."""

@@ -547,6 +547,18 @@ class DependencyParserBP(BaseEstimator):
         marginals = [marg for marg, _ in results]
         return (marginals, [report for _, report in results]) if return_reports else marginals
 
+    def predict_proba(self, X):
+        """The marginals of :meth:`predict_marginals` under scikit-learn's name.
+
+        So that a :class:`~sklearn.pipeline.Pipeline` ending in this estimator (e.g. behind a
+        featurizer) reaches them: ``Pipeline`` delegates ``predict_proba``, not ``predict_marginals``.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_words_i + 1, n_words_i + 1)
+        """
+        return self.predict_marginals(X)
+
     def decode(self, marginals):
         """MBR trees: the tree maximising the sum of link marginals (Eisner / Chu-Liu-Edmonds)."""
         return [decode_tree(mu, self.projective, self.single_root)[1:] for mu in marginals]

@@ -511,6 +511,18 @@ class PrunedBPMarginals(BaseEstimator):
         parts = run_chunks(_infer_chunk, chunks, n_jobs=self.n_jobs, verbose=self.verbose)
         return [marg for part in parts for marg in part]
 
+    def predict_proba(self, X):
+        """The marginals of :meth:`predict_marginals` under scikit-learn's name.
+
+        So that a :class:`~sklearn.pipeline.Pipeline` ending in this estimator (e.g. behind a
+        featurizer) reaches them: ``Pipeline`` delegates ``predict_proba``, not ``predict_marginals``.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_nodes_i, n_classes)
+        """
+        return self.predict_marginals(X)
+
     def predict(self, X):
         """Label of each node with the largest marginal.
 

@@ -301,6 +301,14 @@ def test_pipeline_with_a_featurizer_in_front(case):
     _assert_same(_outputs(pipe[-1], pipe[:-1].transform(Xt_raw)), _outputs(direct, Xt))
     _assert_same([np.concatenate(pipe.predict(Xt_raw))], [np.concatenate(direct.predict(Xt))])
     assert isinstance(pipe, Pipeline) and 0 <= pipe.score(X_raw, y) <= 1
+    # the marginals stay reachable through the Pipeline: predict_proba is predict_marginals (not for
+    # DLPWClassifier, a scikit-learn classifier whose predict_proba would have to agree with predict and
+    # decision_function, which LP pseudo-marginals do not)
+    if hasattr(pipe[-1], "predict_proba"):
+        proba, marginals = pipe.predict_proba(Xt_raw), pipe[-1].predict_marginals(pipe[:-1].transform(Xt_raw))
+        _assert_same([np.asarray(p, dtype=float) for p in (proba if isinstance(proba, list) else [proba])],
+                     [np.asarray(m, dtype=float) for m in (marginals if isinstance(marginals, list) else [marginals])],
+                     rtol=0, atol=0)
 
 
 def test_random_state_makes_fits_reproducible(case):

@@ -15,6 +15,7 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 from ..chain_crf import ChainCRF
 from ..utils._params import store_init_params
 from . import _structure
+from ._extensions import chain_class_weight, partial_fit_crf
 from ._features import AttributeVocabulary, split_rows
 from ._model import CRFModel, Tagger
 from ._trainlog import TrainingLog, format_iteration, format_scores, holdout_scores
@@ -65,6 +66,11 @@ class CRF(BaseEstimator):
       (a ``pycrfsuite.Trainer`` subclass) must be None: use ``verbose`` or ``training_log_``;
     * ``predict_marginals`` gives lists of lists of dicts, as sklearn-crfsuite's ``list(map(...))``.
 
+    Extensions (what sklearn-crfsuite does not have): ``fit(..., sample_weight=)`` (one weight per
+    sequence), the keyword-only ``class_weight``, :meth:`partial_fit` for the online algorithms,
+    :meth:`predict_proba` (the marginals as arrays, reachable through a ``Pipeline``) and
+    :func:`sklearn_struct.explain.explain_prediction` (per-token attributions by attribute name).
+
     Parameters
     ----------
     algorithm : {"lbfgs", "l2sgd", "ap", "pa", "arow"}, default=None
@@ -105,13 +111,18 @@ class CRF(BaseEstimator):
         (``"lbfgs"``) and in every prediction; a scheme name (``"BIO"``, ``"IOB2"``, ``"BIOES"``,
         ``"BILOU"``) derived from the label names, or a boolean array over ``classes_`` (see
         :class:`~sklearn_struct.ChainCRF`). Give it by name to keep it with a model file.
+    class_weight : dict, "balanced" or None, default=None
+        An extension (keyword-only): per-label weights on the loss, ``{label: weight}`` or
+        ``"balanced"``, as in :class:`sklearn_struct.ChainCRF` (each sequence weighted by the
+        mean of its tokens' label weights).
 
     Notes
     -----
     Extensions beyond sklearn-crfsuite, all on the same model: partial labels in ``fit``
     (``None`` at an unknown token, or a ``set`` of the labels it may take; ``"lbfgs"``),
     ``predict(X, fixed=...)`` / ``predict_marginals(X, fixed=...)`` (forced decoding, conditional
-    marginals), :meth:`predict_topk` (n-best lists) and :meth:`sequence_log_proba`.
+    marginals), :meth:`predict_topk` (n-best lists), :meth:`sequence_log_proba`,
+    ``sample_weight`` and ``class_weight``, :meth:`partial_fit` (online algorithms).
 
     Attributes
     ----------
@@ -177,6 +188,7 @@ class CRF(BaseEstimator):
         "keep_tempfiles": ["boolean"],
         "trainer_cls": [None],
         "allowed_transitions": [str, "array-like", None],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(self, algorithm=None, min_freq=None, all_possible_states=None, all_possible_transitions=None,
@@ -184,13 +196,13 @@ class CRF(BaseEstimator):
                  linesearch=None, max_linesearch=None, calibration_eta=None, calibration_rate=None,
                  calibration_samples=None, calibration_candidates=None, calibration_max_trials=None, pa_type=None,
                  c=None, error_sensitive=None, averaging=None, variance=None, gamma=None, verbose=False,
-                 model_filename=None, keep_tempfiles=False, trainer_cls=None, *, allowed_transitions=None):
+                 model_filename=None, keep_tempfiles=False, trainer_cls=None, *, allowed_transitions=None, class_weight=None):
         # positional, like sklearn-crfsuite (its tests call CRF("lbfgs")); stored unchanged
         store_init_params(self, locals())
 
     # ------------------------------------------------------------------ training
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_dev=None, y_dev=None):
+    def fit(self, X, y, X_dev=None, y_dev=None, sample_weight=None):
         """Train on lists of lists of feature dicts ``X`` and lists of labels ``y``.
 
         Parameters
@@ -202,6 +214,9 @@ class CRF(BaseEstimator):
             may take (partial labels, ``"lbfgs"`` only).
         X_dev, y_dev : list of lists, default=None
             Held-out data evaluated after every iteration (in ``training_log_``); give both or neither.
+        sample_weight : array-like of shape (n_sequences,), default=None
+            An extension: one weight per sequence, as in :meth:`sklearn_struct.ChainCRF.fit`
+            (CRFsuite's instance weights); routed by scikit-learn's metadata routing.
 
         Returns
         -------
@@ -211,16 +226,43 @@ class CRF(BaseEstimator):
         data = self._vectorise(X, y, X_dev, y_dev)
         featgen_seconds = time.perf_counter() - start
         structure = _structure.model_structure(self.allowed_transitions, data.labels)
-        chain = ChainCRF(**self._chain_params(), allowed_transitions=None if structure is None else tuple(structure))
+        chain = ChainCRF(**self._chain_params(), allowed_transitions=None if structure is None else tuple(structure),
+                         class_weight=chain_class_weight(self.class_weight, data.labels))
         with warnings.catch_warnings():  # max_iterations is a budget in CRFsuite: reaching it is no failure
             warnings.filterwarnings("ignore", message=".*did not converge.*max_iter", category=ConvergenceWarning)
-            chain.fit(data.X, data.y, **data.dev)
+            chain.fit(data.X, data.y, **data.dev, sample_weight=sample_weight)
         model = CRFModel.from_weights(data.names, data.labels, chain.coef_, chain.intercept_, chain.transition_)
         log = self._training_log(chain, model, data.holdout, featgen_seconds,
                                  time.perf_counter() - start - featgen_seconds)
         if self.model_filename is not None:
             model.save(self.model_filename)
+        self.__dict__.pop("_partial_state", None)
         self._set_fitted(model, chain, log)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """An extension: one epoch of the online ``algorithm`` (``"l2sgd"``, ``"ap"``, ``"pa"``, ``"arow"``) on a batch.
+
+        As :meth:`sklearn_struct.ChainCRF.partial_fit`: ``classes`` (every label) on the first
+        call, the training state kept between calls; attributes first seen in a later batch
+        are added to the model. ``fit`` starts again from scratch.
+
+        Parameters
+        ----------
+        X : list of lists of dicts
+        y : list of lists of str
+        classes : list of str, default=None
+        sample_weight : array-like of shape (n_sequences,), default=None
+
+        Returns
+        -------
+        self : CRF
+        """
+        names, labels, chain, state = partial_fit_crf(self, X, y, classes, sample_weight, _check_labels, _encode)
+        model = CRFModel.from_weights(names, labels, chain.coef_, chain.intercept_, chain.transition_)
+        self._set_fitted(model, chain, None)
+        self._partial_state = state
         return self
 
     def _vectorise(self, X, y, X_dev, y_dev):
@@ -356,6 +398,18 @@ class CRF(BaseEstimator):
             return self.predict_marginals([xseq])[0]
         model = self._fitted_model()
         return _marginal_dicts(model.marginals([xseq], "xseq")[0], model.labels)
+
+    def predict_proba(self, X):
+        """Per-token label probabilities as arrays (an extension; columns in ``classes_`` order).
+
+        The same numbers as :meth:`predict_marginals` without the dicts, under scikit-learn's
+        name, so that a :class:`~sklearn.pipeline.Pipeline` ending in this CRF reaches them.
+
+        Returns
+        -------
+        marginals : list of ndarray of shape (n_tokens_i, n_classes)
+        """
+        return list(self._fitted_model().marginals(X, "X"))
 
     def score(self, X, y):
         """Token accuracy of :meth:`predict` (see :mod:`sklearn_struct.crfsuite.metrics` for others)."""

@@ -142,8 +142,8 @@ def _step_size(algo, cost, d, delta, actives, n_act, cov, pa_type, pa_c, gamma):
 
 
 @kernel
-def online_epoch(algo, indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bias, offsets, y, order, w,
-                 ws, cov, u, pa_type, pa_c, error_sensitive, gamma):
+def online_epoch(algo, indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bias, offsets, y, sw, order,
+                 w, ws, cov, u, pa_type, pa_c, error_sensitive, gamma):
     """One epoch of the averaged perceptron (algo 0), passive-aggressive (1) or AROW (2).
 
     For each sequence in ``order``: Viterbi under ``w``; if ``d > 0`` labels are wrong,
@@ -158,6 +158,12 @@ def online_epoch(algo, indptr, indices, data, pair_ptr, pair_label, n_w, trans_o
 
     Perceptron and PA also add ``step * u * delta`` to ``ws`` (``u`` counts the sequences
     seen, from 1), so that ``w - ws / u`` is the average of all the weight vectors visited.
+
+    ``sw[s]`` weighs sequence s (1 everywhere: the plain algorithms; 0 skips it): the
+    perceptron's step is ``sw``; PA's ``c`` becomes ``sw * c`` (types 1, 2) and its type-0
+    step is multiplied by ``sw``; AROW's ``gamma`` becomes ``gamma / sw`` (in ``alpha`` and in
+    the covariance update, as if the sequence were seen ``sw`` times at once). The loss
+    adds ``sw`` times each sequence's cost.
     Returns ``(loss, u)``.
     """
     L = int(np.sqrt(trans_ok.shape[0]))
@@ -185,7 +191,8 @@ def online_epoch(algo, indptr, indices, data, pair_ptr, pair_label, n_w, trans_o
         d = 0
         for t in range(n):
             d += pred[t] != gold[t]
-        if d > 0:
+        weight = sw[s]
+        if d > 0 and weight > 0.0:
             margin = score[0] - _path_score(unary, trans[0], gold)
             n_act = collect_difference(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bias, lo, gold,
                                        pred[:n], delta, mark, i, actives)
@@ -195,23 +202,26 @@ def online_epoch(algo, indptr, indices, data, pair_ptr, pair_label, n_w, trans_o
                 cost = margin + (np.sqrt(d) if error_sensitive else 1.0)
             else:
                 cost = margin + d
-            step = _step_size(algo, cost, d, delta, actives, n_act, cov, pa_type, pa_c, gamma)
+            g = gamma / weight
+            step = _step_size(algo, cost, d, delta, actives, n_act, cov, pa_type, pa_c * weight, g)
+            if algo == 0 or (algo == 1 and pa_type == 0):
+                step *= weight
             for a in range(n_act):
                 k = actives[a]
                 if algo == 2:
                     w[k] += step * cov[k] * delta[k]
-                    cov[k] = cov[k] * gamma / (gamma + delta[k] * delta[k] * cov[k])  # 1/cov += d^2/gamma
+                    cov[k] = cov[k] * g / (g + delta[k] * delta[k] * cov[k])  # 1/cov += d^2/g, no overflow
                 else:
                     w[k] += step * delta[k]
                     ws[k] += step * u * delta[k]
-            loss += cost
+            loss += weight * cost
         u += 1
     return loss, u
 
 
 @kernel
-def sgd_epoch(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bias, offsets, y, order, theta, lam, t0,
-              t):
+def sgd_epoch(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bias, offsets, y, sw, order, theta, lam,
+              t0, t):
     """One epoch of L2-regularised SGD on the CRF likelihood, Pegasos-style (Shalev-Shwartz et al. 2007).
 
     Step ``t`` (counted over all epochs) uses ``eta = 1 / (lam (t0 + t))`` on the loss
@@ -219,8 +229,9 @@ def sgd_epoch(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bi
     ``eta`` times the negative gradient of the log-loss. The shrinking is kept as one scale
     factor (the penalised weights are ``decay * theta``), so a step touches only the
     features of its sequence; the bias is not penalised (not scaled). On return ``theta``
-    holds the actual weights. Returns ``(sum of the sequences' log-losses, t)``, each
-    log-loss taken before its own update.
+    holds the actual weights. ``sw[s]`` weighs sequence s: its log-loss gradient step is
+    multiplied by ``sw[s]`` (the shrinking is not: the penalty is per step). Returns
+    ``(sum of the sequences' weighted log-losses, t)``, each log-loss taken before its own update.
     """
     L = int(np.sqrt(trans_ok.shape[0]))
     max_len = _max_len(offsets)
@@ -250,6 +261,7 @@ def sgd_epoch(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bi
         else:
             decay *= shrink
         gain = eta / decay
+        weight = sw[s]
         sequence_scores(indptr, indices, data, pair_ptr, pair_label, theta, n_w, lo, hi, decay, unary)
         for q in range(L * L):
             trans[0, q // L, q % L] = decay * theta[n_w + L + q]
@@ -261,22 +273,23 @@ def sgd_epoch(indptr, indices, data, pair_ptr, pair_label, n_w, trans_ok, use_bi
                   direct, log_z, failed)
         if failed[0]:  # huge scores: the exact log-space pass
             _fb_log_chunk(unary, trans, False, local, first, _EDGE_SUM, node, no_edges, direct, log_z)
-        loss += log_z[0] - _path_score(unary, trans[0], y[lo:hi])
+        loss += weight * (log_z[0] - _path_score(unary, trans[0], y[lo:hi]))
         for t_ in range(n):  # node gradient: observed minus expected
             r, yt = lo + t_, y[lo + t_]
             node[t_, yt] -= 1.0
             for k in range(indptr[r], indptr[r + 1]):
-                v = gain * data[k]
+                v = weight * gain * data[k]
                 f = indices[k]
                 for p in range(pair_ptr[f], pair_ptr[f + 1]):
                     theta[p] -= v * node[t_, pair_label[p]]
             for j in range(L if use_bias else 0):
-                theta[n_w + j] -= eta * node[t_, j]
+                theta[n_w + j] -= weight * eta * node[t_, j]
             if t_ > 0:
                 direct[y[r - 1], yt] -= 1.0
         for q in range(L * L):
             if trans_ok[q]:
-                theta[n_w + L + q] -= gain * (outer[q // L, q % L] * exp_trans[q // L, q % L] + direct[q // L, q % L])
+                i_, j_ = q // L, q % L
+                theta[n_w + L + q] -= weight * gain * (outer[i_, j_] * exp_trans[i_, j_] + direct[i_, j_])
         t += 1.0
         if decay < 1e-100:  # fold the scale into the weights before it underflows
             _scale_penalised(theta, n_w, L, decay)
