@@ -510,7 +510,8 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         classes = arrays.pop("classes") if meta["version"] < 3 else decode_label_array(path, meta.get("classes"))
         check_labels(path, classes.tolist() if classes.dtype != object else list(classes), "classes")
         if not _is_sorted(classes):
-            raise ModelFileError(f"{path}: classes must be sorted and distinct, got {classes.tolist()[:10]}.", str(path))
+            raise ModelFileError(f"{path}: classes must be sorted and distinct, got {classes.tolist()[:10]}.",
+                                 str(path))
         L = len(classes)
         model.n_features_in_ = meta_number(path, meta, "n_features_in_", "int", 1)
         model.coef_ = check_model_array(path, arrays, "coef", (model.n_features_in_, L))

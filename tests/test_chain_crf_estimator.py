@@ -62,7 +62,7 @@ def test_save_and_load_without_pickle(fitted, data, tmp_path):
     _, _, Xt, _, _ = data
     fitted.save(tmp_path / "crf.npz")
     with np.load(tmp_path / "crf.npz", allow_pickle=False) as raw:
-        assert set(raw.files) == {"coef", "intercept", "transition", "meta"}  # labels typed in meta (format 3)
+        assert set(raw.files) == {"coef", "intercept", "transition", "meta"}  # format 3: classes_ in meta (#34)
     loaded = ChainCRF.load(tmp_path / "crf.npz")
     assert loaded.get_params() == fitted.get_params()
     for a, b in zip(loaded.predict_marginals(Xt), fitted.predict_marginals(Xt)):

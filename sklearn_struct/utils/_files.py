@@ -22,8 +22,8 @@ import tempfile
 import zlib
 from pathlib import Path
 
-__all__ = ["as_file_path", "atomic_write", "check_encoding", "named_read_errors", "read_bytes", "remove_stale_temporaries",
-           "text_lines"]
+__all__ = ["as_file_path", "atomic_write", "check_encoding", "named_read_errors", "read_bytes",
+           "remove_stale_temporaries", "text_lines"]
 
 
 def as_file_path(path, what="data file"):

@@ -17,8 +17,8 @@ NumPy scalars come back with their exact types, without pickle.
 names the file and what is wrong, before anything large is allocated or inflated: a path that is
 not a regular file (a directory, FIFO or device: never opened for reading), an empty, truncated
 or non-zip file, a member that is encrypted, of an unknown compression, duplicated, unexpected or
-missing, a member that would inflate more than ``MAX_INFLATION`` times its compressed size or past
-its declared size (members are read in bounded chunks and the read stops at the declared size),
+missing, members that overlap, a member that would inflate more than ``MAX_INFLATION`` times its
+compressed size or past its declared size (members are read in bounded chunks and the read stops at the declared size),
 a ``.npy`` header whose dtype is not plain numbers or whose shape does not match the member's size
 (or the shape the estimator expects), a header nested deeper than ``MAX_JSON_DEPTH``, a bad CRC or
 checksum, a format or version this code does not read. The estimator then checks what it read
@@ -35,7 +35,6 @@ import io
 import itertools
 import json
 import math
-import numbers
 import os
 import re
 import stat
@@ -181,7 +180,7 @@ def load_model_file(path, fmt, version, checksum_from=2, expect=None, what=None)
             raise _fail(path, f"is not a {what}: it has no 'meta' header.")
         meta = _read_meta(path, fh, size, members.pop("meta"), fmt, version, what)
         checked = meta["version"] >= checksum_from
-        expected = _expected_arrays(path, meta, expect)
+        expected = None if expect is None else expect(meta)
         if expected is not None:
             _check_member_names(path, set(members), set(expected))
         digest = hashlib.sha256()
@@ -343,6 +342,7 @@ class _MemberReader:
         self._chunks, self._buffer = chunks, b""
 
     def read(self, n):
+        """Up to ``n`` bytes (fewer at the member's end); used for the small ``.npy`` header."""
         while len(self._buffer) < n:
             chunk = next(self._chunks, None)
             if chunk is None:
@@ -458,10 +458,6 @@ def _check_json_depth(path, text):
             depth -= 1
 
 
-def _expected_arrays(path, meta, expect):
-    return None if expect is None else expect(meta)
-
-
 def _check_member_names(path, found, expected):
     missing, extra = sorted(expected - found), sorted(found - expected)
     if missing:
@@ -519,7 +515,8 @@ def encode_value(value, _depth=0):
 
 
 def decode_value(path, obj, what="value"):
-    """The value :func:`encode_value` encoded as ``obj``; ModelFileError naming ``path`` and ``what`` if it is not one."""
+    """The value :func:`encode_value` encoded as ``obj``; ModelFileError naming ``path`` and ``what`` if it is
+    not one."""
     kind = type(obj)
     if obj is None or kind in (bool, str, int, float):
         return obj
