@@ -254,7 +254,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
             bound = objective_eq9(out, Xa, Y, delta, C, loss_weight)
             if not np.isfinite(bound):
                 raise ValueError(f"DLPW: the training scores are not finite at epoch {epoch} (largest |x| = "
-                                 f"{np.abs(Xa.data).max():.3g}): the features overflow float64; rescale X.")
+                                 f"{np.abs(Xa.data).max():.3g}, C={self.C!r}): the features or C overflow float64; "
+                                 "rescale X or lower C.")
             exact = objective_eq7(out, Xa, Y, delta, C, loss_weight) if self.track_objective else np.nan
             curve.append((epoch, seconds, bound, exact))
             if progress(epoch, bound, seconds, **({"eq7": exact} if self.track_objective else {})):
