@@ -385,6 +385,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     def _check_X(self, X, reset):
         try:
             X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset, ensure_all_finite=False)
+        except OverflowError:  # Python ints beyond float64 in an object array
+            raise ValueError("X holds a feature value beyond the float64 range (|x| > 1.8e308).") from None
         except (TypeError, ValueError):
             bad = _first_non_numeric(X)
             if bad is None:

@@ -122,6 +122,9 @@ def bad_float_array(arr, allow_neg_inf=False):
     yield "huge", np.full(arr.shape, 1e308), False
     yield "huge-neg", np.full(arr.shape, -1e308), False
     yield "tiny", np.full(arr.shape, 1e-308), False
+    beyond = arr.astype(object)
+    beyond[last] = 10**400  # a Python int no float64 holds (issue #34): ValueError, not OverflowError
+    yield "beyond-float", beyond, False
 
 
 def bad_index_array(arr, n):
@@ -174,6 +177,9 @@ def bad_sequence_list(X):
     yield "none", None, False
     yield "a-string", "abc", False
     yield "huge", [np.full_like(x0, 1e308)] + list(X[1:]), False
+    beyond = x0.astype(object)
+    beyond[0, 0] = -(10**400)
+    yield "beyond-float", [beyond] + list(X[1:]), True
 
 
 def bad_label_list(y):
