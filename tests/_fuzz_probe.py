@@ -190,6 +190,13 @@ def bad_label_list(y):
     yield "2d", [np.asarray(y[0])[:, None]] + list(y[1:]), True
     yield "none", None, False
     yield "number", 3, False
+    mixed = np.asarray(y[0]).astype(object)
+    mixed[0] = "a-string" if not isinstance(mixed[0], str) else 7
+    yield "mixed-types", [mixed] + list(y[1:]), False
+    yield "unhashable", [[[0]] * len(y[0])] + list(y[1:]), False
+    unseen = np.array(y[0], copy=True)
+    unseen[-1] = 99 if unseen.dtype.kind in "iuf" else "never-seen"
+    yield "unseen-label", [unseen] + list(y[1:]), False  # a new class at fit; at score: named or scored as wrong
 
 
 def bad_weights(n):
