@@ -254,7 +254,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
             bound = objective_eq9(out, Xa, Y, delta, C, loss_weight)
             if not np.isfinite(bound):
                 raise ValueError(f"DLPW: the training scores are not finite at epoch {epoch} (largest |x| = "
-                                 f"{np.abs(Xa.data).max():.3g}): the features overflow float64; rescale X.")
+                                 f"{np.abs(Xa.data).max():.3g}, C={self.C!r}): the features or C overflow float64; "
+                                 "rescale X or lower C.")
             exact = objective_eq7(out, Xa, Y, delta, C, loss_weight) if self.track_objective else np.nan
             curve.append((epoch, seconds, bound, exact))
             if progress(epoch, bound, seconds, **({"eq7": exact} if self.track_objective else {})):
@@ -382,6 +383,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     def _check_X(self, X, reset):
         try:
             X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset, ensure_all_finite=False)
+        except OverflowError:  # Python ints beyond float64 in an object array
+            raise ValueError("X holds a feature value beyond the float64 range (|x| > 1.8e308).") from None
         except (TypeError, ValueError):
             bad = _first_non_numeric(X)
             if bad is None:

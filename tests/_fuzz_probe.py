@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout, n
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 from _fuzz_probe_files import SECTIONS as FILE_SECTIONS  # noqa: E402  (model files, loaders, interrupted fits)
+from _fuzz_probe_round3 import SECTIONS as ROUND3_SECTIONS  # noqa: E402  (issue #34: crfsuite, numerics, ...)
 
 MODULES = [
     "sklearn_struct", "sklearn_struct.energies", "sklearn_struct.datasets", "sklearn_struct.preprocessing",
@@ -55,8 +56,24 @@ FORBIDDEN_NAMES = ("IndexError", "KeyError", "ZeroDivisionError")
 # --------------------------------------------------------------------------------------
 
 
+def public_modules():
+    """MODULES plus every public module of the package that has an ``__all__`` (found by walking it)."""
+    import pkgutil
+
+    import sklearn_struct
+
+    found = set(MODULES)
+    for info in pkgutil.walk_packages(sklearn_struct.__path__, "sklearn_struct."):
+        if not any(part.startswith("_") for part in info.name.split(".")[1:]):
+            if hasattr(importlib.import_module(info.name), "__all__"):
+                found.add(info.name)
+    return sorted(found)
+
+
 def public_names(root=None):
-    """(module, name) of every public callable: the API reference (doc/api.rst) plus each module's __all__."""
+    """(module, name) of every public callable: the API reference (doc/api.rst) plus the ``__all__`` of
+    every public module (:func:`public_modules`), so a new function is listed, and must be probed, by
+    construction."""
     root = Path(root or Path(__file__).resolve().parents[1])
     names = set()
     api = root / "doc" / "api.rst"
@@ -69,7 +86,7 @@ def public_names(root=None):
             m = re.match(r"   (\w+)$", line)
             if m and module and callable(getattr(importlib.import_module(module), m.group(1), None)):
                 names.add((module, m.group(1)))
-    for mod in MODULES:
+    for mod in public_modules():
         for name in getattr(importlib.import_module(mod), "__all__", []):
             if callable(getattr(importlib.import_module(mod), name, None)):
                 names.add((mod, name))
@@ -105,6 +122,9 @@ def bad_float_array(arr, allow_neg_inf=False):
     yield "huge", np.full(arr.shape, 1e308), False
     yield "huge-neg", np.full(arr.shape, -1e308), False
     yield "tiny", np.full(arr.shape, 1e-308), False
+    beyond = arr.astype(object)
+    beyond[last] = 10**400  # a Python int no float64 holds (issue #34): ValueError, not OverflowError
+    yield "beyond-float", beyond, False
 
 
 def bad_index_array(arr, n):
@@ -157,6 +177,9 @@ def bad_sequence_list(X):
     yield "none", None, False
     yield "a-string", "abc", False
     yield "huge", [np.full_like(x0, 1e308)] + list(X[1:]), False
+    beyond = x0.astype(object)
+    beyond[0, 0] = -(10**400)
+    yield "beyond-float", [beyond] + list(X[1:]), True
 
 
 def bad_label_list(y):
@@ -167,6 +190,13 @@ def bad_label_list(y):
     yield "2d", [np.asarray(y[0])[:, None]] + list(y[1:]), True
     yield "none", None, False
     yield "number", 3, False
+    mixed = np.asarray(y[0]).astype(object)
+    mixed[0] = "a-string" if not isinstance(mixed[0], str) else 7
+    yield "mixed-types", [mixed] + list(y[1:]), False
+    yield "unhashable", [[[0]] * len(y[0])] + list(y[1:]), False
+    unseen = np.array(y[0], copy=True)
+    unseen[-1] = 99 if unseen.dtype.kind in "iuf" else "never-seen"
+    yield "unseen-label", [unseen] + list(y[1:]), False  # a new class at fit; at score: named or scored as wrong
 
 
 def bad_weights(n):
@@ -268,9 +298,12 @@ class Probe:
         self.tmp = Path(tmp)
         self.cases = 0
         self.failures = []
-        self.visited = set()
+        self.visited = set()  # callables with an explicit fuzz entry (a valid call or a bad-input case)
+        self.generic = set()  # callables reached only by the generic probe
 
     def run(self, qualname, label, thunk, names, index=None, path=None):
+        if not qualname.endswith("(generic)"):  # an explicit case: the callable has a fuzz entry
+            self.visited.add(re.split(r"[ .(\[]", qualname, maxsplit=1)[0])
         self.cases += 1
         print(f"{qualname} :: {label}", file=sys.stderr, flush=True)
         reason = judge(thunk, names, index, path)
@@ -981,7 +1014,7 @@ def probe_generic(p, names):
             continue
         if name in p.visited or not callable(obj):
             continue
-        p.visited.add(name)
+        p.generic.add(name)  # reached, but only by this generic probe: not a fuzz entry
         try:
             params = [q for q in inspect.signature(obj).parameters.values()
                       if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)]
@@ -1096,7 +1129,7 @@ def probe_hypothesis(p, max_examples):
 
 
 SECTIONS = ["chain", "linear", "loopy", "lp", "lp_learning", "matching", "utils", "metrics", "datasets",
-            "preprocessing", "energies", "estimators", *FILE_SECTIONS, "generic", "hypothesis"]
+            "preprocessing", "energies", "estimators", *FILE_SECTIONS, *ROUND3_SECTIONS, "generic", "hypothesis"]
 
 
 def main(max_examples=60, only=None):
@@ -1112,14 +1145,20 @@ def main(max_examples=60, only=None):
                     probe_hypothesis(p, max_examples)
                 elif section in FILE_SECTIONS:
                     FILE_SECTIONS[section](p)
+                elif section in ROUND3_SECTIONS:
+                    ROUND3_SECTIONS[section](p)
                 else:
                     globals()[f"probe_{section}"](p)
             except Exception as exc:  # noqa: BLE001 - a probe that cannot even be set up is a finding too
                 p.failures.append(f"section {section} crashed: {type(exc).__name__}: {str(exc)[:160]}")
             print(f"== {section}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
     listed = sorted({n for _, n in names})
-    print(json.dumps({"cases": p.cases, "failures": p.failures, "visited": sorted(p.visited), "listed": listed}))
+    print(json.dumps({"cases": p.cases, "failures": p.failures, "visited": sorted(p.visited), "listed": listed,
+                      "generic_only": sorted(p.generic - p.visited)}))
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 60, sys.argv[2].split(",") if len(sys.argv) > 2 else None)
+    if sys.argv[1:] == ["--list"]:  # the public callables, one ``module.name`` a line (tests/fuzz_public_callables.txt)
+        print("\n".join(f"{module}.{name}" for module, name in public_names()))
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 60, sys.argv[2].split(",") if len(sys.argv) > 2 else None)

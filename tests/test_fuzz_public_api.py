@@ -9,9 +9,18 @@ out-of-range and negative indices, wrong-length weights, huge and tiny magnitude
 finishes with hypothesis-drawn arrays for the oracles and packing helpers. Every outcome
 must be a ValueError/TypeError naming the argument (and the index, where there is one) or
 a NaN-free, correct result.
+
+Coverage by construction (issue #34): the probe lists every public callable of every public module
+that has an ``__all__`` (found by walking the package, plus doc/api.rst). Each must have an
+explicit fuzz entry (a valid call or a bad-input case in ``tests/_fuzz_probe*.py``); being reached
+only by the generic None / NaN / string probe is not enough. The list itself is kept in
+``tests/fuzz_public_callables.txt`` (regenerate with ``python tests/_fuzz_probe.py --list``), so a
+new public function fails :func:`test_the_list_of_public_callables_is_current` until it is added
+there, and :func:`test_every_public_callable_survives_every_bad_input` until it has an entry.
 """
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,15 +36,39 @@ from sklearn_struct.utils.validation import check_float_array, check_int_array, 
 PROBE = Path(__file__).with_name("_fuzz_probe.py")
 
 
+LISTED = Path(__file__).with_name("fuzz_public_callables.txt")
+
+# Findings of issue #34's fuzz round in other engineers' areas (parser / tree oracles), reported there and
+# tolerated here until their fixes are merged; anything else fails.
+KNOWN_ELSEWHERE = [
+    r"^tree_marginals -?1e\+300 \[valid\]: wrong result",  # matrix-tree marginals at +-1e300 scores
+    r"^link_bp\((unary|pair_scores)\) \[huge\]: NaN",  # factor BP at 1e308 potentials
+    r"^pruned_link_marginals\(pair_scores\) \[huge\]: NaN",
+    r"^pruned_link_marginals\(max_iter\) \[",  # max_iter not validated (int() of NaN / 'a' / None / inf)
+]
+
+
 def test_every_public_callable_survives_every_bad_input():
     proc = subprocess.run([sys.executable, str(PROBE), "40"], capture_output=True, text=True, timeout=600)
     last = proc.stderr.strip().splitlines()[-3:]
     assert proc.returncode == 0, f"probe crashed (exit {proc.returncode}); last cases: {last}\n{proc.stderr[-2000:]}"
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report["cases"] > 1500
-    assert report["failures"] == [], "\n".join(report["failures"])
+    assert report["cases"] > 4000
+    failures = [f for f in report["failures"] if not any(re.match(k, f) for k in KNOWN_ELSEWHERE)]
+    assert failures == [], "\n".join(failures)
     missing = sorted(set(report["listed"]) - set(report["visited"]))
-    assert not missing, f"public callables the probe did not reach: {missing}"
+    assert not missing, (f"public callables with no fuzz entry (reached only by the generic probe, if at all): "
+                         f"{missing}; add a valid call and bad inputs for each to tests/_fuzz_probe*.py")
+
+
+def test_the_list_of_public_callables_is_current():
+    proc = subprocess.run([sys.executable, str(PROBE), "--list"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    current = proc.stdout.split()
+    assert len(current) > 150
+    assert current == LISTED.read_text().split(), (
+        "the public API changed: regenerate tests/fuzz_public_callables.txt with `python tests/_fuzz_probe.py "
+        "--list > tests/fuzz_public_callables.txt` and give every new callable a fuzz entry")
 
 
 # in-process properties of the shared validation helpers (pure NumPy: no crash possible)

@@ -115,3 +115,20 @@ def test_sampled_potentials_that_overflow_a_path_score_are_refused():
             f(unary, trans, *args)
     with pytest.raises(ValueError, match=r"unary \(\|\.\| up to 1e\+306\)"):
         sampled_marginals(np.full((2, 3, 1), 1e306), np.zeros((2, 2, 1)))
+
+
+def test_numbers_beyond_float64_in_arrays_are_named():
+    from sklearn_struct import DLPWClassifier, NonLocalCRF
+    from sklearn_struct.oracles.chain import forward_backward
+    from sklearn_struct.utils.validation import check_float_array
+
+    big = np.array([[10**400, 1]], dtype=object)
+    for est in (ChainCRF(), NonLocalCRF()):
+        with pytest.raises(ValueError, match="Sequence 0: a feature value is beyond the float64 range"):
+            est.fit([big], [np.array([0])])
+    with pytest.raises(ValueError, match="X holds a feature value beyond the float64 range"):
+        DLPWClassifier().fit(np.array([[10**400, 1], [1, 2]], dtype=object), np.array([[0, 1], [1, 0]]))
+    with pytest.raises(ValueError, match="unary holds a number beyond the float64 range"):
+        forward_backward(big, np.zeros((2, 2)), np.array([0, 1]))
+    with pytest.raises(ValueError, match="w holds a number beyond"):
+        check_float_array([-(10**400), 1.0], "w")

@@ -506,7 +506,12 @@ def _check_labels(y, offsets, what):
             raise ValueError(f"{what}, sequence {i}: expected a list of labels, got {type(labels).__name__}.")
         if len(labels) != offsets[i + 1] - offsets[i]:
             raise ValueError(f"{what}, sequence {i}: {len(labels)} labels for {offsets[i + 1] - offsets[i]} tokens.")
-        out.append(list(labels))
+        labels = list(labels)
+        if not all(map(_hashable, labels)):
+            t = next(t for t, label in enumerate(labels) if not _hashable(label))
+            raise ValueError(f"{what}, sequence {i}, token {t}: label {labels[t]!r} is not hashable (labels must be "
+                             "str, numbers or tuples).")
+        out.append(labels)
     return out
 
 

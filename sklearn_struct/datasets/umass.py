@@ -72,7 +72,7 @@ def load_umass_citations(subset="train", depth=None, scheme="BIO", errors="repai
     >>> words, paths[1]
     (['A.', 'Gnedin', ','], ('authors', 'person', 'person-last'))
     """
-    if subset not in _SUBSETS:
+    if not isinstance(subset, str) or subset not in _SUBSETS:
         raise ValueError(f"subset must be one of {sorted(_SUBSETS)}, got {subset!r}.")
     if depth is not None and (not isinstance(depth, numbers.Integral) or isinstance(depth, bool) or depth < 1):
         raise ValueError(f"depth must be None or an integer >= 1, got {depth!r}.")

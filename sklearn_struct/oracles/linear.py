@@ -162,7 +162,7 @@ def frequent_pairs(X, y, n_labels, min_freq, all_possible=False):
     """
     min_freq = check_scalar_param(min_freq, "min_freq")
     seen_ptr, seen_label = observed_pairs(X, y, n_labels)
-    X = sp.csr_matrix(X)
+    X = sp.csr_matrix(_check_features(X))  # as observed_pairs read it (e.g. numeric strings as floats)
     Y = sp.csr_matrix((np.ones(len(y)), (np.arange(len(y)), np.asarray(y))), shape=(len(y), n_labels))
     freq = (X.T @ Y).tocsr()
     rows = np.repeat(np.arange(X.shape[1]), np.diff(seen_ptr))

@@ -296,6 +296,9 @@ def assignment(costs, *, check_input=True):
 
 
 def _assign(costs):
+    if not np.all(np.isfinite(costs)):  # scores that overflowed (features or weights near the float64 limit)
+        raise ValueError("assignment: the matching scores are not finite (they overflow float64); rescale the "
+                         "pair features X or the weights.")
     rows, cols = linear_sum_assignment(costs)
     y = np.empty(costs.shape[0], dtype=np.int64)
     y[rows] = cols

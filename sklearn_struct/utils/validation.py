@@ -69,6 +69,8 @@ def _check_one_sequence(x, i, accept_sparse, dtype):
             if raw.dtype.kind == "c":
                 raise ValueError(f"Sequence {i}: features are complex; only real features are supported.")
             x = np.asarray(raw, dtype=dtype)
+        except OverflowError:  # Python ints beyond float64 in an object array
+            raise ValueError(f"Sequence {i}: a feature value is beyond the float64 range (|x| > 1.8e308).") from None
         except (TypeError, ValueError) as exc:
             if "complex" in str(exc):
                 raise
@@ -248,6 +250,8 @@ def check_float_array(arr, name, *, ndim=None, shape=None, allow_neg_inf=False, 
     if raw.dtype.kind not in "biuf":
         try:
             raw = raw.astype(np.float64)
+        except OverflowError:  # Python ints beyond float64 in an object array
+            raise ValueError(f"{name} holds a number beyond the float64 range (|x| > 1.8e308).") from None
         except (TypeError, ValueError):
             raise ValueError(f"{name} must be a numeric array, got dtype {raw.dtype}.") from None
     out = np.asarray(raw, dtype=np.float64, order="C")
