@@ -208,8 +208,8 @@ def main():
     n_labels = len(np.unique(np.concatenate(y1)))
     per_token = per_token_compute(X1, _encode(y1), n_labels)
     out = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "max_iter": MAX_ITER, "sizes": []}
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  worker_dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                  worker_dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         for k in (int(s) for s in args.sizes.split(",")):
             out["sizes"].append(run_size(k, X1, y1, client))
             print(json.dumps(out["sizes"][-1]), flush=True)

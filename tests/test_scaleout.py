@@ -30,8 +30,8 @@ TIMEOUT = 120  # seconds: no test of this module may wait longer on the cluster
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  worker_dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                  worker_dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
         c.wait_for_workers(2, timeout=TIMEOUT)
         yield c
 
