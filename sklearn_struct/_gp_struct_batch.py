@@ -32,19 +32,27 @@ class FixedSamples:
     ``loglik[i]`` (K, S) and log-densities ``logq0[i]`` (K, S) under ``p``."""
 
     def __init__(self, prior, p, seqs, y, n_samples, seed, likelihood, n_jobs=None):
-        offsets = prior.offsets
+        from ._gp_struct_shards import resident, run_resident
+
         self.seqs = np.asarray(seqs, dtype=np.int64)
         self.n_jobs = n_jobs
-
-        def work(draw, i):
-            s = self.seqs[i]
-            ys = y[offsets[s]:offsets[s + 1]]
-            return (draw.f, draw.fbin(p)), _seq_loglik(draw, p, ys, likelihood), draw.logq
-
-        res = _per_sequence(prior, p, self.seqs, n_samples, seed, n_jobs, work)
+        self.shards = resident(prior, y, n_jobs)
+        if self.shards is not None:  # the draws stay on the workers, with the sequences they belong to
+            self.token = run_resident(self.shards, p, "fix", self.seqs, n_samples, seed, (likelihood,))
+            return
+        res = _per_sequence(prior, p, self.seqs, n_samples, seed, n_jobs,
+                            fixed_work(p, self.seqs, y, prior.offsets, likelihood))
         self.samples = [r[0] for r in res]
         self.loglik = [r[1] for r in res]
         self.logq0 = [r[2] for r in res]
+
+
+def fixed_work(p, seqs, y, offsets, likelihood):
+    """The per-sequence work of :class:`FixedSamples`: samples, their log-likelihoods and densities."""
+    def work(draw, i):
+        s = seqs[i]
+        return (draw.f, draw.fbin(p)), _seq_loglik(draw, p, y[offsets[s]:offsets[s + 1]], likelihood), draw.logq
+    return work
 
 
 def is_estimate(prior, p, fixed, grad=True):
@@ -55,10 +63,22 @@ def is_estimate(prior, p, fixed, grad=True):
     components). ``grad="pair"`` computes only the pairwise parts (the unary ones are the
     costly ``B^T U`` products).
     """
+    if fixed.shards is not None:
+        from ._gp_struct_shards import run_resident
+
+        res = run_resident(fixed.shards, p, "is", fixed.seqs, None, None, (fixed.token, grad))
+        return collect(res, bool(grad), extra="ess")
+    work = is_work(fixed.loglik, fixed.logq0, grad)
+    res = _per_sequence(prior, p, fixed.seqs, None, None, fixed.n_jobs, work, samples=fixed.samples)
+    return collect(res, bool(grad), extra="ess")
+
+
+def is_work(logliks, logq0s, grad):
+    """The per-sequence work of :func:`is_estimate` given the fixed samples' log-likelihoods and densities."""
     def work(draw, i):
-        loglik = fixed.loglik[i]
+        loglik = logliks[i]
         K, S = loglik.shape
-        logw = draw.logq - fixed.logq0[i]
+        logw = draw.logq - logq0s[i]
         wt = np.exp(logw - logw.max(axis=1, keepdims=True))
         wt /= wt.sum(axis=1, keepdims=True)
         ell_k = np.sum(wt * loglik, axis=1)
@@ -67,9 +87,7 @@ def is_estimate(prior, p, fixed, grad=True):
             return (float(ell_k.mean()), ess), None
         c = wt * (loglik - ell_k[:, None]) / K  # pi_k = 1 / K
         return (float(ell_k.mean()), ess), score_parts(draw, c, unary=grad != "pair")
-
-    res = _per_sequence(prior, p, fixed.seqs, None, None, fixed.n_jobs, work, samples=fixed.samples)
-    return collect(res, bool(grad), extra="ess")
+    return work
 
 
 def is_elbo(prior, p, fixed, grad=True):

@@ -206,21 +206,12 @@ class SparsePrior:
         self.B = np.ascontiguousarray(np.stack(self.B))
         self.offsets = offsets
 
-        def blocks(sl):
-            out = []
-            for s in range(sl.start, sl.stop):
-                lo, hi = offsets[s], offsets[s + 1]
-                Bn = self.B[:, lo:hi]
-                Kt = np.stack([finite_gram(k, Xp[lo:hi], offsets[s:s + 2] - lo) for k in kernels])
-                Kt -= Bn @ np.swapaxes(Bn, 1, 2)
-                Kt = 0.5 * (Kt + np.swapaxes(Kt, 1, 2))
-                idx = np.arange(hi - lo)
-                Kt[:, idx, idx] += np.asarray(self.jitter)[:, None]
-                out.append(Kt)
-            return out
-
         n_seq = offsets.shape[0] - 1
-        parts = run_chunks(blocks, even_chunks(n_seq, 4 * max(1, _n_jobs(n_jobs))), n_jobs=n_jobs)
+        chunks = []
+        for sl in even_chunks(n_seq, 4 * max(1, _n_jobs(n_jobs))):  # each task gets its own rows only
+            lo, hi = offsets[sl.start], offsets[sl.stop]
+            chunks.append((kernels, Xp[lo:hi], offsets[sl.start:sl.stop + 1] - lo, self.B[:, lo:hi], self.jitter))
+        parts = run_chunks(_ktil_blocks, chunks, n_jobs=n_jobs)
         self.Ktil = [k for part in parts for k in part]
 
     def unary_mean(self, m):
@@ -228,6 +219,22 @@ class SparsePrior:
         if self.B.shape[0] == 1:
             return self.B[0] @ m.T
         return np.einsum("qnm,qm->nq", self.B, m)
+
+
+def _ktil_blocks(chunk):
+    """``K~_n`` (G, T_n, T_n) of each sequence of a chunk ``(kernels, rows, offsets, B rows, jitters)``."""
+    kernels, Xp, offsets, B, jitter = chunk
+    out = []
+    for s in range(offsets.shape[0] - 1):
+        lo, hi = offsets[s], offsets[s + 1]
+        Bn = B[:, lo:hi]
+        Kt = np.stack([finite_gram(k, Xp[lo:hi], offsets[s:s + 2] - lo) for k in kernels])
+        Kt -= Bn @ np.swapaxes(Bn, 1, 2)
+        Kt = 0.5 * (Kt + np.swapaxes(Kt, 1, 2))
+        idx = np.arange(hi - lo)
+        Kt[:, idx, idx] += np.asarray(jitter)[:, None]
+        out.append(Kt)
+    return out
 
 
 def _n_jobs(n_jobs):
@@ -503,12 +510,21 @@ def _blas_controller():
     return _CONTROLLER[0]
 
 
-def _per_sequence(prior, p, seqs, S, seed, n_jobs, work, samples=None):
+def sequence_seeds(seed, n):
+    """The per-sequence seeds of :func:`_per_sequence` for ``n`` sequences."""
+    return np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=n)
+
+
+def _per_sequence(prior, p, seqs, S, seed, n_jobs, work, samples=None, seeds=None):
     """Run ``work(draw, i)`` for every sequence ``seqs[i]`` on fresh posterior draws (one seed per
-    sequence, so results do not depend on the chunking), or on the given ``samples[i] = (f, f_bin)``
-    re-expressed under ``p``; joblib-parallel over chunks of sequences."""
+    sequence, so results do not depend on the chunking; ``seeds`` gives them, else they come from
+    ``seed``), or on the given ``samples[i] = (f, f_bin)`` re-expressed under ``p``;
+    joblib-parallel over chunks of sequences."""
     seqs = np.asarray(seqs, dtype=np.int64)
-    seeds = np.random.RandomState(seed).randint(np.iinfo(np.int32).max, size=len(seqs)) if samples is None else None
+    if samples is None and seeds is None:
+        seeds = sequence_seeds(seed, len(seqs))
+    elif samples is not None:
+        seeds = None
     L = None if p.diagonal else p.L
     scale = np.exp(p.logd)
     offsets = prior.offsets
@@ -551,14 +567,23 @@ def mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, contr
     gradient w.r.t. the latent means, ``U`` (tokens, K, Q, M) with
     ``dELL/dL_kj = 2 B^T U_kj``, and pairwise ``g_mb``, ``g_lsb`` (len(seqs), Q, Q).
     """
-    offsets = prior.offsets
     seqs = np.asarray(seqs, dtype=np.int64)
+    from ._gp_struct_shards import resident, run_resident
 
+    shards = resident(prior, y, n_jobs)
+    if shards is not None:  # on a dask cluster: only the parameters travel
+        return collect(run_resident(shards, p, "mc", seqs, n_samples, seed, (likelihood, grad, control_variate)),
+                       grad)
+    work = estimate_work(p, seqs, y, prior.offsets, likelihood, grad, control_variate)
+    return collect(_per_sequence(prior, p, seqs, n_samples, seed, n_jobs, work), grad)
+
+
+def estimate_work(p, seqs, y, offsets, likelihood, grad, control_variate):
+    """The per-sequence work of :func:`mc_estimate`: ``work(draw, i)`` for sequence ``seqs[i]``."""
     def work(draw, i):
         s = seqs[i]
         return _seq_estimate(draw, p, y[offsets[s]:offsets[s + 1]], likelihood, grad, control_variate)
-
-    return collect(_per_sequence(prior, p, seqs, n_samples, seed, n_jobs, work), grad)
+    return work
 
 
 def elbo(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, control_variate=True, n_jobs=None):

@@ -6,6 +6,7 @@ decoding in each worker process), so "only the parameters travel" is measured, n
 """
 
 import os
+import pickle
 import signal
 import warnings
 
@@ -15,7 +16,8 @@ import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_struct import ChainCRF, PrunedBPMarginals
+from sklearn_struct import ChainCRF, GPStructClassifier, PrunedBPMarginals
+from sklearn_struct.datasets import make_chain_data
 from sklearn_struct.datasets._ising import make_ising_grid
 from sklearn_struct.utils.graph import images_to_graphs
 from sklearn_struct.utils import shards as shard_module
@@ -28,8 +30,8 @@ TIMEOUT = 120  # seconds: no test of this module may wait longer on the cluster
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  worker_dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                  worker_dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
         c.wait_for_workers(2, timeout=TIMEOUT)
         yield c
 
@@ -67,7 +69,7 @@ class _Meter:
             before = sum(self.read().values())
             out = original(shards, func, params, *args)
             if shards.distributed:
-                self.per_evaluation.append((sum(self.read().values()) - before, params.nbytes))
+                self.per_evaluation.append((sum(self.read().values()) - before, len(pickle.dumps(params))))
             return out
 
         monkeypatch.setattr(ResidentShards, "map", map)
@@ -143,6 +145,22 @@ def test_pruned_bp_on_the_cluster_equals_the_local_fit_and_ships_only_theta(heal
     first, later = meter.check(overhead=8000)
     print("pruned bp: first", first, "later", later.min(), "-", later.max())
     assert np.max(later) < 0.05 * first
+
+
+def test_gp_struct_on_the_cluster_equals_the_local_fit_and_ships_only_parameters(healthy, monkeypatch):
+    X, y = make_chain_data(80, n_labels=3, n_features=6, min_length=3, max_length=8, random_state=0)
+    params = dict(optimizer="lbfgs", n_inducing=40, n_samples=10, max_iter=1, block_iters=(3, 2, 0),
+                  n_predict_samples=10, random_state=0, n_jobs=2)
+    local = _fit_quiet(GPStructClassifier(**params), X, y)
+    meter = _Meter(healthy, monkeypatch)
+    with joblib.parallel_backend("dask"):
+        remote = _fit_quiet(GPStructClassifier(**params), X, y)
+    np.testing.assert_allclose(remote.elbo_curve_, local.elbo_curve_, rtol=1e-12)
+    np.testing.assert_allclose(remote.params_.get_unary(), local.params_.get_unary(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(remote.params_.get_pair(), local.params_.get_pair(), rtol=1e-12, atol=1e-12)
+    # requests that draw new samples carry the sequence indices and seed too; the task messages add ~4 KB
+    first, later = meter.check(overhead=8000)
+    print("gp: first", first, "later", later.min(), "-", later.max(), "params", meter.per_evaluation[0][1])
 
 
 def _kill(client, worker):
