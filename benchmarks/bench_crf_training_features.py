@@ -96,9 +96,10 @@ def part_sample_weight(X, y, X_test, y_test, rng):
         scale = max(np.abs(dup.coef_).max(), np.abs(dup.transition_).max())
         rows.append({"setting": name, "max_abs_weight_difference": float(diff), "max_abs_weight": float(scale),
                      "weighted_iterations": int(weighted.n_iter_), "duplicated_iterations": int(dup.n_iter_),
-                     "weighted_f1": f1(y_test, weighted.predict(X_test)), "duplicated_f1": f1(y_test, dup.predict(X_test)),
-                     "plain_f1": f1(y_test, plain.predict(X_test)),
-                     "cpu_weighted_over_plain": weighted_s / plain_s, "cpu_weighted_over_duplicated": weighted_s / dup_s})
+                     "weighted_f1": f1(y_test, weighted.predict(X_test)),
+                     "duplicated_f1": f1(y_test, dup.predict(X_test)), "plain_f1": f1(y_test, plain.predict(X_test)),
+                     "cpu_weighted_over_plain": weighted_s / plain_s,
+                     "cpu_weighted_over_duplicated": weighted_s / dup_s})
         print(rows[-1], flush=True)
     return rows, int(weights.sum())
 

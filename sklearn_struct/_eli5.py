@@ -95,7 +95,8 @@ class _CRFView:
             self.attributes_.append("<BIAS>")
             self.state_features_.update({("<BIAS>", c): float(b) for c, b in zip(self.classes_, bias) if b != 0})
         T = np.asarray(crf.transition_)
-        self.transition_features_ = {(self.classes_[i], self.classes_[j]): float(T[i, j]) for i, j in zip(*np.nonzero(T))}
+        self.transition_features_ = {(self.classes_[i], self.classes_[j]): float(T[i, j])
+                                     for i, j in zip(*np.nonzero(T))}
         self._repr = repr(crf)
 
     def __repr__(self):

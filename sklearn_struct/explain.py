@@ -134,7 +134,11 @@ def explain_prediction(estimator, X_one, *, feature_names=None, top=None):
     path_score = float(unary[np.arange(n), path].sum() + transition[path[:-1], path[1:]].sum()) if n else 0.0
     tokens = []
     for t in range(n):
-        local = unary[t] + (transition[path[t - 1]] if t > 0 else 0.0) + (transition[:, path[t + 1]] if t < n - 1 else 0.0)
+        local = unary[t].copy()  # each label's score with the neighbours kept
+        if t > 0:
+            local += transition[path[t - 1]]
+        if t < n - 1:
+            local += transition[:, path[t + 1]]
         others = np.delete(np.arange(len(classes)), path[t])
         runner = int(others[np.argmax(local[others])]) if others.size else int(path[t])
         parts = [_label_score(rows, t, lab, coef_dense, bias, transition, path, classes, names, node, top)

@@ -12,7 +12,8 @@ from sklearn_struct.preprocessing import SequenceVectorizer
 
 
 def test_every_marginal_estimator_has_the_alias():
-    for cls in (ChainCRF, NonLocalCRF, GPStructClassifier, PrunedBPMarginals, MLEStructMatcher, DependencyParserBP, CRF):
+    for cls in (ChainCRF, NonLocalCRF, GPStructClassifier, PrunedBPMarginals, MLEStructMatcher, DependencyParserBP,
+                CRF):
         assert callable(getattr(cls, "predict_proba", None)), cls.__name__
 
 
