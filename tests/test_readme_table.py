@@ -44,12 +44,13 @@ def test_every_benchmark_family_has_rows(make_table):
 
 def test_rows_follow_the_result_files(make_table, tmp_path, monkeypatch):
     """A changed result changes the table; a missing result file drops its rows."""
-    for name in ("cold_start.json", "mle_struct_cmu.json"):
+    for name in ("cold_start/cold_start.json", "mle_struct_cmu/mle_struct_cmu.json"):  # results/<benchmark>/
+        (tmp_path / name).parent.mkdir()
         (tmp_path / name).write_text((make_table.RESULTS / name).read_text())
-    data = json.loads((tmp_path / "cold_start.json").read_text())
+    data = json.loads((tmp_path / "cold_start/cold_start.json").read_text())
     runs = data["estimators"] if isinstance(data, dict) else data  # {"estimators", "tour"} since the tour is measured
     runs[0]["cold_fit_predict_cpu_s"] = 99.0
-    (tmp_path / "cold_start.json").write_text(json.dumps(data))
+    (tmp_path / "cold_start/cold_start.json").write_text(json.dumps(data))
     monkeypatch.setattr(make_table, "RESULTS", tmp_path)
     rows = make_table.rows()
     assert {r.benchmark.split(" (`")[0].split(",")[0] for r in rows} == {"MLE-Struct", "cold start"}

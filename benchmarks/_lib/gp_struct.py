@@ -2,7 +2,6 @@
 paper's numbers and settings, the paper's splits (``paper_split``), the error rate, and the MAP / decoder
 helpers of the amplitude studies (``whitened``, ``errors``, ``cv_errors``)."""
 import json
-from pathlib import Path
 
 import numpy as np
 from sklearn.preprocessing import LabelEncoder
@@ -14,10 +13,10 @@ from sklearn_struct.oracles.chain import forward_backward
 from sklearn_struct.preprocessing import CRFppTemplateFeaturizer
 from sklearn_struct.utils.packing import pack_sequences, subset_sequences
 
+from .results import results_dir
 from .internals import AMPLITUDE_GRID, SparsePrior, _fresh_kernels, _Rows, find_data_file, pmi_transitions, \
     sparse_map, token_marginals
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 TASKS = [("basenp", "base np", 150), ("chunking", "chunking", 50), ("seg", "segmentation", 20),
@@ -223,8 +222,8 @@ GRID = tuple(4.0**k for k in range(-2, 9))
 
 def merged():
     """The MAP table and every fit run (the fits' part files over the main file's ``fits``)."""
-    path = RESULTS / "gp_struct_amplitude_range.json"
+    path = results_dir("gp_struct_amplitude_range") / "gp_struct_amplitude_range.json"
     out = json.loads(path.read_text()) if path.exists() else {}
-    for part in sorted(RESULTS.glob("gp_struct_amplitude_range_*_*.json")):
+    for part in sorted(results_dir("gp_struct_amplitude_range").glob("gp_struct_amplitude_range_*_*.json")):
         out.setdefault("fits", {}).update(json.loads(part.read_text()))
     return out

@@ -50,11 +50,12 @@ import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.internals import bethe_inference, nonlocal_objective  # noqa: E402
 from sklearn_struct.energies import PoissonCountEnergy
 
 PAPER = {625: (0.19, 2.8), 10000: (2.7, 93), 50000: (14, 690)}
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("cgm_table5")
 
 
 def make_migration(grid, n_steps=20, population=100_000, alpha=0.5, random_state=0):

@@ -87,6 +87,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import KFold
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.citation_features import citation_features  # noqa: E402
 
 from sklearn_struct import NonLocalCRF  # noqa: E402
@@ -97,7 +98,7 @@ from sklearn_struct.metrics import chunk_precision_recall_f1, segment_report, to
 from sklearn_struct.preprocessing import SequenceVectorizer  # noqa: E402
 from _lib.citations import CAPPED_MAX_ITER, crfsuite_dicts, FIELDS, load, MAX_ITER, PSI_SETTINGS, TEMPLATES, vectorize  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("citations")
 C2_GRID = (0.3, 1.0)
 TUNE_MAX_ITER = None  # the c2 grid fits too (see tune_c2)
 PSI_HOLDOUT = 3

@@ -34,12 +34,13 @@ import scipy.sparse as sp
 from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.internals import cutting_plane, dlpw, exact_objective, pegasos_lp  # noqa: E402
 from sklearn_struct.datasets import load_scene, load_yeast
 from _lib.internals import _augment  # noqa: E402
 from sklearn_struct.oracles.lp import icm, make_lp_graph
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("dlpw_figure1")
 C = 1.0
 WITHIN = 0.01
 PAPER = {"yeast": "DLPW 6x faster than Pegasos, 43x faster than cutting plane",

@@ -44,9 +44,10 @@ import numpy as np
 from sklearn_struct import ChainCRF, GPStructClassifier
 from sklearn_struct.preprocessing import CRFppTemplateFeaturizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.gp_struct import C2_GRID, error_rate, GP, GP_COMMON, GP_PAPER, gp_params, load_pool, OWN_CV_RULE, PAPER, paper_split, SETTINGS, SETTINGS_PAPER, SETTINGS_POOLED, TASKS  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("gp_struct_table1")
 
 
 def to_dicts(feat, X):

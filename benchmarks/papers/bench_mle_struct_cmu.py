@@ -32,11 +32,12 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_struct import MLEStructMatcher
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.internals import MatchingSSVM  # noqa: E402
 from sklearn_struct.datasets import load_cmu_house_hotel
 from sklearn_struct.preprocessing import PointSetPairFeatures
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("mle_struct_cmu")
 GAPS = list(range(0, 100, 10))
 # Fig. 4 of the paper: (MLE-Struct, Caetano linear + learning)
 PAPER = {

@@ -33,10 +33,11 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_struct import MLEStructMatcher
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.internals import exact_log_likelihood, exact_matching_mle  # noqa: E402
 from sklearn_struct.oracles.matching import sample_matchings
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("mle_struct_figure1")
 N = 10
 ALPHA = 1.0
 SIZES = [10, 30, 100, 300]

@@ -20,6 +20,7 @@ Run: ``python benchmarks/bench_mle_struct_table2.py`` (a few minutes; writes res
 """
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -30,8 +31,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sklearn_struct.oracles.matching import bp_matching_marginals, fw_bethe_marginals
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("mle_struct_table2")
 EPS = [0.05, 0.01, 0.005, 0.001]
 PAPER = {20: [3.37, 1.56, 1.12, 0.25], 50: [18.0, 11.76, 5.18, 0.91], 100: [19.24, 19.24, 10.6, 1.75]}
 # (n per side, graphs, inverse temperature beta): log-potentials beta * unif[0, 1]

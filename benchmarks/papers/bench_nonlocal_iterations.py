@@ -17,6 +17,7 @@ Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_nonlocal_itera
 """
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -24,8 +25,10 @@ import numpy as np
 
 from sklearn_struct import NonLocalCRF
 from sklearn_struct.energies import UnigramDictionaryEnergy, WordDictionaryEnergy
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("nonlocal_iterations")
 CAPS = [0, 1, 2, 3, 5, 7, 10, 15, 20, 30, 40]
 
 

@@ -73,6 +73,7 @@ import csv
 import os
 import platform
 import re
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -85,8 +86,10 @@ from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from sklearn_struct import NonLocalCRF
 from sklearn_struct.energies import RandomFourierMeanMap, UnigramDictionaryEnergy, WordDictionaryEnergy
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("ocr_table4")
 
 # Hyperparameters (c2 and C chosen inside every fold's training part; see the module docstring).
 C2 = 1.0  # base CRF L2 penalty (re-chosen inside every fold from C2_GRID)

@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -41,8 +42,10 @@ from sklearn_struct.datasets import load_ud
 from sklearn_struct.oracles.loopy import loopy_bp
 from sklearn_struct.parsing import DependencyParserBP, attachment_score, pruned_link_marginals
 from sklearn_struct.utils.graph import grid_edges
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("parsing_table1")
 CONFIGS = {
     "dutch": dict(projective=False, grandparents=True, siblings=False),
     "italian": dict(projective=True, grandparents=True, siblings=False),

@@ -34,12 +34,13 @@ import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.internals import make_ising_grid  # noqa: E402
 from sklearn_struct.oracles.loopy import loopy_bp, seed_gains, trw_edge_probabilities
 from sklearn_struct.pruned_bp import pruned_marginals
 from sklearn_struct.utils.graph import grid_edges
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("pruned_bp_figure1")
 ALPHAS = np.arange(1, 11, dtype=float)
 OBJECTIVES = ("min_size", "min_divergence", "min_joint")
 NAMES = {"min_size": "MinSize", "min_divergence": "MinDivergence", "min_joint": "MinJoint"}

@@ -19,12 +19,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.internals import make_ising_grid  # noqa: E402
 from sklearn_struct.oracles.loopy import loopy_bp, seed_gains, trw_edge_probabilities
 from sklearn_struct.pruned_bp import select_factors
 from sklearn_struct.utils.graph import grid_edges
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("pruned_bp_trw_rho")
 GAMMAS = [0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.11, 0.12]
 BP = dict(schedule="sequential", tol=1e-6, max_iter=100)
 PAIRWISE = np.eye(2)

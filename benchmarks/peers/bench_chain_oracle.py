@@ -16,6 +16,7 @@ set, else from a Poisson(24) draw. Run: ``python benchmarks/bench_chain_oracle.p
 import gzip
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -24,8 +25,10 @@ import numpy as np
 
 from sklearn_struct.oracles.chain import forward_backward, viterbi
 from sklearn_struct.utils import lengths_to_offsets
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("chain_oracle")
 N_LABELS = 22
 
 

@@ -16,6 +16,7 @@ Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_conll_crfsuite
 
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -26,8 +27,10 @@ from sklearn_struct import NonLocalCRF
 from sklearn_struct.datasets import load_conll2000
 from sklearn_struct.metrics import chunk_f1_score, token_accuracy
 from sklearn_struct.preprocessing import WindowFeaturizer
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("conll_crfsuite")
 C2 = 1.0
 
 

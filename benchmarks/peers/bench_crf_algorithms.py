@@ -30,9 +30,10 @@ from sklearn_struct.datasets import load_conll2000
 from sklearn_struct.metrics import chunk_f1_score, token_accuracy
 from sklearn_struct.preprocessing import SequenceVectorizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.crf_tutorial import sent2features  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("crf_algorithms")
 # (name, algorithm, shared settings in crfsuite's names)
 RUNS = [
     ("lbfgs c1=0.1 c2=0.1, 100 iter (tutorial)", "lbfgs", {"c1": 0.1, "c2": 0.1, "max_iterations": 100}),

@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -32,8 +33,10 @@ from sklearn_struct import ChainCRF
 from sklearn_struct.datasets import load_conll2000
 from sklearn_struct.metrics import chunk_f1_score, chunk_precision_recall_f1
 from sklearn_struct.preprocessing import WindowFeaturizer
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("crf_structure")
 C2 = 1.0
 RATES = (0.25, 0.5, 0.75)
 

@@ -30,6 +30,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.crf_tutorial import sent2features  # noqa: E402  (the tutorial's features, written once)
 
 from sklearn_struct import ChainCRF  # noqa: E402
@@ -37,7 +38,7 @@ from sklearn_struct.datasets import load_conll2000  # noqa: E402
 from sklearn_struct.metrics import chunk_f1_score  # noqa: E402
 from sklearn_struct.preprocessing import SequenceVectorizer  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("crf_training_features")
 ONLINE = ["l2sgd", "ap", "pa", "arow"]
 BASE = {"all_possible_transitions": True, "fit_intercept": False}
 

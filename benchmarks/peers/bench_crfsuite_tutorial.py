@@ -34,9 +34,10 @@ from sklearn_struct.datasets import load_conll2000
 from sklearn_struct.metrics import chunk_f1_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.crf_tutorial import tutorial_sent2features as sent2features, tutorial_sent2labels as sent2labels  # noqa: E402  (the tutorial's feature code)
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("crfsuite_tutorial")
 SETTINGS = dict(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100, all_possible_transitions=True)
 N_ITER, CV, SEED = 3, 2, 0
 C1_VALUES = [0.0, 0.1, 0.5, 2.0]  # 0.1 is the tutorial fit itself

@@ -22,6 +22,7 @@ with a message if it is missing. Run: ``python benchmarks/bench_loopy_vs_pgmpy.p
 import multiprocessing as mp
 import os
 import platform
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -32,8 +33,10 @@ import numpy as np
 from sklearn_struct.datasets import make_ising_grid
 from sklearn_struct.oracles.loopy import loopy_bp
 from sklearn_struct.utils.graph import grid_edges
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("loopy_vs_pgmpy")
 ALPHA = 5.0
 TIME_LIMIT = 60.0
 SIZES = [3, 4, 5, 6, 8, 10, 12, 14, 16, 20]

@@ -22,7 +22,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
+
+RESULTS = results_dir("cold_start")
 
 # Each snippet defines X, y (and optionally Xt) and `est`; the runner times fit + predict.
 CASES = {

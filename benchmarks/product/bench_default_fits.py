@@ -36,8 +36,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("default_fits")
 QUICK_N = 150  # training sequences / samples / pairs per row with --quick
 
 

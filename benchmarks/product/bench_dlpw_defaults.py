@@ -16,6 +16,7 @@ Run: ``python benchmarks/bench_dlpw_defaults.py`` (writes results/dlpw_defaults.
 """
 
 import json
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -29,8 +30,10 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_struct import DLPWClassifier
 from sklearn_struct.datasets import load_scene, load_yeast
 from sklearn_struct.metrics import hamming_loss_multilabel, subset_accuracy
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("dlpw_defaults")
 C_GRID = [0.001, 0.01, 0.1]
 DEFAULT_C = DLPWClassifier().C
 

@@ -5,7 +5,7 @@ Two fits, each ``GPStructClassifier(random_state=0)`` with nothing else set:
 - the first 100 sentences of CRF++ base NP (``train.data`` then ``test.data``; template features
   from them), tested on the remaining sentences;
 - the papers' protocol, split 0 (150 training sentences of the pool, the other 150 test; the
-  train.data feature dictionary, see ``bench_gp_struct_table1.paper_split``).
+  train.data feature dictionary, see ``_lib.gp_struct.paper_split``).
 
 A ConvergenceWarning is recorded, not raised. Writes ``results/gp_struct_default_fit.{md,json}``::
 
@@ -25,8 +25,10 @@ from sklearn_struct import GPStructClassifier
 from sklearn_struct.datasets import load_crfpp
 from sklearn_struct.preprocessing import CRFppTemplateFeaturizer
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
+
+RESULTS = results_dir("gp_struct_default_fit")
 
 
 def first_100():

@@ -25,7 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
+
+RESULTS = results_dir("memory_conll")
 ROOT = Path(__file__).resolve().parents[2]
 C2 = 1.0
 

@@ -17,12 +17,13 @@ from pathlib import Path
 
 import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.matching import training_set  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_struct import MLEStructMatcher
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("mle_struct_fit_time")
 
 
 def main():

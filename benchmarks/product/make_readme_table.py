@@ -1,4 +1,4 @@
-"""Write the results tables from the benchmark outputs in ``benchmarks/results/``: every row into
+"""Write the results tables from the benchmark outputs in ``benchmarks/results/<benchmark>/``: every row into
 ``doc/benchmarks.md``, the headline rows (one per paper and per peer comparison) into the README.
 
 Every row is read from what a benchmark script wrote (its JSON or CSV; the Markdown table where
@@ -121,7 +121,7 @@ def _number(cell):
 
 # ----------------------------------------------------------------------------- the rows
 def _conll():
-    table = _md_table("conll_crfsuite.md", "model", "chunk F1", "fit s")
+    table = _md_table("conll_crfsuite/conll_crfsuite.md", "model", "chunk F1", "fit s")
     ours, peer = _md_row(table, "model", "1 numba thread"), _md_row(table, "model", "sklearn-crfsuite")
     name = "CoNLL-2000 chunking, `ChainCRF` (`conll_crfsuite`)"
     return [Row(name, "chunk F1 ↑", _number(ours["chunk F1"]), None, _number(peer["chunk F1"]), "sklearn-crfsuite",
@@ -132,7 +132,7 @@ def _conll():
 
 def _crfsuite_tutorial():
     """sklearn-crfsuite's tutorial through ``sklearn_struct.crfsuite``: F1, fit and search time."""
-    res = _json("crfsuite_tutorial.json")
+    res = _json("crfsuite_tutorial/crfsuite_tutorial.json")
     ours, peer = "sklearn_struct.crfsuite", "sklearn-crfsuite 0.5"
     fit, search = res["tutorial"], res["search"]
     name = "sklearn-crfsuite's tutorial on CoNLL-2000, `sklearn_struct.crfsuite` (`crfsuite_tutorial`)"
@@ -149,7 +149,7 @@ def _crfsuite_tutorial():
 def _ocr():
     paper, names = _literal("bench_ocr_table4.py", "PAPER"), _literal("bench_ocr_table4.py", "NAMES")
     accuracy = {}
-    for row in _csv("ocr_table4_heldout.csv"):
+    for row in _csv("ocr_table4/ocr_table4_heldout.csv"):
         accuracy.setdefault(row["model"], []).append(float(row["accuracy"]))
     return [Row(f"OCR Table 4, {names[m]} (`ocr_table4_heldout`)", "char. accuracy % ↑", mean(acc), paper[m],
                 fmt=".2f") for m, acc in accuracy.items()]
@@ -157,7 +157,7 @@ def _ocr():
 
 def _cgm():
     paper = _literal("bench_cgm_table5.py", "PAPER")  # s = 50,000 in the paper, 50,625 = 225^2 here
-    trials = _json("cgm_table5.json")
+    trials = _json("cgm_table5/cgm_table5.json")
     rows = []
     for s in sorted({t["s"] for t in trials}):
         runs = [t for t in trials if t["s"] == s]
@@ -170,7 +170,7 @@ def _cgm():
 
 def _citations():
     paper = _literal("bench_citations.py", "PAPER")
-    folds = _json("citations.json")["folds"]
+    folds = _json("citations/citations.json")["folds"]
     f1 = {k: 100 * mean(f[k]["f1"] for f in folds) for k in ("base", "constrained", "crfsuite")}
     name = "citations, CRF + soft constraints (`citations`)"
     return [Row(name, "segment F1 ↑", f1["constrained"], paper["constrained"], f1["crfsuite"], "sklearn-crfsuite",
@@ -181,7 +181,7 @@ def _citations():
 
 def _umass():
     paper = _literal("bench_umass_table1.py", "PAPER")
-    test = _json("umass_table1.json")["test"]
+    test = _json("umass_table1/umass_table1.json")["test"]
     name = "UMass citations Table 1, CRF + learned constraints (`umass_table1`)"
     return [Row("UMass citations Table 1, base CRF (`umass_table1`)", "segment F1 ↑", test["base"]["f1"],
                 paper["base"], test["crfsuite"]["f1"], "sklearn-crfsuite", ".2f"),
@@ -193,9 +193,9 @@ def _umass():
 
 def _umass_paper_protocol(paper):
     """The paper's protocol (theta and psi by Algorithm 3 on dev), beside the base CRF trained on train + dev."""
-    if not (RESULTS / "umass_table1_paper.json").exists():
+    if not (RESULTS / "umass_table1/umass_table1_paper.json").exists():
         return []
-    test = _json("umass_table1_paper.json")["test"]
+    test = _json("umass_table1/umass_table1_paper.json")["test"]
     name = "UMass Table 1, paper's protocol: theta + psi by Algorithm 3 on dev (`umass_table1_paper`)"
     return [Row(name, "segment F1 ↑", test["joint_dev"]["f1"], paper["constrained"], test["base_train_dev"]["f1"],
                 "base CRF on train + dev", ".2f"),
@@ -205,8 +205,8 @@ def _umass_paper_protocol(paper):
 
 def _parsing():
     rows = []
-    for language in dict.fromkeys(r["language"] for r in _csv("parsing_table1.csv")):
-        by = {r["method"]: r for r in _csv("parsing_table1.csv") if r["language"] == language}
+    for language in dict.fromkeys(r["language"] for r in _csv("parsing_table1/parsing_table1.csv")):
+        by = {r["method"]: r for r in _csv("parsing_table1/parsing_table1.csv") if r["language"] == language}
         paper = float(by["BP"]["paper_T"]) / float(by["MinJoint"]["paper_T"])
         rows.append(Row(f"dependency parsing, {language.title()}, MinJoint (`parsing_table1`)",
                         "speed-up over full BP ↑", float(by["MinJoint"]["speedup"]), paper, fmt=".2f"))
@@ -215,7 +215,7 @@ def _parsing():
 
 def _dlpw_figure1():
     """Pegasos-LP's time to its own best objective against DLPW's time to that objective."""
-    sets = _json("dlpw_figure1.json")
+    sets = _json("dlpw_figure1/dlpw_figure1.json")
     rows = []
     for name, res in sets.items():
         pegasos = min(res["curves"]["Pegasos-LP"], key=lambda point: point[1])
@@ -230,7 +230,7 @@ _BASELINES = {"CC(LogReg)": "ClassifierChain(LogReg)", "BR(LogReg)": "MultiOutpu
 
 
 def _dlpw_accuracy():
-    results = _json("dlpw_accuracy.json")
+    results = _json("dlpw_accuracy/dlpw_accuracy.json")
     rows = []
     for name in ("yeast", "scene"):
         res = results[name]
@@ -244,7 +244,7 @@ def _dlpw_accuracy():
 
 def _mle_struct():
     rows = []
-    for r in _json("mle_struct_cmu.json"):
+    for r in _json("mle_struct_cmu/mle_struct_cmu.json"):
         if r["gap"] == 90:
             rows.append(Row(f"MLE-Struct, CMU {r['sequence']} at gap 90 (`mle_struct_cmu`)", "Hamming error ↓",
                             r["mle_error"], r["paper_mle"], r["ssvm_error"], "our structured SVM"))
@@ -252,7 +252,7 @@ def _mle_struct():
 
 
 def _gp_struct():
-    res = _json("gp_struct_table1.json")
+    res = _json("gp_struct_table1/gp_struct_table1.json")
     order = ["base np", "chunking", "segmentation", "japanese ne"]  # the paper's Table 1 columns
     rows = []
     for method in (m for m in ("gp-var-b", "gp-var-s", "gp-var-p") if m in res["rows"]):  # papers' protocol
@@ -267,14 +267,14 @@ def _gp_struct():
 
 def _loopy():
     """The largest tree pgmpy finished (on trees both are exact)."""
-    trees = _md_table("loopy_vs_pgmpy.md", "nodes", "ours (ms)", "pgmpy (s)", heading="trees")
+    trees = _md_table("loopy_vs_pgmpy/loopy_vs_pgmpy.md", "nodes", "ours (ms)", "pgmpy (s)", heading="trees")
     largest = max((r for r in trees if re.fullmatch(r"[\d.]+", r["pgmpy (s)"])), key=lambda r: _number(r["nodes"]))
     return [Row(f"loopy BP, {int(_number(largest['nodes'])):,}-node tree (`loopy_vs_pgmpy`)", "ms ↓",
                 _number(largest["ours (ms)"]), None, 1000 * _number(largest["pgmpy (s)"]), "pgmpy")]
 
 
 def _chain_oracle():
-    table = _md_table("chain_oracle.md", "measure", "value")
+    table = _md_table("chain_oracle/chain_oracle.md", "measure", "value")
     ours = _md_row(table, "measure", "ours: forward-backward")["value"]
     numpy = _md_row(table, "measure", "NumPy")["value"]
     return [Row("forward-backward, CoNLL-2000 size (`chain_oracle`)", "ms ↓", _number(ours), None, _number(numpy),
@@ -284,7 +284,7 @@ def _chain_oracle():
 def _pruned_bp():
     goal = _literal("bench_pruned_bp_figure1.py", "GOAL_SPEEDUP")
     max_err = _literal("bench_pruned_bp_figure1.py", "GOAL_ERR")
-    rows = [r for r in _csv("pruned_bp_figure1.csv") if r["alpha"] == "5" and r["inference"] == "bp"]
+    rows = [r for r in _csv("pruned_bp_figure1/pruned_bp_figure1.csv") if r["alpha"] == "5" and r["inference"] == "bp"]
     half = next(r for r in rows if r["section"] == "figure1" and r["objective"] == "min_joint")
     accurate = max((r for r in rows if float(r["mean_abs_err"]) <= max_err), key=lambda r: float(r["speedup"]))
     name, source = "pruned BP, 64x64 Ising, alpha = 5", "(`pruned_bp_figure1`)"
@@ -295,7 +295,7 @@ def _pruned_bp():
 
 
 def _cold_start():
-    data = _json("cold_start.json")
+    data = _json("cold_start/cold_start.json")
     rows = data["estimators"] if isinstance(data, dict) else data
     slowest = max(rows, key=lambda r: r["cold_fit_predict_cpu_s"])
     out = [Row(f"cold start, slowest first fit + predict: {slowest['estimator']} (`cold_start`, goal < 5 s)",
@@ -359,7 +359,7 @@ def render(headline=True):
     """The section between the markers (markers included): the README's headline rows, or every row."""
     lines = [
         START,
-        "<!-- generated by benchmarks/make_readme_table.py from benchmarks/results/: do not edit by hand -->",
+        "<!-- generated by benchmarks/product/make_readme_table.py from benchmarks/results/: do not edit by hand -->",
         "",
         "| benchmark (result file) | measure | ours | paper | peer | ours / paper | ours / peer |",
         "|---|---|---|---|---|---|---|",

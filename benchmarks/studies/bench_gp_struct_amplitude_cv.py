@@ -24,6 +24,7 @@ import numpy as np
 from sklearn.preprocessing import LabelEncoder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.gp_struct import error_rate, paper_split  # noqa: E402
 
 from sklearn_struct import GPStructClassifier  # noqa: E402
@@ -33,7 +34,7 @@ from _lib.internals import SparsePrior  # noqa: E402
 from _lib.internals import _fresh_kernels  # noqa: E402
 from sklearn_struct.utils.packing import pack_sequences  # noqa: E402
 
-OUT = Path(__file__).resolve().parents[1] / "results" / "gp_struct_amplitude_cv.json"
+OUT = results_dir("gp_struct_amplitude_cv") / "gp_struct_amplitude_cv.json"
 CV_VARIANTS = {"map x1": dict(), "sampled x1": dict(decoder="sampled"), "map x3": dict(n_repeats=3),
                "sampled x3": dict(decoder="sampled", n_repeats=3)}
 

@@ -5,7 +5,7 @@ inside the training half. On Japanese NE a chain CRF on the same splits and feat
 as its L2 weight c2 falls far below the CRF grid (c2 = 1e-5 errs 5.19, the CRF grid's lowest 0.01
 5.46; the linear kernel's amplitude ``a`` is the prior variance of the weights, so ``a ~ 1 / (2 c2)``
 and 4^4 = 256 matches c2 ~ 0.002). This measures, on the papers' protocol
-(``bench_gp_struct_table1.paper_split``; M = 500 SVD inducing inputs as ``GPStructClassifier()``
+(``_lib.gp_struct.paper_split``; M = 500 SVD inducing inputs as ``GPStructClassifier()``
 builds them, the chain likelihood), for each amplitude of the wider grid 4^-2 ... 4^8:
 
 - the held-out token error of 3-fold CV inside the training half (the partition the estimator
@@ -14,7 +14,7 @@ builds them, the chain likelihood), for each amplitude of the wider grid 4^-2 ..
 
 ``fit AMPLITUDE TASK [SPLITS [METHOD]]`` also runs gp-var-b (``GPStructClassifier(amplitude=AMPLITUDE,
 random_state=split)``, all else at its defaults; METHOD gp-var-s / gp-var-p: Table 1's settings of that
-variant, ``bench_gp_struct_table1.GP_PAPER``) at one fixed amplitude: a diagnostic of what a larger
+variant, ``_lib.gp_struct.GP_PAPER``) at one fixed amplitude: a diagnostic of what a larger
 amplitude would give, not a setting chosen on training data. Writes
 ``results/gp_struct_amplitude_range.{md,json}``::
 
@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import DECODERS, cv_errors, errors, whitened  # noqa: E402
 from _lib.gp_struct import GP_PAPER, TASKS, error_rate, paper_split  # noqa: E402
@@ -51,7 +52,7 @@ from _lib.internals import SparsePrior  # noqa: E402
 from sklearn_struct.utils.packing import pack_sequences  # noqa: E402
 from _lib.gp_struct import GRID, merged  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("gp_struct_amplitude_range")
 PATH = RESULTS / "gp_struct_amplitude_range.json"
 KERNELS = {"DotProduct(1)": lambda: DotProduct(1.0), "RBF(8)": lambda: RBF(8.0), "RBF(16)": lambda: RBF(16.0),
            "DotProduct(1)^2": lambda: DotProduct(1.0) ** 2}

@@ -3,7 +3,7 @@
 On Japanese NE the sparse MAP's test error keeps falling as the amplitude ``a`` (the prior variance
 of the linear kernel's weights) grows far past what ``amplitude="cv"`` (3-fold CV inside the
 training half) picks, while that CV error is flat from 16 up (``bench_gp_struct_amplitude_range.py``).
-This measures, on the papers' protocol (``bench_gp_struct_table1.paper_split``, splits 0-4, M = 500
+This measures, on the papers' protocol (``_lib.gp_struct.paper_split``, splits 0-4, M = 500
 SVD inducing inputs as ``GPStructClassifier()`` builds them, the chain likelihood), which amplitude
 of the wide grid 4^-2 ... 4^8 each rule picks from the training half alone, and the test error of
 the sparse MAP fitted on the whole training half at that amplitude (outcome only):
@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import GRID  # noqa: E402
 from _lib.gp_struct import DECODERS, cv_errors, whitened  # noqa: E402
@@ -39,7 +40,7 @@ from _lib.internals import _Rows  # noqa: E402
 from _lib.internals import map_marginals  # noqa: E402
 from _lib.internals import _chain_nll, sparse_map, transition_counts  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("gp_struct_amplitude_rules")
 PATH = RESULTS / "gp_struct_amplitude_rules.json"
 RULES = ("cv3", "cv10", "loo", "evidence")
 LOO_MAX = 50  # leave-one-out only where the training half has at most this many sequences

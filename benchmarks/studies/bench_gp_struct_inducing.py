@@ -4,7 +4,7 @@ With the linear kernel and ``inducing="auto"`` the inducing inputs span the top-
 subspace of the training tokens' features (M = ``n_inducing``, 500 by default, the paper's M). What
 the subspace leaves out enters the model as the residual variance ``K~ = k(x, x) - q(x, x)``: noise
 on every token's unary scores, with the kernel's variance, so ``a K~`` at amplitude ``a``. This
-measures, on the papers' protocol (``bench_gp_struct_table1.paper_split``):
+measures, on the papers' protocol (``_lib.gp_struct.paper_split``):
 
 - ``ktil``: per task (split 0), the mean prior variance ``k(x, x)`` of a token's score and the mean
   ``K~`` of the training and of the test tokens at amplitude 1, with M = 500;
@@ -33,6 +33,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import GP_PAPER, TASKS, error_rate, paper_split  # noqa: E402
 from sklearn_struct import GPStructClassifier  # noqa: E402
@@ -40,7 +41,7 @@ from _lib.internals import SparsePrior  # noqa: E402
 from _lib.internals import _fresh_kernels  # noqa: E402
 from sklearn_struct.utils.packing import pack_sequences  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("gp_struct_inducing")
 PATH = RESULTS / "gp_struct_inducing.json"
 
 

@@ -20,7 +20,7 @@ token error. Reported: the CV error at amplitude 1 and at each decoder's best am
 amplitude the piecewise model's CV picks with that decoder), and, only as the outcome, the test
 error of each decoder on the MAP fitted on the whole training half at amplitude 1 and at that
 decoder's CV amplitude; the chain MAP decoded by the chain (gp-var-b's start) at amplitude 1 for
-reference. Papers' protocol (``bench_gp_struct_table1.paper_split``), M = 500 SVD inducing inputs
+reference. Papers' protocol (``_lib.gp_struct.paper_split``), M = 500 SVD inducing inputs
 as ``GPStructClassifier()`` builds them. Writes ``results/gp_struct_piecewise.{md,json}``::
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_piecewise.py [splits] [tasks]
@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import TASKS, paper_split  # noqa: E402
 from sklearn_struct import GPStructClassifier  # noqa: E402
@@ -48,7 +49,7 @@ from sklearn_struct.oracles.chain import forward_backward  # noqa: E402
 from sklearn_struct.utils.packing import pack_sequences, subset_sequences  # noqa: E402
 from _lib.gp_struct import cv_errors, DECODERS, errors, whitened  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("gp_struct_piecewise")
 
 
 def run(splits, tasks=None):

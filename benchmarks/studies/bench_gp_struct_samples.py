@@ -3,7 +3,7 @@
 ``GPStructClassifier()`` at its defaults uses S = 100 samples per sequence and sample set; the
 paper's batch runs use S = 10,000. On chunking split 0 the default fit ends 0.5 points above the
 sparse MAP it starts from (7.27 against 6.72). This runs the default fit at ``n_samples`` S = 100
-and a larger S on the papers' protocol (``bench_gp_struct_table1.paper_split``), same seed
+and a larger S on the papers' protocol (``_lib.gp_struct.paper_split``), same seed
 (``random_state=split``), same process, and reports test error, the final ELBO (each fit's own
 common-random-numbers estimate), iterations and CPU seconds. Writes
 ``results/gp_struct_samples_{task}_splits{...}.json`` per run and merges every run of the task
@@ -15,7 +15,7 @@ into ``results/gp_struct_samples_{task}.{md,json}`` (``report TASK`` merges agai
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_samples.py seg 0,1,2,3,4 1000 gp-var-s
 
 An optional fourth argument runs another Table 1 variant at its Table 1 settings
-(``bench_gp_struct_table1.GP_PAPER``, e.g. gp-var-s: SAGA, where S is the sample count of each step)
+(``_lib.gp_struct.GP_PAPER``, e.g. gp-var-s: SAGA, where S is the sample count of each step)
 with ``n_samples=S``; its files are ``gp_struct_samples_{method}_{task}*`` (``report TASK METHOD``).
 At S = 100 the gp-var-s rows are Table 1's (same settings and seeds).
 """
@@ -30,11 +30,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import GP_PAPER, PAPER, TASKS, error_rate, paper_split  # noqa: E402
 from sklearn_struct import GPStructClassifier  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("gp_struct_samples")
 
 
 def fit_one(task, split, n_samples, method="gp-var-b"):

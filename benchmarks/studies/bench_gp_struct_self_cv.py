@@ -11,7 +11,7 @@ same estimator on the whole training half (Table 1's gp-var-b row for the sparse
 on test data.
 
 ``run TASK METHOD GRID SPLITS`` is the same rule for another task and variant (Table 1's settings of
-METHOD, ``bench_gp_struct_table1.GP_PAPER``), self-contained: the CV, then the fit on the whole
+METHOD, ``_lib.gp_struct.GP_PAPER``), self-contained: the CV, then the fit on the whole
 training half at the pick and its test error, as ``GridSearchCV(refit=True)`` would do it (scored by
 pooled token error). Writes ``results/gp_struct_self_cv.md``, the per-split json files and a Table 1
 part file per task and variant (the row "METHOD, amplitude by its own 3-fold CV")::
@@ -30,14 +30,16 @@ import numpy as np
 from sklearn.model_selection import KFold
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import GP_PAPER, OWN_CV_RULE, error_rate, paper_split  # noqa: E402
 from sklearn_struct import GPStructClassifier  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("gp_struct_self_cv")
 GRID = (64.0, 256.0, 1024.0)
 TASK = "JapaneseNE"
-PART = RESULTS / "gp_struct_table1_paper_JapaneseNE_gp-var-b-own-cv_splits0-1-2-3-4.json"
+TABLE1 = results_dir("gp_struct_table1")  # this study writes a part of Table 1 (its own-CV rows)
+PART = TABLE1 / "gp_struct_table1_paper_JapaneseNE_gp-var-b-own-cv_splits0-1-2-3-4.json"
 
 
 def _path(split):
@@ -129,7 +131,7 @@ def run_report():
                      + f" | {f['amplitude']:g} | {cv_cpu:.0f} | {f['error']:.2f} | {f['cpu_s']:.0f} |")
             part.append((r["split"], _part_row(f["error"], cv_cpu, f["cpu_s"], f["amplitude"], method, f["stop"])))
         L += ["", f"Mean test error over splits {[r['split'] for r in rows]}: {np.mean([e[0] for _, e in part]):.2f}."]
-        _write_part(RESULTS / f"gp_struct_table1_paper_{task}_{method}-own-cv_splits"
+        _write_part(TABLE1 / f"gp_struct_table1_paper_{task}_{method}-own-cv_splits"
                     f"{'-'.join(str(r['split']) for r in rows)}.json", method, part)
     return L
 
@@ -145,7 +147,7 @@ def _fits():
         if key.startswith("japanese ne @ ") and "," not in key:
             for r in rows:
                 fixed.setdefault(r["split"], {})[float(key.split("@ ")[1])] = (r["error"], r["cpu_s"], r["stop"])
-    table = json.loads((RESULTS / "gp_struct_table1_paper_JapaneseNE_splits0-1-2-3-4.json").read_text())
+    table = json.loads((TABLE1 / "gp_struct_table1_paper_JapaneseNE_splits0-1-2-3-4.json").read_text())
     table1 = {k: (float(note.split("amplitude ")[1].split(",")[0]), (err, cpu, note.split("stop: ")[1].split(",")[0]))
               for k, (err, cpu, note) in enumerate(table["rows"]["gp-var-b"])}
     return fixed, table1

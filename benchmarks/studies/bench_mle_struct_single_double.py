@@ -38,10 +38,11 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_struct import MLEStructMatcher
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.internals import _bp_likelihood, _true_features, double_loop_bethe_mle  # noqa: E402
 from _lib.matching import training_set  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = results_dir("mle_struct_single_double")
 ALPHA = 1.0
 EPS = [1e-2, 1e-3, 1e-4]
 

@@ -37,13 +37,14 @@ import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
 from _lib.umass import protocol as B  # noqa: E402
 
 from sklearn_struct import NonLocalCRF  # noqa: E402
 from _lib.internals import TYPES, error_table, f1_fixed, segment_events  # noqa: E402
 from _lib.umass.errors import analyse  # noqa: E402
 
-RESULTS = B.RESULTS
+RESULTS = results_dir("umass_errors")
 
 
 def fit_base(X, y, cap, cache):
@@ -362,7 +363,7 @@ def main():
             return
         if args.weak:
             weak = {r["cap"]: r for r in saved.get("weak", [])}
-            weak.update({r["cap"]: r for r in run_weak(args.weak, json.loads((RESULTS / "umass_table1.json").read_text()),
+            weak.update({r["cap"]: r for r in run_weak(args.weak, json.loads((B.RESULTS / "umass_table1.json").read_text()),
                                                        args.cache, log)})
             saved["weak"] = sorted(weak.values(), key=lambda r: r["n_iter"])
         else:

@@ -30,6 +30,7 @@ import numpy as np
 
 from . import protocol as B
 from ..citation_features import _NOT_LETTER
+from ..results import results_dir
 from ..name_lexicons import load_name_lexicons
 from sklearn_struct import NonLocalCRF
 from ..internals import fit_energy, in_sample_thetas
@@ -280,7 +281,7 @@ def report(dev, test=None):
 
     main = json.loads((B.RESULTS / "umass_table1.json").read_text())
     earlier = _earlier(main, json.loads((B.RESULTS / "umass_table1_learners.json").read_text()),
-                       json.loads((B.RESULTS / "umass_errors.json").read_text())["dev"])
+                       json.loads((results_dir("umass_errors") / "umass_errors.json").read_text())["dev"])
     cols = {"without lexicons (earlier runs, older code)": earlier}
     if CONTROL_PATH.exists() and "family_best_dev" in json.loads(CONTROL_PATH.read_text()):
         cols["without lexicons (control, this code)"] = json.loads(CONTROL_PATH.read_text())
