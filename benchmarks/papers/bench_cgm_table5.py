@@ -192,7 +192,12 @@ def main():
     parser.add_argument("--alpha", type=float, default=0.5)
     parser.add_argument("--skip-ip", action="store_true")
     parser.add_argument("--fresh", action="store_true", help="do not keep earlier results of other sizes")
+    parser.add_argument("--report", action="store_true", help="rewrite the table from the saved json (run with "
+                        "the same --steps / --population / --alpha), no solving")
     args = parser.parse_args()
+    if args.report:
+        (RESULTS / "cgm_table5.md").write_text(format_table(json.loads((RESULTS / "cgm_table5.json").read_text()), args))
+        return
     trials = args.trials + [args.trials[-1]] * (len(args.sizes) - len(args.trials))
     all_rows = []
     for grid, n in zip(args.sizes, trials):

@@ -137,10 +137,15 @@ def main():
     parser.add_argument("--out", default="dlpw_figure1")
     parser.add_argument("--merge", nargs="*", default=[],
                         help="result files (json) of other runs whose sets replace these; no training")
+    parser.add_argument("--report", action="store_true", help="rewrite the table and figure from the saved json, "
+                        "no training")
     args = parser.parse_args()
     RESULTS.mkdir(exist_ok=True)
     out_json = RESULTS / f"{args.out}.json"
     results = json.loads(out_json.read_text()) if out_json.exists() else {}
+    if args.report:
+        write_report(results, args.out)
+        return
     if args.merge:
         for other in args.merge:
             results.update(json.loads(Path(other).read_text()))

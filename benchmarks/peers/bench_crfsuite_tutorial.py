@@ -138,6 +138,11 @@ def save(out):
     """Write what is measured so far (the search, the longest part, comes last)."""
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "crfsuite_tutorial.json").write_text(json.dumps(out, indent=1))
+    report(out)
+
+
+def report(out):
+    """The table (and figure) from the measured results, e.g. the saved json (``--report``: no fitting)."""
     (RESULTS / "crfsuite_tutorial.md").write_text(markdown(out))
     if len(out["sparsity"]) == 2:
         plot(out, RESULTS / "crfsuite_tutorial.png")
@@ -216,6 +221,9 @@ def plot(out, path):
 
 
 if __name__ == "__main__":
+    if "--report" in sys.argv:  # rewrite the table and figure from the saved json, no fitting
+        report(json.loads((RESULTS / "crfsuite_tutorial.json").read_text()))
+        sys.exit()
     # e.g. `--stages search` runs the search alone and adds it to the saved results
     main(sys.argv[sys.argv.index("--stages") + 1].split(",") if "--stages" in sys.argv else
          ("tutorial", "sparsity", "search"))

@@ -444,7 +444,7 @@ def merge_rows(old, new_rows, rerun=()):
                                                   r["data"], r.get("note", "")))
 
 
-def write(rows, stem):
+def write(rows, stem, machine=None):
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{stem}.json").write_text(json.dumps({"rows": rows}, indent=1) + "\n")
     lines = ["# Default fits on the bundled data sets (`bench_default_fits.py`)", "",
@@ -469,7 +469,7 @@ def write(rows, stem):
     n_warn = sum(1 for r in rows if r.get("warnings", "none") != "none" and r.get("status") != "pending")
     n_behind = sum(1 for r in rows if "baseline_score" in r and r["score"] < r["baseline_score"])
     lines += ["", f"{len(rows)} rows: {n_warn} ended in a warning; {n_behind} scored below their baseline.",
-              f"Machine: {os.cpu_count()} cores, shared; 1-min load average at the end {os.getloadavg()[0]:.1f}."]
+              machine or f"Machine: {os.cpu_count()} cores, shared; 1-min load average at the end {os.getloadavg()[0]:.1f}."]
     (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
 
 
@@ -478,7 +478,14 @@ def main(argv=None):
     parser.add_argument("--only", default="", help="comma-separated estimators: " + ", ".join(ESTIMATORS))
     parser.add_argument("--quick", action="store_true", help="small subsamples (writes default_fits_quick.*)")
     parser.add_argument("--pending", metavar="REASON", help="do not fit: mark the --only estimators' rows pending")
+    parser.add_argument("--report", action="store_true", help="rewrite the table from the saved json, no fitting")
     args = parser.parse_args(argv)
+    if args.report:
+        stem = "default_fits_quick" if args.quick else "default_fits"
+        saved = (RESULTS / f"{stem}.md").read_text().splitlines()  # the run's machine line is not in the json
+        machine = next((line for line in saved if line.startswith("Machine: ")), None)
+        write(json.loads((RESULTS / f"{stem}.json").read_text())["rows"], stem, machine)
+        return
     lookup = {k: k for k in ESTIMATORS} | {v[0].lower(): k for k, v in ESTIMATORS.items()}
     chosen = [lookup.get(s.strip().lower()) for s in args.only.split(",") if s.strip()] or list(ESTIMATORS)
     if None in chosen:
