@@ -36,7 +36,7 @@ Edge-potential sizes ``s = L^2`` with ``L = G^2``: 625 (5x5), 10k (10x10) and ~5
 50,625). ``T = 20`` time steps, ``N = 10^5`` birds, ``alpha = 0.5``: these are our choices;
 the paper used the authors' synthetic data and code, which we do not have.
 
-Run: ``python benchmarks/bench_cgm_table5.py [--trials 10 3 2] [--sizes 5 10 15] [--fresh]``
+Run: ``python benchmarks/papers/bench_cgm_table5.py [--trials 10 3 2] [--sizes 5 10 15] [--fresh]``
 (the stored table: ``--trials 10 3 2 --fresh``, about 10 minutes, mostly the IP solves).
 """
 

@@ -64,7 +64,7 @@ redone when the fits were run to the stop.
 
 Run::
 
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_citations.py
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/papers/bench_citations.py
 
 ``--folds 0 1`` runs a subset of folds; ``--report-only`` rewrites the table from the JSON
 (``--merge citations citations_f3 ...`` joins folds run by separate processes; the whole-run
@@ -96,7 +96,8 @@ from sklearn_struct.constraints import AtLeastSegments, AtMostSegments, FirstLab
 from sklearn_struct.datasets import load_grobid_citations  # noqa: E402
 from sklearn_struct.metrics import chunk_precision_recall_f1, segment_report, token_accuracy  # noqa: E402
 from sklearn_struct.preprocessing import SequenceVectorizer  # noqa: E402
-from _lib.citations import CAPPED_MAX_ITER, crfsuite_dicts, FIELDS, load, MAX_ITER, PSI_SETTINGS, TEMPLATES, vectorize  # noqa: E402
+from _lib.citations import (CAPPED_MAX_ITER, crfsuite_dicts, FIELDS, load, MAX_ITER, PSI_SETTINGS, TEMPLATES,  # noqa: E402
+                            vectorize)
 
 RESULTS = results_dir("citations")
 C2_GRID = (0.3, 1.0)

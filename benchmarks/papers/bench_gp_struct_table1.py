@@ -16,8 +16,8 @@ pseudo-likelihood), the base CRF of NonLocalCRF and sklearn-crfsuite (L-BFGS), b
 
 Run (the tasks can go to separate processes; ``report`` merges what has been written)::
 
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_table1.py table 5 basenp,seg
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_table1.py table 5 chunking,JapaneseNE
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/papers/bench_gp_struct_table1.py table 5 basenp,seg
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/papers/bench_gp_struct_table1.py table 5 chunking,JapaneseNE
 
 An optional fourth argument reruns only some methods (``gp-var-b,gp-var-s,gp-var-p,crf``) and
 replaces their rows in the task's part file, keeping the others::
@@ -28,9 +28,9 @@ Fifth to seventh arguments: the protocol, the splits, one GP ``random_state`` fo
 seed-to-seed spread; rows "gp-var-b, random_state=101", their own part files)::
 
     ... bench_gp_struct_table1.py table 5 basenp,chunking,seg,JapaneseNE gp-var-b paper 0,1,2,3,4 101
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_table1.py scaling
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_table1.py figure
-    python benchmarks/bench_gp_struct_table1.py report
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/papers/bench_gp_struct_table1.py scaling
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/papers/bench_gp_struct_table1.py figure
+    python benchmarks/papers/bench_gp_struct_table1.py report
 """
 
 import json
@@ -45,7 +45,8 @@ from sklearn_struct import ChainCRF, GPStructClassifier
 from sklearn_struct.preprocessing import CRFppTemplateFeaturizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
-from _lib.gp_struct import C2_GRID, error_rate, GP, GP_COMMON, GP_PAPER, gp_params, load_pool, OWN_CV_RULE, PAPER, paper_split, SETTINGS, SETTINGS_PAPER, SETTINGS_POOLED, TASKS  # noqa: E402
+from _lib.gp_struct import (C2_GRID, error_rate, GP, GP_COMMON, GP_PAPER, gp_params, load_pool, OWN_CV_RULE, PAPER,  # noqa: E402
+                            paper_split, SETTINGS, SETTINGS_PAPER, SETTINGS_POOLED, TASKS)
 
 RESULTS = results_dir("gp_struct_table1")
 

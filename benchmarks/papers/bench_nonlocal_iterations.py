@@ -13,7 +13,7 @@ generated dictionary task (``--generated``).
 
 Outputs ``benchmarks/results/nonlocal_iterations.md`` (tables) and ``.png`` (both figures).
 
-Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_nonlocal_iterations.py``
+Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/papers/bench_nonlocal_iterations.py``
 """
 
 import argparse

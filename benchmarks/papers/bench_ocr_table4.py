@@ -57,7 +57,7 @@ its own psi learning.
 
 Run::
 
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_ocr_table4.py
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/papers/bench_ocr_table4.py
 
 ``--folds 0 1`` runs a subset of folds; ``--models`` a subset of rows; ``--threads`` sets numba's
 threads (default 1: Algorithm 3 makes thousands of oracle calls on small batches, where

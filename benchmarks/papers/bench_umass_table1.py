@@ -80,10 +80,10 @@ GROBID folds; ``benchmarks/_umass_gate.py``, ``umass_table1_gate*.json``).
 
 Run::
 
-    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/bench_umass_table1.py
-    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/bench_umass_table1.py --grobid 0 1
-    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/bench_umass_table1.py --learners
-    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/bench_umass_table1.py --paper-protocol
+    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/papers/bench_umass_table1.py
+    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/papers/bench_umass_table1.py --grobid 0 1
+    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/papers/bench_umass_table1.py --learners
+    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/papers/bench_umass_table1.py --paper-protocol
 
 Output: ``benchmarks/results/umass_table1.{md,json,png}`` (``umass_table1_grobid*.json``,
 ``umass_table1_learners.json``).
@@ -103,10 +103,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for
 from _lib.citation_features import citation_features  # noqa: E402
 
 from sklearn_struct import NonLocalCRF  # noqa: E402
-from _lib.internals import bethe_inference  # noqa: E402
-from _lib.internals import predict_unary  # noqa: E402
-from _lib.internals import fit_gate  # noqa: E402
-from _lib.internals import bind, fit_energy, in_sample_thetas, learn_psi  # noqa: E402
+from _lib.internals import (bethe_inference, bind, fit_energy, fit_gate, in_sample_thetas, learn_psi, predict_unary)  # noqa: E402
 from sklearn_struct.constraint_learning import ConstraintFamily, hierarchy_groups, kept_constraints  # noqa: E402
 from sklearn_struct.constraints import AtLeastSegments, AtMostSegments, MutuallyExclusive  # noqa: E402
 from sklearn_struct.datasets import load_umass_citations  # noqa: E402
@@ -115,8 +112,10 @@ from sklearn_struct.oracles.chain import viterbi  # noqa: E402
 from sklearn_struct.preprocessing import SequenceVectorizer  # noqa: E402
 from sklearn_struct.utils.packing import unpack_sequences  # noqa: E402
 from _lib import citations as bc  # noqa: E402
-from _lib.umass import gate as ug, grobid_ceiling as gc, lexicons as lx, paper_protocol as pp, selector as us  # noqa: E402
-from _lib.umass.protocol import C2_GRID, CAPS, CEILING_STRENGTHS, cross_fitted, FAMILY_FIXED, FAMILY_GRID, GROBID_C2, IN_SAMPLE_EPOCHS, load_features, MAX_ITER, oracle_ceiling, per_field, PERCEPTRON_FIXED, quiet, REPORT_FIELDS, RESULTS, seg_f1, timed, with_energy  # noqa: E402
+from _lib.umass import (gate as ug, grobid_ceiling as gc, lexicons as lx, paper_protocol as pp, selector as us)  # noqa: E402
+from _lib.umass.protocol import (C2_GRID, CAPS, CEILING_STRENGTHS, cross_fitted, FAMILY_FIXED, FAMILY_GRID, GROBID_C2,  # noqa: E402
+                                 IN_SAMPLE_EPOCHS, load_features, MAX_ITER, oracle_ceiling, per_field,
+                                 PERCEPTRON_FIXED, quiet, REPORT_FIELDS, RESULTS, seg_f1, timed, with_energy)
 
 PAPER = {"base": 94.47, "constrained": 95.47, "anzaroot_base": 94.41, "soft_dd": 95.39}
 HAND_SETTINGS = dict(psi_init=1.0, learning_rate=3.0, n_epochs=3, batch_size=16)

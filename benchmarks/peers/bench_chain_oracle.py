@@ -10,7 +10,7 @@ time step for the forward and backward passes, and the transition counts as one 
 product per step. Padding positions get unit potentials and are masked out.
 
 Sequence lengths come from the real CoNLL-2000 training set when SKLEARN_STRUCT_DATA is
-set, else from a Poisson(24) draw. Run: ``python benchmarks/bench_chain_oracle.py``.
+set, else from a Poisson(24) draw. Run: ``python benchmarks/peers/bench_chain_oracle.py``.
 """
 
 import gzip

@@ -11,7 +11,7 @@ unary weights only for (attribute, label) pairs seen in training (CRFsuite's def
 
 Scores: chunk F1 with conlleval's rules and token accuracy on the official test split.
 Goal (issue #3): F1 no lower than crfsuite's minus 0.2 points; fit time at most 0.5x.
-Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_conll_crfsuite.py``.
+Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/peers/bench_conll_crfsuite.py``.
 """
 
 import os

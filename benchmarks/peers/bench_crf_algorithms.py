@@ -11,7 +11,7 @@ without the intercept (``fit_intercept=False``), so both fit CRFsuite's model.
 Reported per algorithm: fit CPU seconds (wall seconds in brackets; the machine is shared, so
 CPU time is the measure) and their ratio ours / crfsuite (issue #21's goal: <= 0.5), iterations, token accuracy and chunk F1 (conlleval rules) on the official test
 split, and our ConvergenceWarnings (a default fit must converge without one).
-Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_crf_algorithms.py [--quick] [--rows 0,3]``
+Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/peers/bench_crf_algorithms.py [--quick] [--rows 0,3]``
 (``--quick``: the first 2,000 training sentences, into ``crf_algorithms_quick.md``; ``--rows``:
 only these rows of ``RUNS``, into ``crf_algorithms_rows_0_3.md`` etc.).
 """

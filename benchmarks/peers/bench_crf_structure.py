@@ -14,7 +14,7 @@ default 100, as the shared data README's sklearn-crfsuite reference):
    kept every label (goal: above it at every rate);
 
 and the CPU time of each new path against the plain one, as ratios (the machine is shared).
-Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_crf_structure.py [--max-iter N]``.
+Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/peers/bench_crf_structure.py [--max-iter N]``.
 """
 
 import argparse

@@ -15,7 +15,7 @@ the official test split. CPU seconds (the machine is shared), quoted as ratios.
 (5b) ``class_weight="balanced"`` against none (L-BFGS, c2=1): overall F1 and the token recall of
     the rare labels (under 1% of the training tokens).
 
-Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_crf_training_features.py [--quick]``
+Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/peers/bench_crf_training_features.py [--quick]``
 (``--quick``: 1,500 training sentences, into ``crf_training_features_quick.{md,json}``).
 """
 

@@ -12,7 +12,7 @@ Both sides run in this one process on one thread (CRFsuite is single-threaded; n
 one thread) and are timed end to end: ``fit`` on the feature dicts, vectorising included.
 Goals (issue #21): F1 at least crfsuite's - 0.1 point at the same settings, fit and search at
 most 0.5x crfsuite's time.
-Run: ``SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/bench_crfsuite_tutorial.py``.
+Run: ``SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/peers/bench_crfsuite_tutorial.py``.
 """
 
 import json
@@ -35,7 +35,7 @@ from sklearn_struct.metrics import chunk_f1_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
-from _lib.crf_tutorial import tutorial_sent2features as sent2features, tutorial_sent2labels as sent2labels  # noqa: E402  (the tutorial's feature code)
+from _lib.crf_tutorial import (tutorial_sent2features as sent2features, tutorial_sent2labels as sent2labels)  # noqa: E402  (the tutorial's feature code)
 
 RESULTS = results_dir("crfsuite_tutorial")
 SETTINGS = dict(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100, all_possible_transitions=True)

@@ -16,7 +16,7 @@ memory on an 8x8 comb tree: its triangulation does not see that a tree needs no 
 Model: the Figure 1 Ising model at alpha = 5, ``p(y|x) ∝ exp(sum_edges [y_i = y_j] + 5 sum_i x_i y_i)``
 on a noisy ``make_ising_grid`` image cropped to k x k. pgmpy installs without torch
 (``pip install pgmpy``: torch is only an optional extra in pgmpy >= 1.0); the script skips pgmpy
-with a message if it is missing. Run: ``python benchmarks/bench_loopy_vs_pgmpy.py``.
+with a message if it is missing. Run: ``python benchmarks/peers/bench_loopy_vs_pgmpy.py``.
 """
 
 import multiprocessing as mp

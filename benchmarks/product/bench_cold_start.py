@@ -9,7 +9,7 @@ the first-ever fit + predict of any estimator under 5 CPU seconds on 2 cores, an
 quick tour (``python -m sklearn_struct``, every estimator and its baseline) under 20 CPU seconds,
 measured the same way (a fresh process with an empty cache, then one with the cache it left).
 
-Run: ``python benchmarks/bench_cold_start.py [--repeats 2]``; writes
+Run: ``python benchmarks/product/bench_cold_start.py [--repeats 2]``; writes
 ``benchmarks/results/cold_start.md`` and ``.json``.
 """
 

@@ -16,7 +16,7 @@ stopping test that ended the fit), the test score and the baseline's, and "none"
 Data: ``$SKLEARN_STRUCT_DATA`` (see ../shared/data/README.md); the loaders' standard train/test splits
 (UD: train on dev, test on test; GROBID citations have no split: fold 0 of a seeded 5-fold split).
 
-Run: ``python benchmarks/bench_default_fits.py [--only NAME[,NAME]] [--quick]``. NAMEs: chain,
+Run: ``python benchmarks/product/bench_default_fits.py [--only NAME[,NAME]] [--quick]``. NAMEs: chain,
 nonlocal, pruned_bp, dlpw, mle, parser, gp, crfsuite (or the class names). Rows are merged into
 results/default_fits.{md,json} by (estimator, data), so a rerun of one estimator updates its rows only;
 ``--quick`` (small subsamples, a smoke test) writes results/default_fits_quick.* instead; ``--pending

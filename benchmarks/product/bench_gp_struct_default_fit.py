@@ -9,7 +9,7 @@ Two fits, each ``GPStructClassifier(random_state=0)`` with nothing else set:
 
 A ConvergenceWarning is recorded, not raised. Writes ``results/gp_struct_default_fit.{md,json}``::
 
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_default_fit.py
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/product/bench_gp_struct_default_fit.py
 """
 
 import json

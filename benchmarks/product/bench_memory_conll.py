@@ -13,7 +13,7 @@ The baseline of a process that only imports sklearn_struct (numpy, scipy, numba)
 measured the same way and reported beside them. Writes
 ``benchmarks/results/memory_conll.md``. Needs ``SKLEARN_STRUCT_DATA`` (CoNLL-2000, from the
 CoNLL-2000 shared task site; see the data README for its licence terms).
-Run: ``python benchmarks/bench_memory_conll.py``.
+Run: ``python benchmarks/product/bench_memory_conll.py``.
 """
 
 import json

@@ -7,11 +7,11 @@ repeated folds; next to the test error of the training half's sparse MAP (MAP de
 sampled decoder of its Laplace start) and, with ``fits``, of full default fits at given amplitudes.
 Everything before the test columns uses the training half only.
 
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_amplitude_cv.py cv chunking,JapaneseNE 0,1
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_amplitude_cv.py fits chunking 0 4,16,64
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_amplitude_cv.py cv chunking,JapaneseNE 0,1
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_amplitude_cv.py fits chunking 0 4,16,64
     ... fits chunking 3 4,16 101  # random_state=101 instead of the split's: the seed-to-seed spread
     ... fits chunking 0,1,2,3,4 cv 101  # the default fit (amplitude by CV) at random_state=101
-    python benchmarks/bench_gp_struct_amplitude_cv.py report  # results/gp_struct_amplitude_cv.md
+    python benchmarks/studies/bench_gp_struct_amplitude_cv.py report  # results/gp_struct_amplitude_cv.md
 """
 
 import copy
@@ -28,10 +28,8 @@ from _lib.results import results_dir  # noqa: E402
 from _lib.gp_struct import error_rate, paper_split  # noqa: E402
 
 from sklearn_struct import GPStructClassifier  # noqa: E402
-from _lib.internals import AMPLITUDE_GRID, _held_out_marginals, _Rows, cv_amplitude  # noqa: E402
-from _lib.internals import sparse_map  # noqa: E402
-from _lib.internals import SparsePrior  # noqa: E402
-from _lib.internals import _fresh_kernels  # noqa: E402
+from _lib.internals import (_fresh_kernels, _held_out_marginals, _Rows, AMPLITUDE_GRID, cv_amplitude, sparse_map,  # noqa: E402
+                            SparsePrior)
 from sklearn_struct.utils.packing import pack_sequences  # noqa: E402
 
 OUT = results_dir("gp_struct_amplitude_cv") / "gp_struct_amplitude_cv.json"

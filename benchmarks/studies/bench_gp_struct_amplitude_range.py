@@ -18,9 +18,9 @@ variant, ``_lib.gp_struct.GP_PAPER``) at one fixed amplitude: a diagnostic of wh
 amplitude would give, not a setting chosen on training data. Writes
 ``results/gp_struct_amplitude_range.{md,json}``::
 
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_amplitude_range.py [TASKS]
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_amplitude_range.py fit 1024 JapaneseNE
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_amplitude_range.py crf
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_amplitude_range.py [TASKS]
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_amplitude_range.py fit 1024 JapaneseNE
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_amplitude_range.py crf
 
 ``crf`` sweeps a ChainCRF's c2 from 1e-5 to 10 on the same splits and features (outcome only).
 ``kernels [TASKS]`` asks whether another kernel lowers the floor the linear one reaches at large
@@ -41,16 +41,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
 
-from _lib.gp_struct import DECODERS, cv_errors, errors, whitened  # noqa: E402
-from _lib.gp_struct import GP_PAPER, TASKS, error_rate, paper_split  # noqa: E402
+from _lib.gp_struct import (cv_errors, DECODERS, error_rate, errors, GP_PAPER, GRID, merged, paper_split, TASKS,  # noqa: E402
+                            whitened)
 from sklearn.gaussian_process.kernels import RBF, DotProduct  # noqa: E402
 from sklearn.preprocessing import LabelEncoder  # noqa: E402
 
 from sklearn_struct import ChainCRF, GPStructClassifier  # noqa: E402
-from _lib.internals import AMPLITUDE_GRID  # noqa: E402
-from _lib.internals import SparsePrior  # noqa: E402
+from _lib.internals import AMPLITUDE_GRID, SparsePrior  # noqa: E402
 from sklearn_struct.utils.packing import pack_sequences  # noqa: E402
-from _lib.gp_struct import GRID, merged  # noqa: E402
 
 RESULTS = results_dir("gp_struct_amplitude_range")
 PATH = RESULTS / "gp_struct_amplitude_range.json"

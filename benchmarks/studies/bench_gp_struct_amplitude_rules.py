@@ -20,7 +20,7 @@ the sparse MAP fitted on the whole training half at that amplitude (outcome only
 CV picks the lowest held-out token error (the smallest amplitude among ties), as the estimator
 does. Writes ``results/gp_struct_amplitude_rules.{md,json}``::
 
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_amplitude_rules.py [TASKS]
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_amplitude_rules.py [TASKS]
 """
 
 import json
@@ -33,12 +33,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
 
-from _lib.gp_struct import GRID  # noqa: E402
-from _lib.gp_struct import DECODERS, cv_errors, whitened  # noqa: E402
-from _lib.gp_struct import TASKS  # noqa: E402
-from _lib.internals import _Rows  # noqa: E402
-from _lib.internals import map_marginals  # noqa: E402
-from _lib.internals import _chain_nll, sparse_map, transition_counts  # noqa: E402
+from _lib.gp_struct import cv_errors, DECODERS, GRID, TASKS, whitened  # noqa: E402
+from _lib.internals import _chain_nll, _Rows, map_marginals, sparse_map, transition_counts  # noqa: E402
 
 RESULTS = results_dir("gp_struct_amplitude_rules")
 PATH = RESULTS / "gp_struct_amplitude_rules.json"

@@ -18,9 +18,9 @@ measures, on the papers' protocol (``_lib.gp_struct.paper_split``):
 
 Writes ``results/gp_struct_inducing.{md,json}``::
 
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_inducing.py ktil
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_inducing.py fit JapaneseNE 1500 0,1,2,3,4
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_inducing.py fit JapaneseNE 1500 0,1,2,3,4 gp-var-p
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_inducing.py ktil
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_inducing.py fit JapaneseNE 1500 0,1,2,3,4
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_inducing.py fit JapaneseNE 1500 0,1,2,3,4 gp-var-p
 """
 
 import json
@@ -37,8 +37,7 @@ from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import GP_PAPER, TASKS, error_rate, paper_split  # noqa: E402
 from sklearn_struct import GPStructClassifier  # noqa: E402
-from _lib.internals import SparsePrior  # noqa: E402
-from _lib.internals import _fresh_kernels  # noqa: E402
+from _lib.internals import _fresh_kernels, SparsePrior  # noqa: E402
 from sklearn_struct.utils.packing import pack_sequences  # noqa: E402
 
 RESULTS = results_dir("gp_struct_inducing")

@@ -23,9 +23,9 @@ decoder's CV amplitude; the chain MAP decoded by the chain (gp-var-b's start) at
 reference. Papers' protocol (``_lib.gp_struct.paper_split``), M = 500 SVD inducing inputs
 as ``GPStructClassifier()`` builds them. Writes ``results/gp_struct_piecewise.{md,json}``::
 
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_piecewise.py [splits] [tasks]
-    python benchmarks/bench_gp_struct_piecewise.py report   # the table from the stored json
-    python benchmarks/bench_gp_struct_piecewise.py fits TASK [splits]  # the decoders on Table 1's gp-var-p fits
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_piecewise.py [splits] [tasks]
+    python benchmarks/studies/bench_gp_struct_piecewise.py report   # the table from the stored json
+    python benchmarks/studies/bench_gp_struct_piecewise.py fits TASK [splits]  # the decoders on Table 1's gp-var-p fits
 """
 
 import json
@@ -39,15 +39,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
 
-from _lib.gp_struct import TASKS, paper_split  # noqa: E402
+from _lib.gp_struct import cv_errors, DECODERS, errors, paper_split, TASKS, whitened  # noqa: E402
 from sklearn_struct import GPStructClassifier  # noqa: E402
-from _lib.internals import AMPLITUDE_GRID, _Rows  # noqa: E402
-from _lib.internals import SparsePrior, pmi_transitions, token_marginals  # noqa: E402
-from _lib.internals import sparse_map  # noqa: E402
-from _lib.internals import _fresh_kernels  # noqa: E402
+from _lib.internals import (_fresh_kernels, _Rows, AMPLITUDE_GRID, pmi_transitions, sparse_map, SparsePrior,  # noqa: E402
+                            token_marginals)
 from sklearn_struct.oracles.chain import forward_backward  # noqa: E402
 from sklearn_struct.utils.packing import pack_sequences, subset_sequences  # noqa: E402
-from _lib.gp_struct import cv_errors, DECODERS, errors, whitened  # noqa: E402
 
 RESULTS = results_dir("gp_struct_piecewise")
 

@@ -9,10 +9,10 @@ common-random-numbers estimate), iterations and CPU seconds. Writes
 ``results/gp_struct_samples_{task}_splits{...}.json`` per run and merges every run of the task
 into ``results/gp_struct_samples_{task}.{md,json}`` (``report TASK`` merges again)::
 
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_samples.py chunking 0,1,2,3,4 100,1000
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_samples.py JapaneseNE 3,4 100,1000
-    python benchmarks/bench_gp_struct_samples.py report JapaneseNE
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_samples.py seg 0,1,2,3,4 1000 gp-var-s
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_samples.py chunking 0,1,2,3,4 100,1000
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_samples.py JapaneseNE 3,4 100,1000
+    python benchmarks/studies/bench_gp_struct_samples.py report JapaneseNE
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_samples.py seg 0,1,2,3,4 1000 gp-var-s
 
 An optional fourth argument runs another Table 1 variant at its Table 1 settings
 (``_lib.gp_struct.GP_PAPER``, e.g. gp-var-s: SAGA, where S is the sample count of each step)

@@ -16,9 +16,9 @@ training half at the pick and its test error, as ``GridSearchCV(refit=True)`` wo
 pooled token error). Writes ``results/gp_struct_self_cv.md``, the per-split json files and a Table 1
 part file per task and variant (the row "METHOD, amplitude by its own 3-fold CV")::
 
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_self_cv.py SPLIT [SPLIT ...]
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_self_cv.py run seg gp-var-s 0.25,1,4,16 0,1,2,3,4
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/bench_gp_struct_self_cv.py report
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_self_cv.py SPLIT [SPLIT ...]
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_self_cv.py run seg gp-var-s 0.25,1,4,16 0,1,2,3,4
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_self_cv.py report
 """
 
 import json

@@ -22,7 +22,7 @@ and held out, scored on dev (``umass_errors_psi_features.json``).
 
 Run::
 
-    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/bench_umass_errors.py
+    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/studies/bench_umass_errors.py
 
 Output: ``benchmarks/results/umass_errors.{md,json}`` (and the json files above).
 """
