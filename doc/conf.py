@@ -86,15 +86,16 @@ sphinx_gallery_conf = {
 
 
 def _write_benchmark_results(app):
-    """doc/benchmark_results.md: every table (and plot) in benchmarks/results/, so the page is always current."""
+    """doc/benchmark_results.md: every table (and plot) in benchmarks/results/<benchmark>/, so the page is always current."""
     results = ROOT / "benchmarks" / "results"
     lines = ["# Benchmark results", "",
              "Assembled by the documentation build from `benchmarks/results/`; each section is one script's output.", ""]
-    for table in sorted(results.glob("*.md")):
-        lines += ["```{include} ../benchmarks/results/" + table.name, ":heading-offset: 1", "```", ""]
+    for table in sorted(results.glob("*/*.md"), key=lambda path: path.name):  # results/<benchmark>/<table>.md
+        where = f"../benchmarks/results/{table.parent.name}/"
+        lines += ["```{include} " + where + table.name, ":heading-offset: 1", "```", ""]
         for ext in (".png",):
             if table.with_suffix(ext).exists():
-                lines += [f"![{table.stem}](../benchmarks/results/{table.stem}{ext})", ""]
+                lines += [f"![{table.stem}]({where}{table.stem}{ext})", ""]
     (Path(app.srcdir) / "benchmark_results.md").write_text("\n".join(lines))
 
 

@@ -10,7 +10,7 @@ tuned pipeline is scored on CoNLL-2000's official test sentences.
 
 To stay under a minute the example trains on 1,000 of the 8,936 training sentences, with L-BFGS
 capped at 40 iterations; the full
-set gives 93.1 chunk F1 (``benchmarks/bench_conll_crfsuite.py``). Needs the data
+set gives 93.1 chunk F1 (``benchmarks/peers/bench_conll_crfsuite.py``). Needs the data
 (``SKLEARN_STRUCT_DATA`` pointing at the shared data folder).
 """
 

@@ -720,7 +720,7 @@ def sample_marginals(prior, p, seqs, n_samples, seed, n_jobs=None, likelihood="c
     """Posterior-predictive node marginals, averaged over q(f) samples: each sample's forward-backward
     marginals (``likelihood="chain"``), or for the piecewise model the softmax of each sampled unary.
 
-    The piecewise model's decoder (issue #22, ``benchmarks/bench_gp_struct_piecewise.py``): its
+    The piecewise model's decoder (issue #22, ``benchmarks/studies/bench_gp_struct_piecewise.py``): its
     unary pieces are per-token classifiers ``p(y_t | x_t)`` and its edge piece does not depend on
     ``x`` (the label-bigram distribution, see :func:`pmi_transitions`). Decoding by the chain with
     the trained table counts the label frequencies twice; re-assembling the chain with the table's

@@ -79,7 +79,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     C : float, default=0.01
         Weight of the summed loss, as in ``LinearSVC``: the objective is
         ``1/2 ||w||^2 + C sum_m loss_m`` (eq. 7 with the paper's ``C`` equal to ``C * n_samples``).
-        The default is chosen on yeast and scene by ``benchmarks/bench_dlpw_defaults.py``.
+        The default is chosen on yeast and scene by ``benchmarks/product/bench_dlpw_defaults.py``.
     edges : array-like of shape (n_edges, 2), "complete" or None, default=None
         Label graph over the columns of ``y``; None or "complete" means all pairs.
     n_states : int, array-like of shape (n_labels,) or None, default=None

@@ -85,7 +85,7 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         from the pieces, label frequencies counted once) and token by token; token by token had
         the lowest held-out error on every task at amplitude 1 and on three of four at each
         decoder's own CV amplitude (chunking: the PMI chain, 9.71 against 9.82), the chain with
-        ``f_bin`` the highest everywhere (``benchmarks/bench_gp_struct_piecewise.py``).
+        ``f_bin`` the highest everywhere (``benchmarks/studies/bench_gp_struct_piecewise.py``).
         So :meth:`predict_marginals` averages the softmax of the sampled unaries, ``decode=
         "viterbi_mean"`` takes the argmax of the posterior mean unaries, and ``amplitude="cv"``
         scores the piecewise sparse MAP by the same decoder; ``f_bin`` is fitted (it is part of the
@@ -134,7 +134,7 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         minimum (issue #22). The folds are one random partition (``random_state``: same seed,
         same amplitude). Scoring by ``predict``'s decoder (marginals averaged over samples of the
         fold's Laplace start, with ``K~``) or averaging three partitions did not pick amplitudes
-        with lower test error on the CRF++ tasks (``benchmarks/bench_gp_struct_amplitude_cv.py``).
+        with lower test error on the CRF++ tasks (``benchmarks/studies/bench_gp_struct_amplitude_cv.py``).
         ``"elbo"``: the paper's rule (the default kernel gets a learnable ``ConstantKernel``;
         L-BFGS's hyperparameter block fits it). A float: that amplitude.
     covariance : {"diagonal", "full"}, default="diagonal"
@@ -142,7 +142,7 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         Monte-Carlo samples per sequence and component in each ELBO estimate. ``"auto"``: 1,000
         for ``optimizer="lbfgs"`` (a fixed sample set per L-BFGS run; on the CRF++ tasks 1,000
         samples reach a higher ELBO and lower test error than 100 on every split, at 3-4x the
-        CPU, ``benchmarks/bench_gp_struct_samples.py``; the paper: 10,000), 100 for
+        CPU, ``benchmarks/studies/bench_gp_struct_samples.py``; the paper: 10,000), 100 for
         ``optimizer="saga"`` (a fresh set at each of thousands of steps; the paper: 4,000).
         The value used is ``n_samples_``.
     max_iter : int, default=50

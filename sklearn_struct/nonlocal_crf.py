@@ -122,7 +122,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
 
         - "auto": 3-fold cross-fitting (as ``3``) when ``learn_theta=False``; None when
           ``learn_theta=True``. Chosen for robustness: on citation extraction
-          (``benchmarks/bench_citations.py``) the two learn different ``psi`` (held out
+          (``benchmarks/papers/bench_citations.py``) the two learn different ``psi`` (held out
           raises the "at most one segment" weights, in-sample drives the "at least one"
           weights to about 0; with the earlier capped base CRFs in-sample moved ``psi`` less
           than held out) with equal test F1 (on OCR fold 0 the two also tie, 95.47 vs 95.54);

@@ -1,4 +1,4 @@
-"""benchmarks/bench_default_fits.py: a warning fails a row, rows merge per estimator."""
+"""benchmarks/product/bench_default_fits.py: a warning fails a row, rows merge per estimator."""
 
 import importlib.util
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 from sklearn_struct import ChainCRF
 from sklearn_struct.datasets import make_chain_data
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_default_fits.py"
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "product" / "bench_default_fits.py"
 
 
 def _bench():

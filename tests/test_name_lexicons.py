@@ -1,4 +1,4 @@
-"""benchmarks/_name_lexicons.py and the lexicon features of benchmarks/_citation_features.py."""
+"""benchmarks/_lib/name_lexicons.py and the lexicon features of benchmarks/_lib/citation_features.py."""
 
 import builtins
 import sys
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import _name_lexicons as nl  # noqa: E402
-from _citation_features import citation_features, lexicon_token  # noqa: E402
+from _lib import name_lexicons as nl  # noqa: E402
+from _lib.citation_features import citation_features, lexicon_token  # noqa: E402
 
 LEX = {"first": {"david": 5, "norman": 300, "may": 2000}, "last": {"norman": 150, "parker": 9000, "may": 40000,
                                                                    "model": 60000}}

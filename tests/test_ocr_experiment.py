@@ -1,4 +1,4 @@
-"""The OCR Table 4 pipeline (benchmarks/bench_ocr_table4.py) on a small subset of one fold.
+"""The OCR Table 4 pipeline (benchmarks/papers/bench_ocr_table4.py) on a small subset of one fold.
 
 Trains on 600 words of folds 1-9 and tests on 200 words of fold 0: the pipeline runs end
 to end, the word-dictionary energy L^w beats the base CRF on held-out words, and the
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_ocr_table4.py"
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "papers" / "bench_ocr_table4.py"
 
 
 @pytest.fixture(scope="module")

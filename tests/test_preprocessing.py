@@ -280,7 +280,7 @@ def test_conll2000_featurization(data_home):
     test = load_conll(data_home / "conll2000" / "test.txt.gz").sequences
     assert sum(map(len, train)) == 211727
     feat = WindowFeaturizer()
-    X_train = feat.fit_transform(train)  # its speed is tracked by benchmarks/bench_conll_crfsuite.py
+    X_train = feat.fit_transform(train)  # its speed is tracked by benchmarks/peers/bench_conll_crfsuite.py
     X_test = feat.transform(test)
     n_features = len(feat.get_feature_names_out())
     assert n_features > 50_000

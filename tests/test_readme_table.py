@@ -1,4 +1,4 @@
-"""The README's results table is what ``benchmarks/make_readme_table.py`` generates from
+"""The README's results table is what ``benchmarks/product/make_readme_table.py`` generates from
 ``benchmarks/results/`` (so it cannot drift from the benchmark outputs)."""
 
 import importlib.util
@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def make_table():
-    spec = importlib.util.spec_from_file_location("make_readme_table", ROOT / "benchmarks" / "make_readme_table.py")
+    spec = importlib.util.spec_from_file_location("make_readme_table", ROOT / "benchmarks" / "product" / "make_readme_table.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -20,10 +20,10 @@ def make_table():
 
 def test_readme_results_section_is_generated(make_table):
     readme = (ROOT / "README.md").read_text()
-    assert make_table.readme_section(readme) == make_table.render(), "run: python benchmarks/make_readme_table.py"
+    assert make_table.readme_section(readme) == make_table.render(), "run: python benchmarks/product/make_readme_table.py"
     doc = (ROOT / "doc" / "benchmarks.md").read_text()
     assert make_table.readme_section(doc) == make_table.render(headline=False), \
-        "run: python benchmarks/make_readme_table.py"
+        "run: python benchmarks/product/make_readme_table.py"
 
 
 def test_the_readme_keeps_one_headline_row_per_benchmark(make_table):
@@ -44,12 +44,13 @@ def test_every_benchmark_family_has_rows(make_table):
 
 def test_rows_follow_the_result_files(make_table, tmp_path, monkeypatch):
     """A changed result changes the table; a missing result file drops its rows."""
-    for name in ("cold_start.json", "mle_struct_cmu.json"):
+    for name in ("cold_start/cold_start.json", "mle_struct_cmu/mle_struct_cmu.json"):  # results/<benchmark>/
+        (tmp_path / name).parent.mkdir()
         (tmp_path / name).write_text((make_table.RESULTS / name).read_text())
-    data = json.loads((tmp_path / "cold_start.json").read_text())
+    data = json.loads((tmp_path / "cold_start/cold_start.json").read_text())
     runs = data["estimators"] if isinstance(data, dict) else data  # {"estimators", "tour"} since the tour is measured
     runs[0]["cold_fit_predict_cpu_s"] = 99.0
-    (tmp_path / "cold_start.json").write_text(json.dumps(data))
+    (tmp_path / "cold_start/cold_start.json").write_text(json.dumps(data))
     monkeypatch.setattr(make_table, "RESULTS", tmp_path)
     rows = make_table.rows()
     assert {r.benchmark.split(" (`")[0].split(",")[0] for r in rows} == {"MLE-Struct", "cold start"}

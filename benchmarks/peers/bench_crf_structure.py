@@ -1,0 +1,255 @@
+"""ChainCRF's structure features on CoNLL-2000 chunking (issue #35): valid BIO, n-best, partial labels.
+
+One run, the same window features (:class:`~sklearn_struct.preprocessing.WindowFeaturizer`) for
+every model, c2 = 1, L-BFGS with the same iteration budget on every side (``--max-iter``,
+default 100, as the shared data README's sklearn-crfsuite reference):
+
+1. invalid BIO chunk sequences in the test predictions (an ``I-X`` not preceded by ``B-X`` /
+   ``I-X``) and chunk F1: ChainCRF without and with ``allowed_transitions="BIO"``, beside
+   sklearn-crfsuite (goal: 0 with it, F1 not lower);
+2. oracle chunk F1 of the 5-best and 20-best lists of ``predict_topk`` (per sentence the list's
+   labelling with the highest sentence F1);
+3. partial labels: 25 / 50 / 75% of the training tokens hidden at random (``None``), the
+   partial-label fit (marginalising over the hidden tokens) against a fit on the sentences that
+   kept every label (goal: above it at every rate);
+
+and the CPU time of each new path against the plain one, as ratios (the machine is shared).
+Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/peers/bench_crf_structure.py [--max-iter N]``.
+"""
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_struct import ChainCRF
+from sklearn_struct.datasets import load_conll2000
+from sklearn_struct.metrics import chunk_f1_score, chunk_precision_recall_f1
+from sklearn_struct.preprocessing import WindowFeaturizer
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
+
+RESULTS = results_dir("crf_structure")
+C2 = 1.0
+RATES = (0.25, 0.5, 0.75)
+
+
+def cpu(fn):
+    """(result, CPU seconds of this process: all threads)."""
+    start = time.process_time()
+    out = fn()
+    return out, time.process_time() - start
+
+
+def invalid_bio(predictions):
+    """Tokens ``I-X`` that do not continue a chunk of type X (conlleval would open a chunk there)."""
+    count = 0
+    for p in predictions:
+        prev = "O"
+        for lab in p:
+            count += lab.startswith("I-") and not (prev[:2] in ("B-", "I-") and prev[2:] == lab[2:])
+            prev = lab
+    return int(count)
+
+
+def fit_ours(X, y, max_iter, **params):
+    model = ChainCRF(c2=C2, max_iter=max_iter, **params)
+    with warnings.catch_warnings():  # the budget is the stop here, as for crfsuite's max_iterations
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        _, seconds = cpu(lambda: model.fit(X, y))
+    return model, seconds
+
+
+def run_crfsuite(train_dicts, y_train, test_dicts, max_iter):
+    import sklearn_crfsuite
+
+    crf = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=C2, max_iterations=max_iter)
+    _, fit_s = cpu(lambda: crf.fit(train_dicts, [list(v) for v in y_train]))
+    pred, pred_s = cpu(lambda: crf.predict(test_dicts))
+    return [np.asarray(p) for p in pred], fit_s, pred_s
+
+
+def oracle_f1(y_test, y_topk):
+    """Corpus chunk F1 when each sentence takes the labelling of its list with the best sentence F1."""
+    picked = []
+    for gold, cands in zip(y_test, y_topk):
+        scores = [chunk_precision_recall_f1([gold], [c])[2] for c in cands]
+        picked.append(cands[int(np.argmax(scores))])
+    return 100 * chunk_f1_score(y_test, picked)
+
+
+def hide(y_train, rate, seed):
+    rng = np.random.RandomState(seed)
+    out = []
+    for y in y_train:
+        seq = np.array(y, dtype=object)
+        seq[rng.rand(len(y)) < rate] = None
+        out.append(seq)
+    return out
+
+
+def experiment_valid(X_train, y_train, X_test, y_test, train_dicts, test_dicts, max_iter, out):
+    plain, fit_plain = fit_ours(X_train, y_train, max_iter)
+    bio, fit_bio = fit_ours(X_train, y_train, max_iter, allowed_transitions="BIO")
+    pred_plain, predict_plain = cpu(lambda: plain.predict(X_test))
+    pred_bio, predict_bio = cpu(lambda: bio.predict(X_test))
+    rows = [("ChainCRF", pred_plain, fit_plain, plain.n_iter_),
+            ('ChainCRF(allowed_transitions="BIO")', pred_bio, fit_bio, bio.n_iter_)]
+    if train_dicts is not None:
+        pred_cs, fit_cs, _ = run_crfsuite(train_dicts, y_train, test_dicts, max_iter)
+        rows.append(("sklearn-crfsuite (CRFsuite L-BFGS)", pred_cs, fit_cs, max_iter))
+    out["valid"] = [{"model": name, "invalid_I_tokens": invalid_bio(pred),
+                     "sentences_with_invalid": sum(invalid_bio([p]) > 0 for p in pred),
+                     "chunk_f1": 100 * chunk_f1_score(y_test, pred), "fit_cpu_s": fit_s, "n_iter": int(n_iter)}
+                    for name, pred, fit_s, n_iter in rows]
+    out["timing"] = {"fit_bio_over_plain": fit_bio / fit_plain,
+                     "predict_bio_over_plain": predict_bio / predict_plain}
+    return plain, bio, predict_plain
+
+
+def experiment_topk(plain, bio, X_test, y_test, predict_plain, out):
+    out["topk"] = []
+    for name, model in (("ChainCRF", plain), ('ChainCRF(allowed_transitions="BIO")', bio)):
+        row = {"model": name, "1-best": 100 * chunk_f1_score(y_test, model.predict(X_test))}
+        for k in (5, 20):
+            (y_topk, log_proba), seconds = cpu(lambda k=k: model.predict_topk(X_test, k))
+            row[f"oracle {k}-best"] = oracle_f1(y_test, y_topk)
+            row[f"topk{k}_over_predict"] = seconds / predict_plain
+            row[f"mean prob mass of {k}-best"] = float(np.mean([np.exp(lp).sum() for lp in log_proba]))
+            if k == 20:
+                row["invalid_I_tokens_in_20_best"] = sum(invalid_bio(list(c)) for c in y_topk)
+        out["topk"].append(row)
+    seen = [i for i, y in enumerate(y_test) if np.isin(y, bio.classes_).all()]  # test has I-LST, unseen in training
+    _, seconds = cpu(lambda: bio.sequence_log_proba([X_test[i] for i in seen], [y_test[i] for i in seen]))
+    out["timing"]["sequence_log_proba_over_predict"] = seconds / predict_plain
+    fixed = [[lab if t % 2 == 0 else None for t, lab in enumerate(y)] for y in y_test]  # every other token given
+    _, seconds = cpu(lambda: bio.predict_marginals(X_test, fixed=fixed))
+    _, seconds_plain = cpu(lambda: bio.predict_marginals(X_test))
+    pred_fixed = bio.predict(X_test, fixed=fixed)
+    out["timing"]["marginals_fixed_over_marginals"] = seconds / seconds_plain
+    out["fixed_every_other_token_f1"] = 100 * chunk_f1_score(y_test, pred_fixed)
+
+
+def experiment_partial(X_train, y_train, X_test, y_test, fit_full, max_iter, out):
+    out["partial"] = []
+    for rate in RATES:
+        hidden = hide(y_train, rate, seed=0)
+        partial, fit_partial = fit_ours(X_train, hidden, max_iter, allowed_transitions="BIO")
+        full_only = [i for i, y in enumerate(hidden) if not any(v is None for v in y)]
+        row = {"hidden": rate, "partial_label_f1": 100 * chunk_f1_score(y_test, partial.predict(X_test)),
+               "partial_fit_over_full_fit": fit_partial / fit_full, "n_iter": int(partial.n_iter_),
+               "fully_labelled_sentences": len(full_only)}
+        row["full_sentences_only_f1"] = 0.0  # no model from fewer than 2 sentences
+        if len(full_only) >= 2:
+            base, _ = fit_ours([X_train[i] for i in full_only], [y_train[i] for i in full_only], max_iter,
+                               allowed_transitions="BIO")
+            pred = base.predict(X_test)  # labels unseen by the small model are simply never predicted
+            row["full_sentences_only_f1"] = 100 * chunk_f1_score(y_test, pred)
+        out["partial"].append(row)
+        write(out)
+
+
+def write(out):
+    """The md and json of what has run so far (each experiment writes when done)."""
+    lines = ["# ChainCRF structure features on CoNLL-2000 (issue #35)", "",
+             f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared); {out['setup']}", ""]
+    lines += _valid_lines(out) if "valid" in out else []
+    lines += _topk_lines(out) if "topk" in out else []
+    lines += _partial_lines(out) if out.get("partial") else []
+    lines += _timing_lines(out) if "fixed_every_other_token_f1" in out else []
+    text = "\n".join(lines) + "\n"
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "crf_structure.md").write_text(text)
+    (RESULTS / "crf_structure.json").write_text(json.dumps(out, indent=1))
+    print(text, flush=True)
+
+
+def _valid_lines(out):
+    lines = ["## 1. Valid BIO chunks", "",
+             "| model | invalid I- tokens | sentences with one | chunk F1 | fit CPU s | iterations |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {r['model']} | {r['invalid_I_tokens']} | {r['sentences_with_invalid']} | {r['chunk_f1']:.2f} | "
+              f"{r['fit_cpu_s']:.0f} | {r['n_iter']} |" for r in out["valid"]]
+    return lines + [""]
+
+
+def _topk_lines(out):
+    lines = ["## 2. Oracle F1 of the n-best lists (`predict_topk`)", "",
+              "| model | 1-best F1 | oracle 5-best | oracle 20-best | prob. mass 5 / 20 | 5-best / 20-best CPU vs predict |",
+              "|---|---|---|---|---|---|"]
+    lines += [f"| {r['model']} | {r['1-best']:.2f} | {r['oracle 5-best']:.2f} | {r['oracle 20-best']:.2f} | "
+              f"{r['mean prob mass of 5-best']:.3f} / {r['mean prob mass of 20-best']:.3f} | "
+              f"{r['topk5_over_predict']:.1f}x / {r['topk20_over_predict']:.1f}x |" for r in out["topk"]]
+    return lines + ["", f"Forced decoding with every other test token's label given (`predict(X, fixed=...)`): "
+                    f"F1 {out['fixed_every_other_token_f1']:.2f}.", ""]
+
+
+def _partial_lines(out):
+    lines = ["## 3. Partial labels (tokens hidden at random, `None`)", "",
+              "| hidden | partial-label fit F1 | fit on fully labelled sentences only F1 (sentences) | "
+              "partial fit CPU vs full-label fit | iterations |", "|---|---|---|---|---|"]
+    lines += [f"| {100 * r['hidden']:.0f}% | {r['partial_label_f1']:.2f} | {r['full_sentences_only_f1']:.2f} "
+              f"({r['fully_labelled_sentences']}) | {r['partial_fit_over_full_fit']:.2f}x | {r['n_iter']} |"
+              for r in out["partial"]]
+    full = [r["chunk_f1"] for r in out.get("valid", []) if "BIO" in r["model"]]
+    if full:
+        lines += ["", f"Every label known (table 1's BIO model, the ceiling): F1 {full[0]:.2f}. At 50% and more "
+                  "hidden, hardly any sentence keeps all its labels, so the second column is the floor a user "
+                  "without partial-label training is left with."]
+    return lines + [""]
+
+
+def _timing_lines(out):
+    t = out["timing"]
+    return ["## Timings (CPU-time ratios, new path / plain path)", "",
+              f"- fit with allowed_transitions='BIO' / plain fit: {t['fit_bio_over_plain']:.2f}",
+              f"- predict with the BIO mask / plain predict: {t['predict_bio_over_plain']:.2f}",
+              f"- sequence_log_proba / plain predict: {t['sequence_log_proba_over_predict']:.2f}",
+              f"- predict_marginals(fixed=...) / predict_marginals: {t['marginals_fixed_over_marginals']:.2f}",
+              "- partial-label fit / full-label fit (same budget): see table 3."]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-iter", type=int, default=100)
+    parser.add_argument("--n-train", type=int, default=None, help="first N training sentences (default all)")
+    parser.add_argument("--n-test", type=int, default=None, help="first N test sentences (default all)")
+    parser.add_argument("--no-crfsuite", action="store_true")
+    parser.add_argument("--from-json", action="store_true", help="rewrite the md from the stored json only")
+    args = parser.parse_args()
+    if args.from_json:
+        write(json.loads((RESULTS / "crf_structure.json").read_text()))
+        return
+    train, test = load_conll2000("train"), load_conll2000("test")
+    n = args.n_train or len(train.labels)
+    y_train = [np.asarray(v) for v in train.labels[:n]]
+    n_test = args.n_test or len(test.labels)
+    y_test = [np.asarray(v) for v in test.labels[:n_test]]
+    featurizer = WindowFeaturizer()
+    X_train, X_test = featurizer.fit_transform(train.sequences[:n]), featurizer.transform(test.sequences[:n_test])
+    train_dicts = test_dicts = None
+    if not args.no_crfsuite:
+        train_dicts, test_dicts = featurizer.to_dicts(train.sequences[:n]), featurizer.to_dicts(test.sequences[:n_test])
+    fit_ours(X_train[:20], y_train[:20], 2, allowed_transitions="BIO")[0].predict_topk(X_test[:5], 3)  # compile
+    out = {"setup": f"train {len(y_train)} / test {len(y_test)} sentences, {X_train[0].shape[1]} attributes, "
+                    f"c2={C2}, L-BFGS budget {args.max_iter} iterations on every side, CPU seconds of this process",
+           "max_iter": args.max_iter}
+    plain, bio, predict_plain = experiment_valid(X_train, y_train, X_test, y_test, train_dicts, test_dicts,
+                                                 args.max_iter, out)
+    write(out)
+    experiment_topk(plain, bio, X_test, y_test, predict_plain, out)
+    write(out)
+    fit_full = next(r["fit_cpu_s"] for r in out["valid"] if "BIO" in r["model"])
+    experiment_partial(X_train, y_train, X_test, y_test, fit_full, args.max_iter, out)
+    write(out)
+
+
+if __name__ == "__main__":
+    main()
