@@ -208,7 +208,8 @@ def _valid_lines(out):
 
 def _topk_lines(out):
     lines = ["## 2. Oracle F1 of the n-best lists (`predict_topk`)", "",
-              "| model | 1-best F1 | oracle 5-best | oracle 20-best | prob. mass 5 / 20 | 5-best / 20-best CPU vs predict |",
+              "| model | 1-best F1 | oracle 5-best | oracle 20-best | prob. mass 5 / 20 | "
+              "5-best / 20-best CPU vs predict |",
               "|---|---|---|---|---|---|"]
     lines += [f"| {r['model']} | {r['1-best']:.2f} | {r['oracle 5-best']:.2f} | {r['oracle 20-best']:.2f} | "
               f"{r['mean prob mass of 5-best']:.3f} / {r['mean prob mass of 20-best']:.3f} | "
