@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp
 
 from sklearn_struct import ChainCRF
-from sklearn_struct._chain_crf import ChainObjective, unpack_params
+from sklearn_struct._chain_crf import ChainObjective
 from sklearn_struct._chain_crf_constrained import ConstrainedChainObjective, structure_from, token_masks
 
 CHUNKS = np.array(["B-NP", "B-VP", "I-NP", "I-VP", "O"])
@@ -183,7 +183,8 @@ def test_topk_fixed_and_sequence_log_proba_against_enumeration():
     # fixed tokens: the best labelling with token 1 = B-VP; conditional marginals
     fixed = [[None, "B-VP", None, {"O", "B-NP"}]]
     keep = (model.classes_[paths[:, 1]] == "B-VP") & np.isin(model.classes_[paths[:, 3]], ["O", "B-NP"])
-    np.testing.assert_array_equal(model.predict([x], fixed=fixed)[0], model.classes_[paths[keep][np.argmax(logp[keep])]])
+    best = paths[keep][np.argmax(logp[keep])]
+    np.testing.assert_array_equal(model.predict([x], fixed=fixed)[0], model.classes_[best])
     marg = model.predict_marginals([x], fixed=fixed)[0]
     cond = np.exp(logp[keep] - logsumexp(logp[keep]))
     for t in range(4):

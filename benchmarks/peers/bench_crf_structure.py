@@ -9,7 +9,8 @@ default 100, as the shared data README's sklearn-crfsuite reference):
    sklearn-crfsuite (goal: 0 with it, F1 not lower);
 2. oracle chunk F1 of the 5-best and 20-best lists of ``predict_topk`` (per sentence the list's
    labelling with the highest sentence F1);
-3. partial labels: 25 / 50 / 75% of the training tokens hidden at random (``None``), the
+3. partial labels: 25 / 50 / 75% of the training tokens hidden at random (each given as the set
+   of every training label, which is ``None`` with the label inventory declared), the
    partial-label fit (marginalising over the hidden tokens) against a fit on the sentences that
    kept every label (goal: above it at every rate);
 
@@ -31,7 +32,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_struct import ChainCRF
 from sklearn_struct.datasets import load_conll2000
-from sklearn_struct.metrics import chunk_f1_score, chunk_precision_recall_f1
+from sklearn_struct.metrics import chunk_f1_score
 from sklearn_struct.preprocessing import WindowFeaturizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
@@ -76,21 +77,44 @@ def run_crfsuite(train_dicts, y_train, test_dicts, max_iter):
     return [np.asarray(p) for p in pred], fit_s, pred_s
 
 
+def _chunks(labels):
+    """Chunks ``(start, end, type)`` by conlleval's rules (an I-X that continues no X chunk opens one)."""
+    out, start, kind = set(), None, None
+    for t, lab in enumerate(list(labels) + ["O"]):
+        tag, _, typ = lab.partition("-")
+        if start is not None and (tag != "I" or typ != kind):
+            out.add((start, t, kind))
+            start = None
+        if tag == "B" or (tag == "I" and start is None):
+            start, kind = t, typ
+    return out
+
+
 def oracle_f1(y_test, y_topk):
     """Corpus chunk F1 when each sentence takes the labelling of its list with the best sentence F1."""
     picked = []
     for gold, cands in zip(y_test, y_topk):
-        scores = [chunk_precision_recall_f1([gold], [c])[2] for c in cands]
+        g = _chunks(gold)
+        scores = []
+        for c in cands:
+            p = _chunks(c)
+            scores.append(2 * len(g & p) / max(1, len(g) + len(p)))
         picked.append(cands[int(np.argmax(scores))])
     return 100 * chunk_f1_score(y_test, picked)
 
 
 def hide(y_train, rate, seed):
+    """Hide tokens at random: each becomes the set of every training label (the label inventory is
+    known). ``None`` means the same, any label of ``classes_``, but ``classes_`` then holds only the
+    labels still seen: at 50% a rare ``B-UCP`` can vanish while an ``I-UCP`` stays, which BIO makes
+    infeasible (fit raises a ValueError naming the sentence)."""
     rng = np.random.RandomState(seed)
+    inventory = frozenset(np.concatenate(y_train).tolist())
     out = []
     for y in y_train:
         seq = np.array(y, dtype=object)
-        seq[rng.rand(len(y)) < rate] = None
+        for t in np.flatnonzero(rng.rand(len(y)) < rate):
+            seq[t] = inventory
         out.append(seq)
     return out
 
@@ -129,7 +153,8 @@ def experiment_topk(plain, bio, X_test, y_test, predict_plain, out):
     seen = [i for i, y in enumerate(y_test) if np.isin(y, bio.classes_).all()]  # test has I-LST, unseen in training
     _, seconds = cpu(lambda: bio.sequence_log_proba([X_test[i] for i in seen], [y_test[i] for i in seen]))
     out["timing"]["sequence_log_proba_over_predict"] = seconds / predict_plain
-    fixed = [[lab if t % 2 == 0 else None for t, lab in enumerate(y)] for y in y_test]  # every other token given
+    known = set(bio.classes_)  # every other token given (the test's I-LST, unseen in training, left free)
+    fixed = [[lab if t % 2 == 0 and lab in known else None for t, lab in enumerate(y)] for y in y_test]
     _, seconds = cpu(lambda: bio.predict_marginals(X_test, fixed=fixed))
     _, seconds_plain = cpu(lambda: bio.predict_marginals(X_test))
     pred_fixed = bio.predict(X_test, fixed=fixed)
@@ -137,12 +162,12 @@ def experiment_topk(plain, bio, X_test, y_test, predict_plain, out):
     out["fixed_every_other_token_f1"] = 100 * chunk_f1_score(y_test, pred_fixed)
 
 
-def experiment_partial(X_train, y_train, X_test, y_test, fit_full, max_iter, out):
+def experiment_partial(X_train, y_train, X_test, y_test, fit_full, max_iter, out, rates=RATES, part="partial"):
     out["partial"] = []
-    for rate in RATES:
+    for rate in rates:
         hidden = hide(y_train, rate, seed=0)
         partial, fit_partial = fit_ours(X_train, hidden, max_iter, allowed_transitions="BIO")
-        full_only = [i for i, y in enumerate(hidden) if not any(v is None for v in y)]
+        full_only = [i for i, y in enumerate(hidden) if not any(isinstance(v, frozenset) for v in y)]
         row = {"hidden": rate, "partial_label_f1": 100 * chunk_f1_score(y_test, partial.predict(X_test)),
                "partial_fit_over_full_fit": fit_partial / fit_full, "n_iter": int(partial.n_iter_),
                "fully_labelled_sentences": len(full_only)}
@@ -153,17 +178,29 @@ def experiment_partial(X_train, y_train, X_test, y_test, fit_full, max_iter, out
             pred = base.predict(X_test)  # labels unseen by the small model are simply never predicted
             row["full_sentences_only_f1"] = 100 * chunk_f1_score(y_test, pred)
         out["partial"].append(row)
-        write(out)
+        write(out, part)
 
 
-def write(out):
-    """The md and json of what has run so far (each experiment writes when done)."""
+def write(out, part=None):
+    """The md and json of what has run so far: each part keeps its own json, the md merges them all."""
+    if part is not None:
+        (RESULTS / f"crf_structure_{part}.json").write_text(json.dumps(out, indent=1))
+        merged = {}
+        rows = {}
+        for path in sorted(RESULTS.glob("crf_structure_*.json")):  # valid, topk, partial*
+            stored = json.loads(path.read_text())
+            timing = {**merged.get("timing", {}), **stored.get("timing", {})}
+            rows.update({r["hidden"]: r for r in stored.get("partial", [])})
+            merged.update(stored)
+            merged["timing"] = timing
+        merged["partial"] = [rows[k] for k in sorted(rows)]
+        out = merged
     lines = ["# ChainCRF structure features on CoNLL-2000 (issue #35)", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared); {out['setup']}", ""]
     lines += _valid_lines(out) if "valid" in out else []
     lines += _topk_lines(out) if "topk" in out else []
     lines += _partial_lines(out) if out.get("partial") else []
-    lines += _timing_lines(out) if "fixed_every_other_token_f1" in out else []
+    lines += _timing_lines(out) if "sequence_log_proba_over_predict" in out.get("timing", {}) else []
     text = "\n".join(lines) + "\n"
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "crf_structure.md").write_text(text)
@@ -182,7 +219,8 @@ def _valid_lines(out):
 
 def _topk_lines(out):
     lines = ["## 2. Oracle F1 of the n-best lists (`predict_topk`)", "",
-              "| model | 1-best F1 | oracle 5-best | oracle 20-best | prob. mass 5 / 20 | 5-best / 20-best CPU vs predict |",
+              "| model | 1-best F1 | oracle 5-best | oracle 20-best | prob. mass 5 / 20 | "
+              "5-best / 20-best CPU vs predict |",
               "|---|---|---|---|---|---|"]
     lines += [f"| {r['model']} | {r['1-best']:.2f} | {r['oracle 5-best']:.2f} | {r['oracle 20-best']:.2f} | "
               f"{r['mean prob mass of 5-best']:.3f} / {r['mean prob mass of 20-best']:.3f} | "
@@ -192,7 +230,10 @@ def _topk_lines(out):
 
 
 def _partial_lines(out):
-    lines = ["## 3. Partial labels (tokens hidden at random, `None`)", "",
+    lines = ["## 3. Partial labels (tokens hidden at random)", "",
+             "A hidden token is `None` (25%, 50%; first run) or the set of every training label (75%: with `None` "
+             "a rare B-UCP vanished from the known labels while an I-UCP stayed, which BIO makes infeasible, and fit "
+             "raised a ValueError naming the sentence). Both mean any label; the same tokens are hidden.", "",
               "| hidden | partial-label fit F1 | fit on fully labelled sentences only F1 (sentences) | "
               "partial fit CPU vs full-label fit | iterations |", "|---|---|---|---|---|"]
     lines += [f"| {100 * r['hidden']:.0f}% | {r['partial_label_f1']:.2f} | {r['full_sentences_only_f1']:.2f} "
@@ -223,6 +264,9 @@ def main():
     parser.add_argument("--n-test", type=int, default=None, help="first N test sentences (default all)")
     parser.add_argument("--no-crfsuite", action="store_true")
     parser.add_argument("--from-json", action="store_true", help="rewrite the md from the stored json only")
+    parser.add_argument("--rates", default=None, help="hidden-token rates of part 'partial', e.g. 0.5,0.75")
+    parser.add_argument("--part", choices=["valid", "topk", "partial", "all"], default="all",
+                        help="run one experiment (topk refits the two models of 'valid'; partial reads its fit time)")
     args = parser.parse_args()
     if args.from_json:
         write(json.loads((RESULTS / "crf_structure.json").read_text()))
@@ -241,14 +285,25 @@ def main():
     out = {"setup": f"train {len(y_train)} / test {len(y_test)} sentences, {X_train[0].shape[1]} attributes, "
                     f"c2={C2}, L-BFGS budget {args.max_iter} iterations on every side, CPU seconds of this process",
            "max_iter": args.max_iter}
-    plain, bio, predict_plain = experiment_valid(X_train, y_train, X_test, y_test, train_dicts, test_dicts,
-                                                 args.max_iter, out)
-    write(out)
-    experiment_topk(plain, bio, X_test, y_test, predict_plain, out)
-    write(out)
-    fit_full = next(r["fit_cpu_s"] for r in out["valid"] if "BIO" in r["model"])
-    experiment_partial(X_train, y_train, X_test, y_test, fit_full, args.max_iter, out)
-    write(out)
+    if args.part in ("valid", "all"):
+        plain, bio, predict_plain = experiment_valid(X_train, y_train, X_test, y_test, train_dicts, test_dicts,
+                                                     args.max_iter, out)
+        write(out, "valid")
+    if args.part in ("topk", "all"):
+        if args.part == "topk":  # the two models of part 'valid' again, without the peer
+            topk_out = dict(out)
+            plain, bio, predict_plain = experiment_valid(X_train, y_train, X_test, y_test, None, None,
+                                                         args.max_iter, topk_out)
+            out["timing"] = {"predict_bio_over_plain": topk_out["timing"]["predict_bio_over_plain"]}
+        experiment_topk(plain, bio, X_test, y_test, predict_plain, out)
+        write(out, "topk")
+    if args.part in ("partial", "all"):
+        valid = out if "valid" in out else json.loads((RESULTS / "crf_structure_valid.json").read_text())
+        fit_full = next(r["fit_cpu_s"] for r in valid["valid"] if "BIO" in r["model"])
+        rates = RATES if args.rates is None else tuple(float(r) for r in args.rates.split(","))
+        part = "partial" if args.rates is None else "partial_" + args.rates.replace(",", "_")
+        experiment_partial(X_train, y_train, X_test, y_test, fit_full, args.max_iter, out, rates, part)
+        write(out, part)
 
 
 if __name__ == "__main__":
