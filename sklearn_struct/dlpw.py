@@ -32,6 +32,7 @@ from .oracles.lp import (
     primal_values,
     pseudo_marginals,
 )
+from ._dlpw_graph import learned_edges
 from .oracles.lp_learning import dlpw_epoch
 from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
@@ -80,8 +81,12 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         Weight of the summed loss, as in ``LinearSVC``: the objective is
         ``1/2 ||w||^2 + C sum_m loss_m`` (eq. 7 with the paper's ``C`` equal to ``C * n_samples``).
         The default is chosen on yeast and scene by ``benchmarks/bench_dlpw_defaults.py``.
-    edges : array-like of shape (n_edges, 2), "complete" or None, default=None
-        Label graph over the columns of ``y``; None or "complete" means all pairs.
+    edges : array-like of shape (n_edges, 2), "complete", "tree", int or None, default=None
+        Label graph over the columns of ``y``; None or "complete" means all pairs (``L (L - 1) / 2``
+        edges for ``L`` labels). Learned from the training labels: ``"tree"``, the Chow-Liu tree
+        (maximum spanning tree of the labels' pairwise mutual information, ``L - 1`` edges); an
+        integer ``k``, the ``k`` pairs of largest mutual information. Sparse graphs make an epoch's
+        cost grow with ``L`` instead of ``L^2``.
     n_states : int, array-like of shape (n_labels,) or None, default=None
         States per label. None infers them from ``y``; if given, ``y`` must hold integer codes
         ``0 <= y[:, l] < n_states[l]``.
@@ -176,7 +181,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
 
     _parameter_constraints = {
         "C": [Interval(numbers.Real, 0, None, closed="neither")],
-        "edges": ["array-like", StrOptions({"complete"}), None],
+        "edges": ["array-like", StrOptions({"complete", "tree"}), Interval(numbers.Integral, 0, None, closed="left"),
+                  None],
         "n_states": ["array-like", Interval(numbers.Integral, 1, None, closed="left"), None],
         "n_inner": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -219,7 +225,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         X = self._check_X(X, reset=True)
         if X.shape[0] != Y.shape[0]:
             raise ValueError(f"X has {X.shape[0]} samples but y has {Y.shape[0]}.")
-        self.edges_ = self._check_edges(Y.shape[1])
+        self.edges_ = self._check_edges(Y)
         graph = make_lp_graph(self.edges_, self.n_states_, name="edges")
         self._graph = graph
         Xa = _augment(X, self.fit_intercept)
@@ -401,7 +407,10 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X contains NaN or infinity: sample {row}, feature {col}.")
         return X
 
-    def _check_edges(self, n_labels):
+    def _check_edges(self, Y):
+        n_labels = Y.shape[1]
+        if (isinstance(self.edges, str) and self.edges == "tree") or isinstance(self.edges, numbers.Integral):
+            return learned_edges(self.edges, Y, self.n_states_)
         if self.edges is None or (isinstance(self.edges, str) and self.edges == "complete"):
             i, j = np.triu_indices(n_labels, 1)
             return np.stack([i, j], axis=1).astype(np.int64)
