@@ -6,6 +6,7 @@ generated data next to a plain scikit-learn baseline.
 
 from .chain_crf import ChainCRF
 from .dlpw import DLPWClassifier
+from .dlpw_cv import DLPWClassifierCV
 from .gp_struct import GPStructClassifier
 from .mle_struct import MLEStructMatcher
 from .nonlocal_crf import NonLocalCRF
@@ -14,4 +15,4 @@ from .pruned_bp import PrunedBPMarginals, pruned_marginals
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["ChainCRF", "DLPWClassifier", "GPStructClassifier", "MLEStructMatcher", "NonLocalCRF", "DependencyParserBP", "PrunedBPMarginals", "pruned_marginals"]
+__all__ = ["ChainCRF", "DLPWClassifier", "DLPWClassifierCV", "GPStructClassifier", "MLEStructMatcher", "NonLocalCRF", "DependencyParserBP", "PrunedBPMarginals", "pruned_marginals"]
