@@ -70,3 +70,19 @@ def set_max_marginals(unary, pair, edges, sets):
         floor = s.min(axis=1) - 1.0
         M[b] = np.where(np.isfinite(M[b]), M[b], floor[:, None, None])
     return M
+
+
+def sets_objective(W, P, Xa, edges, target, sets, C, zero_one):
+    """``1/2 ||w||^2 + C/n sum_m max_k [score_m(s_k) + loss(k, target_m) - score_m(s_target_m)]`` (exact)."""
+    n = Xa.shape[0]
+    K, L = sets.shape
+    S = P.shape[1] if P.ndim == 3 and P.size else W.shape[1] // L
+    total = 0.0
+    for b in _blocks(n, K):
+        unary = np.asarray(Xa[b] @ W).reshape(-1, L, S)
+        s = set_scores(unary, P, edges, sets)
+        t = target[b]
+        loss = (np.arange(K)[None, :] != t[:, None]).astype(float) if zero_one else \
+            (sets[None, :, :] != sets[t][:, None, :]).mean(axis=2)
+        total += float(np.sum((s + loss).max(axis=1) - s[np.arange(len(t)), t]))
+    return 0.5 * (float(np.vdot(W, W)) + float(np.vdot(P, P))) + C * total / n

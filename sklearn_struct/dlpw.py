@@ -33,8 +33,8 @@ from .oracles.lp import (
     pseudo_marginals,
 )
 from ._dlpw_graph import learned_edges
-from ._dlpw_sets import best_sets, distinct_label_sets, set_max_marginals
-from .oracles.lp_learning import dlpw_epoch
+from ._dlpw_sets import best_sets, distinct_label_sets, set_max_marginals, sets_objective
+from .oracles.lp_learning import dlpw_epoch, sets_epoch
 from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
 from .utils.progress import Progress
@@ -129,6 +129,16 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         (e.g. the empty set when every training sample has a label) is never predicted.
         ``"all"``: any labelling, by the LP relaxation of MAP (below). :meth:`decision_function`
         follows the same choice; :meth:`predict_marginals` always describes the LP relaxation.
+    loss : {"hamming", "subset"}, default="hamming"
+        The loss in the structured hinge. ``"hamming"``: the normalised Hamming loss, with the
+        loss-augmented MAP relaxed to the local polytope and trained by DLPW (the paper's method).
+        ``"subset"``: the 0/1 loss of the whole label set (what subset accuracy scores); its
+        loss-augmented MAP is not a pairwise problem, so it runs exactly over the training label
+        sets (needs ``label_sets="train"``; Pegasos steps without dual messages,
+        :func:`~sklearn_struct.oracles.lp_learning.sets_epoch`, ``O(K (L + n_edges))`` per step).
+        On scene it raises test subset accuracy from 0.656 to 0.696 at ``C = 0.001``; on yeast
+        (198 label sets, 14 labels) it lowers it and costs 0.03 Hamming loss
+        (``benchmarks/bench_dlpw_multilabel.py``).
     predict_max_iter : int, default=1000
         Most star passes per sample at prediction (``label_sets="all"``).
     predict_tol : float, default=1e-6
@@ -210,6 +220,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         "dtype": [StrOptions({"float64", "float32"})],
         "track_objective": ["boolean"],
         "label_sets": [StrOptions({"train", "all"})],
+        "loss": [StrOptions({"hamming", "subset"})],
         "predict_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "predict_tol": [Interval(numbers.Real, 0, None, closed="left")],
         **shared_constraints("n_jobs", "callback", "verbose", "random_state"),
@@ -217,7 +228,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, C=0.001, edges=None, n_states=None, n_inner=10, max_epochs=1000, tol=1e-3, n_iter_no_change=5,
                  order="cyclic", average=True, fit_intercept=True, dtype="float64", track_objective=False,
-                 label_sets="train", predict_max_iter=1000, predict_tol=1e-6, n_jobs=None, callback=None, verbose=0, random_state=None):
+                 label_sets="train", loss="hamming", predict_max_iter=1000, predict_tol=1e-6, n_jobs=None, callback=None, verbose=0, random_state=None):
         store_init_params(self, locals())
 
     # ------------------------------------------------------------------ fit
@@ -245,6 +256,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         ``_warm_state``."""
         if y is None:
             validate_data(self, X, y)  # raises scikit-learn's "requires y" error
+        if self.loss == "subset" and self.label_sets != "train":
+            raise ValueError("loss='subset' trains over the training label sets: it needs label_sets='train'.")
         Y = self._encode_fit_targets(y)
         X = self._check_X(X, reset=True)
         if X.shape[0] != Y.shape[0]:
@@ -254,7 +267,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         self._graph = graph
         Xa = _augment(X, self.fit_intercept)
         model = _Model(graph, Xa.shape[1])
-        delta = np.zeros((Y.shape[0], 2 * graph.n_edges, graph.max_states), dtype=np.dtype(self.dtype))
+        n_msg = 0 if self._train_over_sets() else 2 * graph.n_edges  # no messages: the sets are scored exactly
+        delta = np.zeros((Y.shape[0], n_msg, graph.max_states), dtype=np.dtype(self.dtype))
         t0 = 0
         if warm is not None:
             wmodel, wdelta, t0 = warm
@@ -272,6 +286,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         self.n_certified_ = int(certified.sum())
         return self
 
+    def _train_over_sets(self):
+        return self.loss == "subset"
+
     def _train(self, Xa, Y, model, delta, t0=0):
         rng = check_random_state(self.random_state)
         n = Y.shape[0]
@@ -279,23 +296,34 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         loss_weight = 1.0 / Y.shape[1]
         g = model.graph
         curve, seconds, t, best, stale = [], 0.0, t0, np.inf, 0
+        over_sets = self._train_over_sets()
+        if over_sets:  # the loss-augmented MAP over the training label sets, exact
+            sets, target = np.unique(Y, axis=0, return_inverse=True)
+            target = target.ravel().astype(np.int64)
         converged = False
         progress = Progress(type(self).__name__, self.verbose, self.callback, unit="epoch", objective="eq9 bound")
         for epoch in range(1, self.max_epochs + 1):
             order = rng.permutation(n) if self.order == "shuffle" else np.arange(n)
             start = time.perf_counter()
             sums = (np.zeros_like(model.V), np.zeros_like(model.P)) if self.average else None
-            t = dlpw_epoch(order.astype(np.int64), t, C, int(self.n_inner), loss_weight, Xa.indptr,
-                           Xa.indices, Xa.data, Y, model.V, model.P, model.state, g.edges, g.n_states, g.indptr,
-                           g.slots, delta, average=sums, check_input=False)
+            if over_sets:
+                t = sets_epoch(order.astype(np.int64), t, C, self.loss, Xa.indptr, Xa.indices, Xa.data, target,
+                               sets, model.V, model.P, model.state, g.edges, g.n_states, average=sums,
+                               check_input=False)
+            else:
+                t = dlpw_epoch(order.astype(np.int64), t, C, int(self.n_inner), loss_weight, Xa.indptr,
+                               Xa.indices, Xa.data, Y, model.V, model.P, model.state, g.edges, g.n_states, g.indptr,
+                               g.slots, delta, average=sums, check_input=False)
             seconds += time.perf_counter() - start
             model.refresh_norm()
             out = model.averaged(*sums, n) if self.average else model
-            bound = objective_eq9(out, Xa, Y, delta, C, loss_weight)
+            bound = (sets_objective(*out.weights(), Xa, g.edges, target, sets, C, self.loss == "subset") if over_sets
+                     else objective_eq9(out, Xa, Y, delta, C, loss_weight))
             if not np.isfinite(bound):
                 raise ValueError(f"DLPW: the training scores are not finite at epoch {epoch} (largest |x| = "
                                  f"{np.abs(Xa.data).max():.3g}): the features overflow float64; rescale X.")
-            exact = objective_eq7(out, Xa, Y, delta, C, loss_weight) if self.track_objective else np.nan
+            exact = np.nan if not self.track_objective else bound if over_sets else \
+                objective_eq7(out, Xa, Y, delta, C, loss_weight)
             curve.append((epoch, seconds, bound, exact))
             if progress(epoch, bound, seconds, **({"eq7": exact} if self.track_objective else {})):
                 break

@@ -40,7 +40,7 @@ class DLPWClassifierCV(ClassifierMixin, BaseEstimator):
         Scorer of the held-out folds; None is the estimator's ``score``, subset accuracy.
     refit : bool, default=True
         Refit on all the data with ``C_`` (then ``predict`` and the other methods use that fit).
-    edges, label_sets, n_inner, max_epochs, tol, n_iter_no_change, fit_intercept, dtype
+    edges, label_sets, loss, n_inner, max_epochs, tol, n_iter_no_change, fit_intercept, dtype
         Passed to every :class:`DLPWClassifier` fit.
     n_jobs : int or None, default=None
         Joblib jobs over the folds (each fold's path is sequential).
@@ -86,6 +86,7 @@ class DLPWClassifierCV(ClassifierMixin, BaseEstimator):
         "edges": ["array-like", StrOptions({"complete", "tree"}), Interval(numbers.Integral, 0, None, closed="left"),
                   None],
         "label_sets": [StrOptions({"train", "all"})],
+        "loss": [StrOptions({"hamming", "subset"})],
         "n_inner": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
@@ -95,13 +96,13 @@ class DLPWClassifierCV(ClassifierMixin, BaseEstimator):
         **shared_constraints("n_jobs", "verbose", "random_state"),
     }
 
-    def __init__(self, *, Cs=5, cv=3, scoring=None, refit=True, edges=None, label_sets="train", n_inner=10,
+    def __init__(self, *, Cs=5, cv=3, scoring=None, refit=True, edges=None, label_sets="train", loss="hamming", n_inner=10,
                  max_epochs=1000, tol=1e-3, n_iter_no_change=5, fit_intercept=True, dtype="float64", n_jobs=None,
                  verbose=0, random_state=None):
         store_init_params(self, locals())
 
     def _base(self, C):
-        return DLPWClassifier(C=float(C), edges=self.edges, label_sets=self.label_sets, n_inner=self.n_inner,
+        return DLPWClassifier(C=float(C), edges=self.edges, label_sets=self.label_sets, loss=self.loss, n_inner=self.n_inner,
                               max_epochs=self.max_epochs, tol=self.tol, n_iter_no_change=self.n_iter_no_change,
                               fit_intercept=self.fit_intercept, dtype=self.dtype, random_state=self.random_state)
 

@@ -1,9 +1,13 @@
 """DLPWClassifier(label_sets="train"): exact decoding over the training label sets."""
 
 import numpy as np
+import pytest
+import scipy.sparse as sp
 
 from sklearn_struct import DLPWClassifier
-from sklearn_struct._dlpw_sets import best_sets, set_max_marginals, set_scores
+from sklearn_struct._dlpw_sets import best_sets, set_max_marginals, set_scores, sets_objective
+from sklearn_struct.oracles.lp import make_lp_graph
+from sklearn_struct.oracles.lp_learning import pegasos_step, sets_epoch
 from sklearn_struct.datasets import make_multilabel_pairwise
 
 
@@ -56,3 +60,66 @@ def test_empty_set_never_predicted_when_training_has_none():
     keep = Y.sum(axis=1) > 0
     clf = DLPWClassifier(C=0.01, max_epochs=20, tol=0).fit(X[keep], Y[keep])
     assert (clf.predict(X).sum(axis=1) > 0).all()
+
+
+def _brute_step_gradient(x, y_idx, sets, W, P, edges, zero_one):
+    """Node / edge subgradient coefficients of one sample's set hinge, by enumeration in Python."""
+    L = sets.shape[1]
+    S = P.shape[1]
+
+    def score(y):
+        return sum(x @ W[:, i * S + y[i]] for i in range(L)) + sum(P[e, y[u], y[v]] for e, (u, v) in enumerate(edges))
+
+    truth = sets[y_idx]
+    aug = [score(y) + ((k != y_idx) if zero_one else np.mean(y != truth)) for k, y in enumerate(sets)]
+    best = sets[int(np.argmax(aug))]
+    node_g, edge_g = np.zeros(L * S), np.zeros(P.shape)
+    for i in range(L):
+        node_g[i * S + best[i]] += 1
+        node_g[i * S + truth[i]] -= 1
+    for e, (u, v) in enumerate(edges):
+        edge_g[e, best[u], best[v]] += 1
+        edge_g[e, truth[u], truth[v]] -= 1
+    return node_g, edge_g, max(aug) - score(truth)
+
+
+@pytest.mark.parametrize("zero_one", [True, False])
+def test_sets_epoch_is_pegasos_on_the_enumerated_set_hinge(zero_one):
+    rng = np.random.default_rng(4)
+    n, F, L, K = 6, 3, 4, 5
+    X = rng.normal(size=(n, F))
+    sets = np.unique(rng.integers(0, 2, size=(K, L)), axis=0)
+    target = rng.integers(0, len(sets), size=n)
+    edges = np.array([[0, 1], [1, 2], [2, 3], [0, 3]])
+    graph = make_lp_graph(edges, np.full(L, 2))
+    Xs = sp.csr_matrix(X)
+    V, P, state = rng.normal(size=(F, 2 * L)), rng.normal(size=(4, 2, 2)), np.array([1.0, 0.0])
+    state[1] = np.vdot(V, V) + np.vdot(P, P)
+    V2, P2, state2 = V.copy(), P.copy(), state.copy()
+    C = 0.7
+    t = sets_epoch(np.arange(n), 3, C, "subset" if zero_one else "hamming", Xs.indptr, Xs.indices, Xs.data, target,
+                   sets, V, P, state, graph.edges, graph.n_states)
+    assert t == 3 + n
+    for m in range(n):  # the same steps written out: brute-force argmax, then pegasos_step
+        W, Pw = state2[0] * V2, state2[0] * P2
+        node_g, edge_g, _ = _brute_step_gradient(X[m], target[m], sets, W, Pw, edges, zero_one)
+        pegasos_step(4 + m, C, np.arange(F), X[m], node_g, edge_g, V2, P2, state2)
+    np.testing.assert_allclose(state[0] * V, state2[0] * V2, atol=1e-12)
+    np.testing.assert_allclose(state[0] * P, state2[0] * P2, atol=1e-12)
+    # the exact objective against the enumeration
+    W, Pw = state[0] * V, state[0] * P
+    Xa = sp.csr_matrix(X)
+    want = 0.5 * (np.vdot(W, W) + np.vdot(Pw, Pw)) + C * np.mean(
+        [_brute_step_gradient(X[m], target[m], sets, W, Pw, edges, zero_one)[2] for m in range(n)])
+    assert sets_objective(W, Pw, Xa, edges, target, sets, C, zero_one) == pytest.approx(want, rel=1e-12)
+
+
+def test_subset_loss_trains_and_needs_training_label_sets():
+    X, Y = make_multilabel_pairwise(200, n_features=4, n_labels=5, noise=0.3, random_state=5)
+    clf = DLPWClassifier(C=0.05, loss="subset").fit(X[:150], Y[:150])
+    curve = clf.objective_curve_[:, 2]
+    assert curve[-1] <= curve[0] and clf.n_certified_ == 150
+    hamming = DLPWClassifier(C=0.05).fit(X[:150], Y[:150])
+    assert clf.score(X[:150], Y[:150]) >= hamming.score(X[:150], Y[:150]) - 0.02
+    with pytest.raises(ValueError, match="label_sets='train'"):
+        DLPWClassifier(loss="subset", label_sets="all").fit(X, Y)
