@@ -72,6 +72,9 @@ METHODS = {
     "DLPW, label_sets='all' (LP-MAP)": (_dlpw(label_sets="all"), "C", DLPW_GRID),
     "DLPW, previous default (C=0.01, LP-MAP)": (_dlpw(C=0.01, label_sets="all"), None, None),
     "DLPW, loss='subset'": (_dlpw(loss="subset"), "C", DLPW_GRID),
+    "DLPW, edges='tree', edge_features": (_dlpw(edges="tree", edge_features=True), "C", DLPW_GRID),
+    "DLPW, edges='tree', edge_features, loss='subset'": (_dlpw(edges="tree", edge_features=True, loss="subset"),
+                                                         "C", DLPW_GRID),
     # tuned by its own path over DLPW_GRID (3-fold, subset accuracy): the 'default' row is the tuned one
     "DLPWClassifierCV": (lambda: DLPWClassifierCV(Cs=DLPW_GRID, cv=CV), None, None),
     "DLPWClassifierCV, loss='subset'": (lambda: DLPWClassifierCV(Cs=DLPW_GRID, cv=CV, loss="subset"), None, None),
@@ -133,7 +136,7 @@ def cost_rows():
     X, Y = make_many_labels(3000, n_features=50, n_labels=50, random_state=0)
     X, Xt, Y, Yt = X[:2000], X[2000:], Y[:2000], Y[2000:]
     rows = {}
-    for method in ("BR (LogReg)", "DLPW", "DLPW, edges='tree'"):
+    for method in ("BR (LogReg)", "DLPW", "DLPW, edges='tree'", "DLPW, edges='tree', edge_features"):
         rows[method] = fit_row(method, "default", X, Y, Xt, Yt)
         print("cost", method, rows[method], flush=True)
     return rows

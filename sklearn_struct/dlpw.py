@@ -139,6 +139,14 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         On scene it raises test subset accuracy from 0.656 to 0.696 at ``C = 0.001``; on yeast
         (198 label sets, 14 labels) it lowers it and costs 0.03 Hamming loss
         (``benchmarks/bench_dlpw_multilabel.py``).
+    edge_features : bool, default=False
+        Pairwise potentials that depend on the input: each edge's table becomes
+        ``pairwise_[e] + x . edge_coef_[e]`` (one weight vector per edge and pair of states, as the
+        paper's framework allows: ``f_ij(y_i, y_j, x)``). The LP oracle takes one table per edge for
+        all samples, so the model is trained and decoded over the training label sets (needs
+        ``label_sets="train"``; with ``loss="hamming"`` the Hamming loss is then exact over the sets
+        too). Adds ``n_edges * S^2 * n_features`` weights: use it with a sparse graph
+        (``edges="tree"``) when there are many labels.
     predict_max_iter : int, default=1000
         Most star passes per sample at prediction (``label_sets="all"``).
     predict_tol : float, default=1e-6
@@ -179,6 +187,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     certified_ : ndarray of shape (n_samples,), bool
         Whether the prediction for each training sample is certified optimal (always with
         ``label_sets="train"``: the decoding is exact).
+    edge_coef_ : ndarray of shape (n_edges, S, S, n_features) or None
+        The edge-feature weights (``edge_features=True``); their intercepts are in ``pairwise_``.
     label_sets_ : ndarray of shape (n_sets, n_labels) or None
         The distinct training label sets predictions choose from (``label_sets="train"``).
     n_certified_ : int
@@ -221,6 +231,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         "track_objective": ["boolean"],
         "label_sets": [StrOptions({"train", "all"})],
         "loss": [StrOptions({"hamming", "subset"})],
+        "edge_features": ["boolean"],
         "predict_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "predict_tol": [Interval(numbers.Real, 0, None, closed="left")],
         **shared_constraints("n_jobs", "callback", "verbose", "random_state"),
@@ -228,7 +239,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, C=0.001, edges=None, n_states=None, n_inner=10, max_epochs=1000, tol=1e-3, n_iter_no_change=5,
                  order="cyclic", average=True, fit_intercept=True, dtype="float64", track_objective=False,
-                 label_sets="train", loss="hamming", predict_max_iter=1000, predict_tol=1e-6, n_jobs=None, callback=None, verbose=0, random_state=None):
+                 label_sets="train", loss="hamming", edge_features=False,
+                 predict_max_iter=1000, predict_tol=1e-6, n_jobs=None, callback=None, verbose=0, random_state=None):
         store_init_params(self, locals())
 
     # ------------------------------------------------------------------ fit
@@ -256,8 +268,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         ``_warm_state``."""
         if y is None:
             validate_data(self, X, y)  # raises scikit-learn's "requires y" error
-        if self.loss == "subset" and self.label_sets != "train":
-            raise ValueError("loss='subset' trains over the training label sets: it needs label_sets='train'.")
+        if self._train_over_sets() and self.label_sets != "train":
+            raise ValueError("loss='subset' and edge_features=True train over the training label sets: they need "
+                             "label_sets='train'.")
         Y = self._encode_fit_targets(y)
         X = self._check_X(X, reset=True)
         if X.shape[0] != Y.shape[0]:
@@ -266,7 +279,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         graph = make_lp_graph(self.edges_, self.n_states_, name="edges")
         self._graph = graph
         Xa = _augment(X, self.fit_intercept)
-        model = _Model(graph, Xa.shape[1])
+        model = _Model(graph, Xa.shape[1], self.edge_features)
         n_msg = 0 if self._train_over_sets() else 2 * graph.n_edges  # no messages: the sets are scored exactly
         delta = np.zeros((Y.shape[0], n_msg, graph.max_states), dtype=np.dtype(self.dtype))
         t0 = 0
@@ -287,7 +300,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _train_over_sets(self):
-        return self.loss == "subset"
+        return self.loss == "subset" or bool(self.edge_features)
 
     def _train(self, Xa, Y, model, delta, t0=0):
         rng = check_random_state(self.random_state)
@@ -381,8 +394,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         Xa = _augment(self._check_X(X, reset=False), self.fit_intercept)
         if self._sets is not None:
             unary = self._unary_checked(Xa)
-            return self._format_per_label(set_max_marginals(unary, self._pairwise_full, self.edges_, self._sets),
-                                          binary_diff=True)
+            M = set_max_marginals(unary, self._pairwise_full, self.edges_, self._sets,
+                                  _edge_unary(Xa, self._W, self._graph))
+            return self._format_per_label(M, binary_diff=True)
         labels, certified, unary, delta = self._map(Xa)
         g = self._graph
         pair = self._pairwise_full
@@ -405,6 +419,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
             n_classes) for one column; else one (n_samples, n_states[l]) array per column.
         """
         check_is_fitted(self)
+        if self.edge_coef_ is not None:
+            raise ValueError("predict_marginals describes the LP relaxation with input-independent edge tables: "
+                             "not available with edge_features=True (use decision_function).")
         Xa = _augment(self._check_X(X, reset=False), self.fit_intercept)
         _, _, unary, delta = self._map(Xa)
         return self._format_per_label(pseudo_marginals(self._graph, unary, delta, check_input=False), binary_diff=False)
@@ -424,7 +441,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         """Encoded labels and certificates: the best training label set (exact), or the LP-MAP."""
         if self._sets is None:
             return self._map(Xa)[:2]
-        idx, _ = best_sets(self._unary_checked(Xa), self._pairwise_full, self.edges_, self._sets)
+        idx, _ = best_sets(self._unary_checked(Xa), self._pairwise_full, self.edges_, self._sets,
+                           _edge_unary(Xa, self._W, self._graph))
         return self._sets[idx], np.ones(len(idx), dtype=bool)
 
     def _unary_checked(self, Xa):
@@ -460,9 +478,16 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         self._W = W
         self._pairwise_full = a * model.P
         n_feat = self.n_features_in_
+        self.edge_coef_ = None
+        if W.shape[1] > d * S:  # edge features: w_e[a, b] . x (+ its intercept, folded into pairwise_ below)
+            Wedge = W[:, d * S:].reshape(-1, g.n_edges, S, S)
+            self.edge_coef_ = np.moveaxis(Wedge[:n_feat], 0, -1).copy()
+        W = W[:, : d * S]
         self.coef_ = W[:n_feat].T.reshape(d, S, n_feat).copy()
         self.intercept_ = W[n_feat].reshape(d, S).copy() if self.fit_intercept else np.zeros((d, S))
         self.pairwise_ = self._pairwise_full.copy()
+        if self.edge_coef_ is not None and self.fit_intercept:
+            self.pairwise_ += Wedge[n_feat]
 
     def _check_X(self, X, reset):
         try:
@@ -575,10 +600,10 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
 class _Model:
     """Scaled weights ``w = state[0] * (V, P)`` of a pairwise model (see oracles.lp_learning)."""
 
-    def __init__(self, graph, n_features):
+    def __init__(self, graph, n_features, edge_features=False):
         S = graph.max_states
         self.graph = graph
-        self.V = np.zeros((n_features, graph.n_nodes * S))
+        self.V = np.zeros((n_features, graph.n_nodes * S + (graph.n_edges * S * S if edge_features else 0)))
         self.P = np.zeros((graph.n_edges, S, S))
         self.state = np.array([1.0, 0.0])
 
@@ -587,7 +612,7 @@ class _Model:
 
     def averaged(self, sum_W, sum_P, n_steps):
         """The model whose weights are ``(sum_W, sum_P) / n_steps`` (an epoch's averaged iterate)."""
-        avg = _Model(self.graph, self.V.shape[0])
+        avg = _Model(self.graph, self.V.shape[0], self.V.shape[1] > self.graph.n_nodes * self.graph.max_states)
         avg.V, avg.P = sum_W / n_steps, sum_P / n_steps
         avg.refresh_norm()
         return avg
@@ -609,7 +634,16 @@ def _augment(X, fit_intercept):
 
 
 def _unary(Xa, W, graph):
+    W = W[:, : graph.n_nodes * graph.max_states]  # without the edge-feature columns, if any
     return np.ascontiguousarray(np.asarray(Xa @ W).reshape(Xa.shape[0], graph.n_nodes, graph.max_states))
+
+
+def _edge_unary(Xa, W, graph):
+    """The input-dependent edge potentials ``(n, n_edges, S, S)`` (``edge_features=True``), else None."""
+    S, nS = graph.max_states, graph.n_nodes * graph.max_states
+    if W.shape[1] == nS:
+        return None
+    return np.asarray(Xa @ W[:, nS:]).reshape(Xa.shape[0], graph.n_edges, S, S)
 
 
 def loss_augmented(model, Xa, Y, loss_weight):

@@ -123,3 +123,61 @@ def test_subset_loss_trains_and_needs_training_label_sets():
     assert clf.score(X[:150], Y[:150]) >= hamming.score(X[:150], Y[:150]) - 0.02
     with pytest.raises(ValueError, match="label_sets='train'"):
         DLPWClassifier(loss="subset", label_sets="all").fit(X, Y)
+
+
+@pytest.mark.parametrize("zero_one", [True, False])
+def test_edge_feature_step_is_the_finite_difference_gradient(zero_one):
+    """One kernel step at t = 2 is ``w/2 - (C/2) g``: recover g, compare with finite differences of the objective."""
+    rng = np.random.default_rng(6)
+    F, L, K = 3, 4, 6
+    sets = np.unique(rng.integers(0, 2, size=(K, L)), axis=0)
+    edges = np.array([[0, 1], [1, 2], [2, 3]])
+    graph = make_lp_graph(edges, np.full(L, 2))
+    E, nS = len(edges), 2 * L
+    x = rng.normal(size=(1, F))
+    Xs = sp.csr_matrix(x)
+    target = np.array([1])
+    V, P = rng.normal(scale=0.02, size=(F, nS + E * 4)), rng.normal(scale=0.02, size=(E, 2, 2))
+    x *= 10
+    C = 0.01  # small weights and C: the step stays inside the sqrt(C) ball (no projection)
+    state = np.array([1.0, np.vdot(V, V) + np.vdot(P, P)])
+    V1, P1 = V.copy(), P.copy()
+    sets_epoch(np.array([0]), 1, C, "subset" if zero_one else "hamming", Xs.indptr, Xs.indices, Xs.data, target,
+               sets, V1, P1, state, graph.edges, graph.n_states)
+    gV = (0.5 * V - state[0] * V1) * 2 / C
+    gP = (0.5 * P - state[0] * P1) * 2 / C
+
+    def loss(V_, P_):  # the sample's hinge: the objective without the regulariser, C = 1
+        return sets_objective(V_, P_, Xs, edges, target, sets, 1.0, zero_one) - 0.5 * (np.vdot(V_, V_) + np.vdot(P_, P_))
+
+    h = 1e-6
+    for arr, g in ((V, gV), (P, gP)):
+        fd = np.zeros_like(arr)
+        for idx in np.ndindex(arr.shape):
+            up, down = arr.copy(), arr.copy()
+            up[idx] += h
+            down[idx] -= h
+            args_up = (up, P) if arr is V else (V, up)
+            args_down = (down, P) if arr is V else (V, down)
+            fd[idx] = (loss(*args_up) - loss(*args_down)) / (2 * h)
+        np.testing.assert_allclose(g, fd, atol=1e-6)
+    assert np.abs(gV[:, nS:]).sum() > 0  # the edge-feature weights moved
+
+
+def test_edge_features_estimator():
+    X, Y = make_multilabel_pairwise(200, n_features=4, n_labels=4, noise=0.3, random_state=7)
+    clf = DLPWClassifier(C=0.05, edge_features=True, edges="tree").fit(X[:150], Y[:150])
+    assert clf.edge_coef_.shape == (3, 2, 2, 4)
+    pred = clf.predict(X[150:])
+    sets = clf.label_sets_
+    for xi, p in zip(X[150:], pred):  # the prediction is the best training set under the edge-feature scores
+        def score(y):
+            s = sum(clf.coef_[i, y[i]] @ xi + clf.intercept_[i, y[i]] for i in range(4))
+            return s + sum(clf.pairwise_[e, y[u], y[v]] + clf.edge_coef_[e, y[u], y[v]] @ xi
+                           for e, (u, v) in enumerate(clf.edges_))
+        assert score(p) >= max(score(y) for y in sets) - 1e-9
+    np.testing.assert_array_equal((clf.decision_function(X[150:]) > 0).astype(int), pred)
+    with pytest.raises(ValueError, match="edge_features"):
+        clf.predict_marginals(X)
+    with pytest.raises(ValueError, match="label_sets='train'"):
+        DLPWClassifier(edge_features=True, label_sets="all").fit(X, Y)

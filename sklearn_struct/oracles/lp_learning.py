@@ -305,6 +305,9 @@ def sets_epoch(order, t0, C, loss, Xp, Xi, Xd, target, sets, V, P, state, edges,
     sum_e P_e[s_ku, s_kv] + loss(k, target[m])`` (``O(K (n_nodes + n_edges))``, no relaxation, no
     messages), and steps along ``f(best) - f(truth)`` (see :func:`pegasos_step`). ``loss`` is
     ``"subset"`` (0/1: ``1`` for every other set) or ``"hamming"`` (normalised Hamming distance).
+    Edge features: if ``V`` has ``n_nodes * S + n_edges * S * S`` columns, column
+    ``n_nodes * S + (e * S + a) * S + b`` holds ``w_e[a, b]`` and the edge term of a set is
+    ``P_e[s_ku, s_kv] + x . w_e[s_ku, s_kv]`` (pairwise potentials that depend on the input).
     ``average``: as in :func:`dlpw_epoch`. Returns the new step count.
     """
     if check_input:
@@ -325,8 +328,11 @@ def sets_epoch(order, t0, C, loss, Xp, Xi, Xd, target, sets, V, P, state, edges,
 def _sets_epoch(order, t0, C, zero_one, Xp, Xi, Xd, target, sets, V, P, state, edges, n_states, sum_W, sum_P):
     n_nodes, S, E = n_states.shape[0], P.shape[1], P.shape[0]
     K = sets.shape[0]
+    nS = n_nodes * S
+    edge_x = V.shape[1] > nS  # edge features: columns nS + (e * S + a) * S + b score x . w_e[a, b]
     unary = np.empty((n_nodes, S))
-    node_g = np.zeros(n_nodes * S)
+    ex = np.zeros((E, S, S))
+    node_g = np.zeros(V.shape[1])
     edge_g = np.zeros_like(P)
     t = t0
     for m in order:
@@ -338,6 +344,14 @@ def _sets_epoch(order, t0, C, zero_one, Xp, Xi, Xd, target, sets, V, P, state, e
             for i in range(n_nodes):
                 for s in range(n_states[i]):
                     unary[i, s] += x * V[f, i * S + s]
+        if edge_x:
+            ex[:] = 0.0
+            for p in range(Xp[m], Xp[m + 1]):
+                f, x = Xi[p], Xd[p]
+                for e in range(E):
+                    for u in range(S):
+                        for v in range(S):
+                            ex[e, u, v] += x * V[f, nS + (e * S + u) * S + v]
         y = target[m]
         best, arg = -np.inf, y
         for k in range(K):
@@ -349,6 +363,8 @@ def _sets_epoch(order, t0, C, zero_one, Xp, Xi, Xd, target, sets, V, P, state, e
                     diff += 1
             for e in range(E):
                 sc += P[e, sets[k, edges[e, 0]], sets[k, edges[e, 1]]]
+                if edge_x:
+                    sc += ex[e, sets[k, edges[e, 0]], sets[k, edges[e, 1]]]
             sc *= a
             if zero_one:
                 sc += 1.0 if k != y else 0.0
@@ -367,6 +383,9 @@ def _sets_epoch(order, t0, C, zero_one, Xp, Xi, Xd, target, sets, V, P, state, e
                 if sets[arg, i] != sets[y, i] or sets[arg, j] != sets[y, j]:
                     edge_g[e, sets[arg, i], sets[arg, j]] += 1.0
                     edge_g[e, sets[y, i], sets[y, j]] -= 1.0
+                    if edge_x:
+                        node_g[nS + (e * S + sets[arg, i]) * S + sets[arg, j]] += 1.0
+                        node_g[nS + (e * S + sets[y, i]) * S + sets[y, j]] -= 1.0
         lo, hi = Xp[m], Xp[m + 1]
         _step(float(t), C, Xi[lo:hi], Xd[lo:hi], node_g, edge_g, V, P, state)
         if arg != y:
