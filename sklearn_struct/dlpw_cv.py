@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, indexable
+from sklearn.utils.validation import check_is_fitted, indexable, validate_data
 
 from .dlpw import DLPWClassifier, _as_2d_targets
 from .utils._params import atomic_fit, shared_constraints, store_init_params
@@ -120,6 +120,8 @@ class DLPWClassifierCV(ClassifierMixin, BaseEstimator):
         -------
         self
         """
+        if y is None:
+            validate_data(self, X, y)  # raises scikit-learn's "requires y" error
         Cs = np.logspace(-4, -2, self.Cs) if isinstance(self.Cs, numbers.Integral) else np.asarray(self.Cs, float)
         if Cs.ndim != 1 or Cs.size == 0 or not np.all(np.isfinite(Cs)) or np.any(Cs <= 0):
             raise ValueError(f"Cs must be a positive int or a non-empty 1D array of positive floats, got {self.Cs!r}.")
