@@ -52,6 +52,7 @@ from sklearn_struct.metrics import hamming_loss_multilabel, subset_accuracy  # n
 
 RESULTS = Path(__file__).parent / "results"
 JSON = RESULTS / "dlpw_multilabel.json"
+COST_JSON = RESULTS / "dlpw_multilabel_cost.json"
 LR_GRID = [0.001, 0.01, 0.1, 1.0, 10.0]
 DLPW_GRID = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
 CV = KFold(3, shuffle=True, random_state=0)
@@ -159,8 +160,9 @@ def main():
                 print(key, store["rows"][key], flush=True)
                 JSON.write_text(json.dumps(store, indent=1))
     if "--cost" in sys.argv or "--cost-only" in sys.argv:
-        store["cost"] = cost_rows()
-        JSON.write_text(json.dumps(store, indent=1))
+        COST_JSON.write_text(json.dumps(cost_rows(), indent=1))
+    if COST_JSON.exists():
+        store["cost"] = json.loads(COST_JSON.read_text())
     write_md(store)
 
 
