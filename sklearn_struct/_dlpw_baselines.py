@@ -8,6 +8,8 @@
   sample, adds the aggregated most violated constraint, and re-solves the dual QP over the working
   set (a small dense QP: HiGHS's QP solver, or accelerated projected gradient, :func:`_solve_qp`).
 * :func:`dlpw`: Algorithm 1 with the same callback protocol, for side-by-side timing.
+* :class:`LabelPowerset`, :class:`ChainEnsemble`: the multi-label baselines a user compares against
+  (``bench_dlpw_multilabel.py``), on ``LogisticRegression``.
 
 All three minimise eq. 7, ``1/2 ||w||^2 + C/n sum_m max_{mu in M_L} mu . theta_m(w)`` with the
 normalised Hamming loss, and call ``callback(model, seconds)`` at checkpoints; the time spent in
@@ -19,12 +21,15 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model import LogisticRegression
+from sklearn.multioutput import ClassifierChain
 
 from .dlpw import _Model, loss_augmented
 from .oracles.lp import LocalPolytopeLP, _highspy, lp_map, primal_values
 from .oracles.lp_learning import dlpw_epoch, pegasos_step
 
-__all__ = ["pegasos_lp", "cutting_plane", "dlpw", "exact_objective"]
+__all__ = ["pegasos_lp", "cutting_plane", "dlpw", "exact_objective", "LabelPowerset", "ChainEnsemble"]
 
 
 class _Clock:
@@ -242,3 +247,62 @@ def exact_objective(model, Xa, Y, C, *, method="star", warm=None, tol=1e-9):
         res = lp_map(model.graph, unary, P, warm, max_iter=100000, tol=tol, local_search=False, check_input=False)
         values = res.dual
     return 0.5 * model.sq_norm + C * float(np.mean(values - truth))
+
+
+# ---------------------------------------------------------------------- multi-label baselines users pick
+
+
+class LabelPowerset(ClassifierMixin, BaseEstimator):
+    """Label powerset: one multi-class ``LogisticRegression`` over the label sets seen in training.
+
+    Each distinct row of ``y`` is one class; prediction returns the row of the most probable class,
+    so it never predicts a label set absent from the training data. Used by the benchmarks as the
+    joint baseline a multi-label user would pick (scikit-multilearn's ``LabelPowerset``, written here).
+    """
+
+    def __init__(self, C=1.0, max_iter=2000):
+        self.C = C
+        self.max_iter = max_iter
+
+    def fit(self, X, y):
+        Y = np.asarray(y)
+        self.sets_, codes = np.unique(Y, axis=0, return_inverse=True)
+        codes = codes.ravel()
+        self.classes_ = np.array([0, 1])
+        if len(self.sets_) == 1:
+            self._const = True
+            return self
+        self._const = False
+        self.clf_ = LogisticRegression(C=self.C, max_iter=self.max_iter).fit(X, codes)
+        return self
+
+    def predict(self, X):
+        if self._const:
+            return np.repeat(self.sets_[:1], np.shape(X)[0], axis=0)
+        return self.sets_[self.clf_.predict(X)]
+
+
+class ChainEnsemble(ClassifierMixin, BaseEstimator):
+    """``n_chains`` ``ClassifierChain(LogisticRegression(C))`` with random label orders, probabilities averaged.
+
+    A label is predicted where the mean chain probability is at least 0.5 (the ensemble of
+    classifier chains of Read et al. 2011, with scikit-learn's chain).
+    """
+
+    def __init__(self, C=1.0, n_chains=10, max_iter=2000, random_state=0):
+        self.C = C
+        self.n_chains = n_chains
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        rng = np.random.RandomState(self.random_state)
+        self.classes_ = np.array([0, 1])
+        self.chains_ = [ClassifierChain(LogisticRegression(C=self.C, max_iter=self.max_iter), order="random",
+                                        random_state=int(rng.randint(2**31 - 1))).fit(X, y)
+                        for _ in range(self.n_chains)]
+        return self
+
+    def predict(self, X):
+        proba = np.mean([c.predict_proba(X) for c in self.chains_], axis=0)
+        return (proba >= 0.5).astype(np.int64)

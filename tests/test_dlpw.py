@@ -157,7 +157,7 @@ def test_float32_messages_sparse_input_and_reproducibility(coupled_data):
 
 def test_decision_function_and_marginals_consistent_with_predict(coupled_data):
     X, Y, Xt, _ = coupled_data
-    clf = DLPWClassifier(C=0.2, max_epochs=20).fit(X, Y)
+    clf = DLPWClassifier(C=0.2, max_epochs=20, label_sets="all").fit(X, Y)
     pred = clf.predict(Xt)
     assert np.array_equal((clf.decision_function(Xt) > 0).astype(int), pred)
     marg = clf.predict_marginals(Xt)

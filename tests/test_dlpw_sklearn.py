@@ -11,7 +11,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator
 
-from sklearn_struct import DLPWClassifier
+from sklearn_struct import DLPWClassifier, DLPWClassifierCV
 from sklearn_struct.datasets import make_multilabel_pairwise
 from sklearn_struct.metrics import hamming_loss_multilabel, subset_accuracy
 
@@ -26,6 +26,16 @@ def test_check_estimator():
     assert not failed
     tags = DLPWClassifier().__sklearn_tags__()
     assert tags.target_tags.multi_output and tags.classifier_tags.multi_label and tags.input_tags.sparse
+
+
+@pytest.mark.parametrize("est", [DLPWClassifier(edges="tree", edge_features=True, loss="subset"),
+                                 DLPWClassifierCV(Cs=2, cv=2, max_epochs=20, tol=0)], ids=["edge-subset", "cv"])
+def test_check_estimator_options(est):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(est, on_fail=None)
+    failed = [(r["check_name"], repr(r["exception"])) for r in results if r["status"] == "failed"]
+    assert not failed
 
 
 def _data():

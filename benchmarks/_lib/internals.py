@@ -4,7 +4,8 @@ Private modules (``sklearn_struct._*``) and private names may change without not
 that breaks a benchmark then shows here, not in a dozen scripts."""
 from sklearn_struct._bethe_inference import bethe_inference, nonlocal_objective  # noqa: F401
 from sklearn_struct._chain_crf import ChainObjective, predict_unary  # noqa: F401
-from sklearn_struct._dlpw_baselines import cutting_plane, dlpw, exact_objective, pegasos_lp  # noqa: F401
+from sklearn_struct._dlpw_baselines import (ChainEnsemble, LabelPowerset, cutting_plane, dlpw,  # noqa: F401
+                                             exact_objective, pegasos_lp)
 from sklearn_struct._gp_struct_amplitude import AMPLITUDE_GRID, _Rows, _held_out_marginals, cv_amplitude  # noqa: F401
 from sklearn_struct._gp_struct_model import (SparsePrior, VarParams, _marginals_kernel, _per_sequence, elbo,  # noqa: F401
                                              init_inducing, map_marginals, pmi_transitions, token_marginals)

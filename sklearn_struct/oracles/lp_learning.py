@@ -37,7 +37,7 @@ from .lp import (
     check_lp_graph,
 )
 
-__all__ = ["pegasos_step", "dlpw_epoch"]
+__all__ = ["pegasos_step", "dlpw_epoch", "sets_epoch"]
 
 
 @helper
@@ -290,6 +290,107 @@ def _dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, 
         _step(float(t), C, Xi[lo:hi], Xd[lo:hi], node_g, edge_g, V, P, state)
         node_g[:] = 0.0
         edge_g[:] = 0.0
+        if sum_W.size:
+            _add_scaled(state[0], V, sum_W)
+            _add_scaled(state[0], P.reshape(E, S * S), sum_P.reshape(E, S * S))
+    return t
+
+
+def sets_epoch(order, t0, C, loss, Xp, Xi, Xd, target, sets, V, P, state, edges, n_states, *, average=None,
+               check_input=True):
+    """One Pegasos pass of the structured hinge whose loss-augmented MAP runs over a list of label sets.
+
+    The labellings are the rows of ``sets`` ``(K, n_nodes)``; sample ``m``'s truth is row
+    ``target[m]``. Each step scores every set exactly, ``score_k = sum_i x . w_i[s_ki] +
+    sum_e P_e[s_ku, s_kv] + loss(k, target[m])`` (``O(K (n_nodes + n_edges))``, no relaxation, no
+    messages), and steps along ``f(best) - f(truth)`` (see :func:`pegasos_step`). ``loss`` is
+    ``"subset"`` (0/1: ``1`` for every other set) or ``"hamming"`` (normalised Hamming distance).
+    Edge features: if ``V`` has ``n_nodes * S + n_edges * S * S`` columns, column
+    ``n_nodes * S + (e * S + a) * S + b`` holds ``w_e[a, b]`` and the edge term of a set is
+    ``P_e[s_ku, s_kv] + x . w_e[s_ku, s_kv]`` (pairwise potentials that depend on the input).
+    ``average``: as in :func:`dlpw_epoch`. Returns the new step count.
+    """
+    if check_input:
+        V, P, state = _check_weights(V, P, state)
+        Xi, Xd = _check_features(Xi, Xd, V.shape[0], ("Xi", "Xd"))
+        Xp = check_offsets(Xp, "Xp", n_rows=Xi.shape[0])
+        sets = check_int_array(sets, "sets", ndim=2, low=0)
+        target = check_int_array(target, "target", ndim=1, low=0, high=sets.shape[0])
+        order = check_int_array(order, "order", ndim=1, low=0, high=Xp.shape[0] - 1)
+        if loss not in ("subset", "hamming"):
+            raise ValueError(f"loss must be 'subset' or 'hamming', got {loss!r}.")
+    sum_W, sum_P = average if average is not None else (np.zeros((0, 0)), np.zeros((0, 0, 0)))
+    return _sets_epoch(order, t0, float(C), loss == "subset", Xp, Xi, Xd, target, sets, V, P, state, edges,
+                       n_states, sum_W, sum_P)
+
+
+@kernel
+def _sets_epoch(order, t0, C, zero_one, Xp, Xi, Xd, target, sets, V, P, state, edges, n_states, sum_W, sum_P):
+    n_nodes, S, E = n_states.shape[0], P.shape[1], P.shape[0]
+    K = sets.shape[0]
+    nS = n_nodes * S
+    edge_x = V.shape[1] > nS  # edge features: columns nS + (e * S + a) * S + b score x . w_e[a, b]
+    unary = np.empty((n_nodes, S))
+    ex = np.zeros((E, S, S))
+    node_g = np.zeros(V.shape[1])
+    edge_g = np.zeros_like(P)
+    t = t0
+    for m in order:
+        t += 1
+        a = state[0]
+        unary[:] = 0.0
+        for p in range(Xp[m], Xp[m + 1]):
+            f, x = Xi[p], Xd[p]
+            for i in range(n_nodes):
+                for s in range(n_states[i]):
+                    unary[i, s] += x * V[f, i * S + s]
+        if edge_x:
+            ex[:] = 0.0
+            for p in range(Xp[m], Xp[m + 1]):
+                f, x = Xi[p], Xd[p]
+                for e in range(E):
+                    for u in range(S):
+                        for v in range(S):
+                            ex[e, u, v] += x * V[f, nS + (e * S + u) * S + v]
+        y = target[m]
+        best, arg = -np.inf, y
+        for k in range(K):
+            sc = 0.0
+            diff = 0
+            for i in range(n_nodes):
+                sc += unary[i, sets[k, i]]
+                if sets[k, i] != sets[y, i]:
+                    diff += 1
+            for e in range(E):
+                sc += P[e, sets[k, edges[e, 0]], sets[k, edges[e, 1]]]
+                if edge_x:
+                    sc += ex[e, sets[k, edges[e, 0]], sets[k, edges[e, 1]]]
+            sc *= a
+            if zero_one:
+                sc += 1.0 if k != y else 0.0
+            else:
+                sc += diff / n_nodes
+            if sc > best:
+                best, arg = sc, k
+        if arg != y:
+            for i in range(n_nodes):
+                u, v = sets[arg, i], sets[y, i]
+                if u != v:
+                    node_g[i * S + u] += 1.0
+                    node_g[i * S + v] -= 1.0
+            for e in range(E):
+                i, j = edges[e, 0], edges[e, 1]
+                if sets[arg, i] != sets[y, i] or sets[arg, j] != sets[y, j]:
+                    edge_g[e, sets[arg, i], sets[arg, j]] += 1.0
+                    edge_g[e, sets[y, i], sets[y, j]] -= 1.0
+                    if edge_x:
+                        node_g[nS + (e * S + sets[arg, i]) * S + sets[arg, j]] += 1.0
+                        node_g[nS + (e * S + sets[y, i]) * S + sets[y, j]] -= 1.0
+        lo, hi = Xp[m], Xp[m + 1]
+        _step(float(t), C, Xi[lo:hi], Xd[lo:hi], node_g, edge_g, V, P, state)
+        if arg != y:
+            node_g[:] = 0.0
+            edge_g[:] = 0.0
         if sum_W.size:
             _add_scaled(state[0], V, sum_W)
             _add_scaled(state[0], P.reshape(E, S * S), sum_P.reshape(E, S * S))

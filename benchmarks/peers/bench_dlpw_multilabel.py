@@ -1,0 +1,231 @@
+"""DLPWClassifier in the comparison a multi-label user makes (issue 36): yeast and scene against BR, CC, LP.
+
+Protocol: MULAN's own train/test splits of yeast (1500 / 917, 103 features, 14 labels) and scene
+(1211 / 1196, 294 features, 6 labels); features standardised (``StandardScaler`` in a ``Pipeline``,
+fitted on the training part). Every method is run twice:
+
+* **default**: its default settings (``LogisticRegression()``'s ``C = 1``; ``DLPWClassifier()``);
+* **tuned**: ``GridSearchCV`` over ``C`` by 3-fold CV (shuffled, seed 0) on the training part only,
+  scored by subset accuracy (the goal's metric), refitted on the whole training part.
+
+Each model is then scored once on the test split: subset accuracy, Hamming loss, micro / macro F1,
+and the fit's CPU seconds (process time of ``fit``, including the search when tuned; BLAS limited to
+one thread). Baselines (``LogisticRegression(max_iter=2000)``): binary relevance
+(``MultiOutputClassifier``), an ensemble of 10 ``ClassifierChain`` with random label orders
+(probabilities averaged, threshold 0.5) and label powerset (one multinomial model over the label sets
+seen in training); see ``sklearn_struct/_dlpw_baselines.py``.
+
+The cost goal ("the sparse graph at most 3x BR's fit on a 50-label set") is measured on a generated set
+(``make_multilabel_pairwise``, 2000 x 50 features, 50 labels), default settings (``--cost``).
+
+Results are cached row by row in ``results/dlpw_multilabel.json`` (2 shared cores: a rerun only fits
+the rows that are missing; ``--force NAME`` refits the rows whose method contains NAME).
+
+Run: ``python benchmarks/peers/bench_dlpw_multilabel.py [--cost | --cost-only] [--force NAME] [--set yeast|scene]``
+(writes results/dlpw_multilabel.{md,json}).
+"""
+
+import json
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+from sklearn.exceptions import ConvergenceWarning  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.metrics import f1_score, make_scorer  # noqa: E402
+from sklearn.model_selection import GridSearchCV, KFold  # noqa: E402
+from sklearn.multioutput import MultiOutputClassifier  # noqa: E402
+from sklearn.pipeline import Pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
+from _lib.internals import ChainEnsemble, LabelPowerset  # noqa: E402
+from sklearn_struct import DLPWClassifier, DLPWClassifierCV  # noqa: E402
+from sklearn_struct.datasets import load_scene, load_yeast, make_multilabel_pairwise  # noqa: E402
+from sklearn_struct.metrics import hamming_loss_multilabel, subset_accuracy  # noqa: E402
+
+RESULTS = results_dir("dlpw_multilabel")
+JSON = RESULTS / os.environ.get("DLPW_BENCH_JSON", "dlpw_multilabel.json")  # a second process: its own file
+COST_JSON = RESULTS / "dlpw_multilabel_cost.json"
+LR_GRID = [0.001, 0.01, 0.1, 1.0, 10.0]
+DLPW_GRID = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
+CV = KFold(3, shuffle=True, random_state=0)
+SUBSET = make_scorer(subset_accuracy)
+
+
+def _dlpw(**kw):
+    return lambda: DLPWClassifier(**kw)
+
+
+# name -> (factory of the classifier at its defaults, the parameter GridSearchCV tunes, its grid); None: no search
+METHODS = {
+    "BR (LogReg)": (lambda: MultiOutputClassifier(LogisticRegression(max_iter=2000)), "estimator__C", LR_GRID),
+    "CC x10 (LogReg)": (lambda: ChainEnsemble(), "C", LR_GRID),
+    "LP (LogReg)": (lambda: LabelPowerset(), "C", LR_GRID),
+    "DLPW": (_dlpw(), "C", DLPW_GRID),  # DLPWClassifier() at the current defaults
+    "DLPW, edges='tree'": (_dlpw(edges="tree"), "C", DLPW_GRID),
+    "DLPW, label_sets='all' (LP-MAP)": (_dlpw(label_sets="all"), None, None),
+    "DLPW, previous default (C=0.01, LP-MAP)": (_dlpw(C=0.01, label_sets="all"), None, None),
+    "DLPW, loss='subset'": (_dlpw(loss="subset"), "C", DLPW_GRID),
+    "DLPW, edges='tree', edge_features": (_dlpw(edges="tree", edge_features=True), "C", DLPW_GRID),
+    "DLPW, edges='tree', edge_features, loss='subset'": (_dlpw(edges="tree", edge_features=True, loss="subset"),
+                                                         None, None),
+    # tuned by its own path over DLPW_GRID (3-fold, subset accuracy): the 'default' row is the tuned one
+    "DLPWClassifierCV": (lambda: DLPWClassifierCV(Cs=DLPW_GRID, cv=CV), None, None),
+}
+BASELINES = ("BR (LogReg)", "CC x10 (LogReg)", "LP (LogReg)")
+
+
+def load(name):
+    fn = load_yeast if name == "yeast" else load_scene
+    train, test = fn("train"), fn("test")
+    return train.data, train.target, test.data, test.target
+
+
+def scores(Yt, pred):
+    return {"subset": float(subset_accuracy(Yt, pred)), "hamming": float(hamming_loss_multilabel(Yt, pred)),
+            "micro_f1": float(f1_score(Yt, pred, average="micro", zero_division=0)),
+            "macro_f1": float(f1_score(Yt, pred, average="macro", zero_division=0))}
+
+
+def fit_row(method, mode, X, Y, Xt, Yt):
+    factory, param, grid = METHODS[method]
+    model = Pipeline([("scale", StandardScaler()), ("clf", factory())])
+    row = {}
+    start = time.process_time()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        if mode == "tuned" and param is not None:
+            search = GridSearchCV(model, {f"clf__{param}": grid}, scoring=SUBSET, cv=CV).fit(X, Y)
+            model = search.best_estimator_
+            row["C"] = search.best_params_[f"clf__{param}"]
+            row["cv_subset"] = float(search.best_score_)
+        else:
+            model.fit(X, Y)
+    row["fit_cpu_s"] = time.process_time() - start
+    row["convergence_warnings"] = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+    clf = model.named_steps["clf"]
+    if mode == "default" or param is None:
+        row["C"] = getattr(clf, "C", getattr(getattr(clf, "estimator", None), "C", None))
+    for attr in ("C_", "n_iter_"):
+        if hasattr(clf, attr) and np.ndim(getattr(clf, attr)) == 0:
+            row[attr] = float(getattr(clf, attr))
+    row.update(scores(Yt, model.predict(Xt)))
+    return row
+
+
+def make_many_labels(n, n_features, n_labels, rank=5, random_state=0):
+    """Labels from a linear model of ``x`` plus ``rank`` shared latent factors (correlated labels)."""
+    rng = np.random.RandomState(random_state)
+    X = rng.normal(size=(n, n_features))
+    W = rng.normal(size=(n_features, n_labels)) / np.sqrt(n_features)
+    Z = rng.normal(size=(n, rank)) @ rng.normal(size=(rank, n_labels)) / np.sqrt(rank)
+    bias = rng.normal(-1.0, 0.5, size=n_labels)  # sparse label sets
+    Y = (X @ W + Z + bias + 0.5 * rng.normal(size=(n, n_labels)) > 0).astype(np.int64)
+    return X, Y
+
+
+def cost_rows():
+    """Fit CPU on a generated 50-label set: BR against DLPW with each graph (default settings)."""
+    X, Y = make_many_labels(3000, n_features=50, n_labels=50, random_state=0)
+    X, Xt, Y, Yt = X[:2000], X[2000:], Y[:2000], Y[2000:]
+    rows = {}
+    for method in ("BR (LogReg)", "DLPW, edges='tree'", "DLPW, edges='tree', edge_features"):
+        rows[method] = fit_row(method, "default", X, Y, Xt, Yt)
+        print("cost", method, rows[method], flush=True)
+    return rows
+
+
+def main():
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    force = sys.argv[sys.argv.index("--force") + 1] if "--force" in sys.argv else None
+    store = json.loads(JSON.read_text()) if JSON.exists() else {"rows": {}, "cost": {}}
+    DLPWClassifier(max_epochs=1, tol=0).fit(np.eye(4)[:, :3], np.eye(4)[:, :2].astype(int))  # compile first
+    names = [sys.argv[sys.argv.index("--set") + 1]] if "--set" in sys.argv else ["yeast", "scene"]
+    for name in () if "--cost-only" in sys.argv else names:
+        data = load(name)
+        for method in METHODS:
+            for mode in ("default", "tuned"):
+                key = f"{name}|{method}|{mode}"
+                if mode == "tuned" and METHODS[method][1] is None:
+                    continue  # a fixed setting, or a model that tunes itself (its 'default' row)
+                if key in store["rows"] and not (force and force in method):
+                    continue
+                store["rows"][key] = fit_row(method, mode, *data)
+                print(key, store["rows"][key], flush=True)
+                JSON.write_text(json.dumps(store, indent=1))
+    if "--cost" in sys.argv or "--cost-only" in sys.argv:
+        COST_JSON.write_text(json.dumps(cost_rows(), indent=1))
+    if COST_JSON.exists():
+        store["cost"] = json.loads(COST_JSON.read_text())
+    write_md(store)
+
+
+def write_md(store):
+    rows = store["rows"]
+    lines = ["# DLPWClassifier against the multi-label baselines users pick (yeast, scene; MULAN test splits)", "",
+             "Standardised features; `default`: every method at its defaults; `tuned`: C by 3-fold GridSearchCV "
+             "on the training part, scored by subset accuracy, refitted. Baselines on "
+             "`LogisticRegression(max_iter=2000)`: BR = `MultiOutputClassifier`, CC x10 = 10 `ClassifierChain`s "
+             "with random orders (probabilities averaged), LP = label powerset. Fit CPU: process seconds of "
+             "`fit` (with the search when tuned), one BLAS thread; ratios to BR's in the same mode.", ""]
+    for name in ("yeast", "scene"):
+        lines += [f"## {name}", "", "| method | mode | C | subset acc ↑ | Hamming ↓ | micro F1 ↑ | macro F1 ↑ | "
+                  "fit CPU s | x BR |", "|---|---|---|---|---|---|---|---|---|"]
+        for mode in ("default", "tuned"):
+            br = rows.get(f"{name}|BR (LogReg)|{mode}", {}).get("fit_cpu_s", np.nan)
+            for method in METHODS:
+                r = rows.get(f"{name}|{method}|{mode}")
+                if r is None:
+                    continue
+                C = r.get("C_", r.get("C"))
+                lines.append(f"| {method} | {mode} | {C if C is None else format(C, 'g')} | {r['subset']:.4f} | "
+                             f"{r['hamming']:.4f} | {r['micro_f1']:.4f} | {r['macro_f1']:.4f} | "
+                             f"{r['fit_cpu_s']:.1f} | {r['fit_cpu_s'] / br:.1f} |")
+        lines += [""] + goal_lines(rows, name) + [""]
+    if store.get("cost"):
+        cost = store["cost"]
+        br = cost["BR (LogReg)"]["fit_cpu_s"]
+        lines += ["## Fit cost on a generated 50-label set (2000 x 50, default settings)", "",
+                  "`make_many_labels` in this script: labels from a linear model plus 5 shared latent factors.", "",
+                  "| method | fit CPU s | x BR | subset acc | Hamming |", "|---|---|---|---|---|"]
+        for method, r in cost.items():
+            if "not_run" in r:
+                lines.append(f"| {method} | not run: {r['not_run']} | | | |")
+                continue
+            lines.append(f"| {method} | {r['fit_cpu_s']:.1f} | {r['fit_cpu_s'] / br:.1f} | {r['subset']:.4f} | "
+                         f"{r['hamming']:.4f} |")
+    (RESULTS / "dlpw_multilabel.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def goal_lines(rows, name):
+    """The issue's goals for each DLPW variant against the best baseline of the same mode."""
+    out = []
+    for method in [m for m in METHODS if m.startswith("DLPW")]:
+        for mode in ("default", "tuned"):
+            r = rows.get(f"{name}|{method}|{mode}")
+            base = [rows.get(f"{name}|{b}|{mode}") for b in BASELINES]
+            if r is None or any(b is None for b in base):
+                continue
+            best_s = max(b["subset"] for b in base)
+            best_h = min(b["hamming"] for b in base)
+            s_ok = r["subset"] >= best_s
+            h_ok = r["hamming"] <= best_h + 0.002
+            goal = (f"subset {r['subset']:.4f} vs best {best_s:.4f} ({'met' if s_ok else 'NOT met'})"
+                    + (f", Hamming {r['hamming']:.4f} vs best {best_h:.4f} + 0.002 "
+                       f"({'met' if h_ok else 'NOT met'})" if mode == "default" else ""))
+            out.append(f"- {method}, {mode}: {goal}")
+    return out
+
+
+if __name__ == "__main__":
+    main()

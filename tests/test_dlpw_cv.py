@@ -1,0 +1,69 @@
+"""DLPWClassifierCV: the warm-started path over C against separate fits."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.metrics import make_scorer
+from sklearn.model_selection import KFold
+
+from sklearn_struct import DLPWClassifier, DLPWClassifierCV
+from sklearn_struct._dlpw_baselines import exact_objective
+from sklearn_struct.datasets import make_multilabel_pairwise
+from sklearn_struct.dlpw import _augment, _Model
+from sklearn_struct.metrics import hamming_loss_multilabel
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_multilabel_pairwise(180, n_features=5, n_labels=4, noise=0.4, random_state=3)
+
+
+def _eq7(clf, X, Y):
+    """The exact eq. 7 objective (the paper's C = C * n) at a fitted model's weights."""
+    model = _Model(clf._graph, X.shape[1] + 1)
+    model.V[:], model.P[:] = clf._W, clf._pairwise_full
+    model.refresh_norm()
+    return exact_objective(model, _augment(X, True), Y, clf.C * len(Y))
+
+
+def test_path_matches_separate_fits(data):
+    X, Y = data
+    Cs = [0.003, 0.03, 0.1]
+    cv = KFold(3, shuffle=True, random_state=0)
+    cvest = DLPWClassifierCV(Cs=Cs, cv=cv, tol=1e-4).fit(X, Y)
+    assert cvest.scores_.shape == (3, 3) and cvest.n_iter_.shape == (3, 3)
+    separate = np.zeros((3, 3))
+    for f, (train, test) in enumerate(cv.split(X, Y)):
+        for k, C in enumerate(Cs):
+            cold = DLPWClassifier(C=C, tol=1e-4).fit(X[train], Y[train])
+            separate[f, k] = cold.score(X[test], Y[test])
+            # the warm path's fit of this fold and C reaches the optimum as well as the separate fit
+            prev = None
+            for C2 in Cs[: k + 1]:
+                warm = DLPWClassifier(C=C2, tol=1e-4)
+                warm._validate_params()
+                warm._fit(X[train], Y[train], warm=prev, keep_warm_state=True)
+                m, d, steps = warm._warm_state
+                prev = (m, d, min(steps, 10 * len(train)))
+            assert _eq7(warm, X[train], Y[train]) <= _eq7(cold, X[train], Y[train]) * 1.02 + 1e-9
+    # held-out subset accuracies agree with separate fits' (a few samples may flip near the optimum)
+    np.testing.assert_allclose(cvest.scores_, separate, atol=0.05)
+    assert cvest.C_ == Cs[int(np.argmax(cvest.scores_.mean(axis=0)))]
+    ref = DLPWClassifier(C=cvest.C_, tol=1e-4).fit(X, Y)
+    np.testing.assert_allclose(cvest.best_estimator_.coef_, ref.coef_)
+    np.testing.assert_array_equal(cvest.predict(X), ref.predict(X))
+
+
+def test_scoring_refit_and_validation(data):
+    X, Y = data
+    ham = make_scorer(hamming_loss_multilabel, greater_is_better=False)
+    est = DLPWClassifierCV(Cs=2, scoring=ham, refit=False, max_epochs=300).fit(X, Y)
+    np.testing.assert_allclose(est.Cs_, [1e-4, 1e-2])
+    assert np.all(est.scores_ <= 0)
+    with pytest.raises(AttributeError, match="refit=False"):
+        est.predict(X)
+    clone(est).set_params(Cs=[0.01]).fit(X[:60], Y[:60])
+    with pytest.raises(ValueError, match="Cs"):
+        DLPWClassifierCV(Cs=[0.1, -1.0]).fit(X, Y)
+    with pytest.raises(ValueError, match="Cs"):
+        DLPWClassifierCV(Cs=0).fit(X, Y)
