@@ -14,6 +14,7 @@ Attributes with value 0 are dropped: they add nothing to any score or gradient, 
 """
 
 import numbers
+from array import array
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,8 +42,10 @@ class AttributeVocabulary:
         return list(self.index)
 
     def _rows(self, X, what, grow):
+        # Typed arrays, not lists: 12 bytes per non-zero instead of a list's ~36 (pointers
+        # and spare capacity), turned into the matrix's arrays without a copy.
         X = _check_sequence_list(X, what)
-        data, indices, indptr, lengths = [], [], [0], []
+        data, indices, indptr, lengths = array("d"), array("i"), array("q", [0]), []
         index = self.index
         add_col, add_value, end_row = indices.append, data.append, indptr.append
         for s, xseq in enumerate(X):
@@ -71,15 +74,16 @@ class AttributeVocabulary:
                     if col is None:
                         if not grow:
                             continue
-                        col = index[name] = len(index)
+                        col = index[name] = len(index)  # past 2**31 - 1 attributes array('i') raises
                     add_col(col)
                     add_value(value)
                 end_row(len(indices))
-        data = np.asarray(data, dtype=np.float64)
-        indptr = np.asarray(indptr, dtype=np.int64)
+        data = np.frombuffer(data, dtype=np.float64)
+        indptr = np.frombuffer(indptr, dtype=np.int64)
         _check_finite(data, indptr, lengths, what)
-        matrix = sp.csr_matrix((data, np.asarray(indices, dtype=np.int64), indptr), shape=(len(indptr) - 1, len(index)))
-        matrix.sum_duplicates()
+        matrix = sp.csr_matrix((data, np.frombuffer(indices, dtype=np.int32), indptr),
+                               shape=(len(indptr) - 1, len(index)))
+        matrix.sum_duplicates()  # in place
         return matrix, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "segment_repeat",
     "subset_sequences",
     "transition_pairs",
+    "row_slice",
 ]
 
 
@@ -61,6 +62,26 @@ def pack_sequences(X):
     else:
         packed = np.ascontiguousarray(np.concatenate([np.asarray(x) for x in X], axis=0))
     return packed, offsets
+
+
+def row_slice(packed, lo, hi):
+    """Rows ``lo:hi`` of a packed matrix, copying as little as scipy allows: a view of a dense array;
+    all rows of a CSR matrix are the matrix itself; other CSR rows a matrix on views of ``data`` and
+    ``indices`` (scipy copies them when they are under half of the matrix).
+
+    >>> import scipy.sparse as sp
+    >>> packed = sp.csr_matrix(np.eye(3))
+    >>> part = row_slice(packed, 1, 3)
+    >>> part.toarray().tolist(), np.shares_memory(part.data, packed.data)
+    ([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], True)
+    """
+    if not sp.issparse(packed):
+        return packed[lo:hi]
+    if lo == 0 and hi == packed.shape[0]:
+        return packed
+    start, stop = packed.indptr[lo], packed.indptr[hi]
+    return sp.csr_matrix((packed.data[start:stop], packed.indices[start:stop], packed.indptr[lo : hi + 1] - start),
+                         shape=(hi - lo, packed.shape[1]))
 
 
 def _check_matrix_list(X):
