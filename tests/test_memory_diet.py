@@ -12,7 +12,8 @@ from sklearn_struct._chain_crf import ChainData, ChainObjective, unpack_params
 from sklearn_struct.crfsuite._features import AttributeVocabulary
 from sklearn_struct.oracles.chain import expected_counts_inplace, forward_backward
 from sklearn_struct.oracles.linear import LinearFeatures, all_pairs, observed_pairs
-from sklearn_struct.utils.packing import pack_sequences, row_slice
+from sklearn_struct.utils.packing import csr_rows, pack_sequences, row_slice
+from sklearn_struct.utils.validation import check_sequences
 
 
 def _sparse_task(seed, n_seq=12, n_feat=15, n_labels=4, binary=True):
@@ -151,3 +152,38 @@ def test_vocabulary_rows_are_int32_csr_with_summed_duplicates():
     assert rows.indices.dtype == np.int32 and rows.has_canonical_format
     np.testing.assert_array_equal(offsets, [0, 2, 4])
     np.testing.assert_array_equal(rows.toarray(), [[1, 1.5, 0, 0, 0], [0, 0, 1, 2, 0], [0, 0, 0, 0, 2], [0] * 5])
+
+
+def test_csr_rows_are_views_that_pack_back_without_a_copy():
+    X, _ = _sparse_task(7, n_seq=20, binary=False)
+    packed, offsets = pack_sequences(X)
+    packed.sort_indices()
+    parts = csr_rows(packed, offsets)
+    for part, x in zip(parts, X):
+        assert np.shares_memory(part.data, packed.data)
+        np.testing.assert_array_equal(part.toarray(), x.toarray())
+    again, again_offsets = pack_sequences(check_sequences(parts))  # as a fit validates and packs them
+    assert np.shares_memory(again.data, packed.data) and np.shares_memory(again.indices, packed.indices)
+    np.testing.assert_array_equal(again.toarray(), packed.toarray())
+    np.testing.assert_array_equal(again_offsets, offsets)
+    for other in (parts[::-1], parts + parts, parts[:5] + parts[6:]):  # not one after the other: copied
+        copy, _ = pack_sequences(other)
+        assert not np.shares_memory(copy.data, packed.data)
+        np.testing.assert_array_equal(copy.toarray(), sp.vstack(other).toarray())
+
+
+def test_unsorted_views_are_copied_so_the_callers_arrays_stay_as_they_are():
+    packed = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([2, 0, 1], dtype=np.int32),
+                            np.array([0, 2, 3], dtype=np.int32)), shape=(2, 3))
+    before = packed.indices.copy()
+    parts = csr_rows(packed, [0, 1, 2])
+    objective = ChainObjective(parts, [np.array([0]), np.array([1])], 2, c2=1.0)
+    assert not np.shares_memory(pack_sequences(parts)[0].indices, packed.indices)
+    np.testing.assert_array_equal(packed.indices, before)
+    assert objective.n_weights == 3
+
+
+def test_observed_pairs_of_dense_features():
+    X = np.array([[1.0, 0.0, -2.0], [0.0, 0.0, 3.0]])
+    np.testing.assert_array_equal(observed_pairs(X, np.array([1, 0]), 2)[1], [1, 0, 1])
+    np.testing.assert_array_equal(observed_pairs(X, np.array([1, 0]), 2)[0], [0, 1, 1, 3])

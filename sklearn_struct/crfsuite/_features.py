@@ -19,6 +19,8 @@ from array import array
 import numpy as np
 import scipy.sparse as sp
 
+from ..utils.packing import csr_rows
+
 _SEP = ":"
 
 
@@ -88,8 +90,9 @@ class AttributeVocabulary:
 
 
 def split_rows(rows, offsets):
-    """The per-sequence CSR matrices of packed ``rows``."""
-    return [rows[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+    """The per-sequence CSR matrices of packed ``rows``: views of its arrays, which a fit packs back
+    without a copy (so the features are held once, not two or three times)."""
+    return csr_rows(rows, offsets)
 
 
 def _check_sequence_list(X, what):

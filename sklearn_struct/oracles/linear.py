@@ -199,6 +199,7 @@ def observed_pairs(X, y, n_labels):
         raise ValueError(f"y has {y.shape[0]} labels, but X has {X.shape[0]} rows (tokens).")
     # one bool per (attribute, label), 1/8 of the dense coef_ a fit returns: no copy of X, whose
     # |X|.T @ one-hot(y) product (the obvious way) cost two CSR copies at the peak of a fit's set-up
+    X = X if sp.issparse(X) else sp.csr_matrix(X)
     support = np.zeros((X.shape[1], n_labels), dtype=np.bool_)
     _mark_pairs(X.indptr, X.indices, X.data, y, support)
     pair_ptr = np.zeros(X.shape[1] + 1, dtype=np.int64)
