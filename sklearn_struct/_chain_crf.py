@@ -143,7 +143,8 @@ class ChainObjective:
         self.chunks = []
         for sl in even_chunks(len(X_list), n_chunks):
             lo, hi = offsets[sl.start], offsets[sl.stop]
-            data = ChainData.from_packed(row_slice(packed, lo, hi), offsets[sl.start : sl.stop + 1] - lo, y[lo:hi], n_labels, pairs)
+            data = ChainData.from_packed(row_slice(packed, lo, hi), offsets[sl.start : sl.stop + 1] - lo, y[lo:hi],
+                                         n_labels, pairs)
             self.chunks.append((data, data.empirical_counts(n_labels)))
         self.features = self.chunks[0][0].features
         self.n_weights = self.features.n_weights

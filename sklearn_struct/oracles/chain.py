@@ -580,7 +580,7 @@ def expected_counts_inplace(probs, transition, offsets, rescore):
     can share the buffer, and the shifted scores need not be kept beside their exponentials:
     for the rare sequence that needs the log-space pass, ``rescore(lo, hi)`` returns the
     shifted scores of the rows ``lo:hi`` again (runs of consecutive such sequences at once).
-    This halves and thirds the ``(n_tokens, n_labels)`` float64 arrays a CRF objective holds,
+    A CRF objective then holds one ``(n_tokens, n_labels)`` float64 array instead of three,
     with the same results as :func:`expected_counts`. No input checks, as there.
     """
     trans = np.ascontiguousarray(transition, dtype=np.float64)[None]
