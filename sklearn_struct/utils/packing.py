@@ -23,8 +23,6 @@ __all__ = [
     "segment_repeat",
     "subset_sequences",
     "transition_pairs",
-    "row_slice",
-    "csr_rows",
 ]
 
 
