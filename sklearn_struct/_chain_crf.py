@@ -20,9 +20,9 @@ from sklearn.preprocessing import LabelEncoder
 
 from .utils._jit import kernel
 from .oracles._chain_weighted import weighted_expected_counts
-from .oracles.chain import expected_counts
+from .oracles.chain import expected_counts_inplace
 from .oracles.linear import LinearFeatures, state_pairs
-from .utils.packing import pack_sequences, transition_pairs
+from .utils.packing import pack_sequences, row_slice, transition_pairs
 from .utils.optimize import _dot
 from .utils.parallel import even_chunks
 from .utils.progress import Progress
@@ -31,7 +31,11 @@ from .utils.validation import check_sequence_labels, check_sequences, check_y_gi
 
 
 class ChainData:
-    """Packed data for one chunk of sequences: features, offsets, label indices."""
+    """Packed data for one chunk of sequences: features, offsets, label indices.
+
+    With ``n_labels`` (training) only the :class:`LinearFeatures` built from the packed matrix
+    are kept (``packed`` is None): an objective evaluation reads nothing else.
+    """
 
     def __init__(self, X_list, y_list=None, n_labels=None, pairs=None):
         packed, offsets = pack_sequences(X_list)
@@ -54,6 +58,7 @@ class ChainData:
         self.features = None
         if n_labels is not None:
             self.features = LinearFeatures(packed, n_labels, pairs=pairs)
+            self.packed = None
 
     def set_weights(self, weights):
         """Weight each sequence's term of the objective by ``weights`` (n_sequences,), or None for 1."""
@@ -65,10 +70,10 @@ class ChainData:
         return None if self.weights is None else np.repeat(self.weights, np.diff(self.offsets))
 
     def buffers(self, n_labels):
-        """Arrays reused by every evaluation on this chunk: shifted scores, their exp, node marginals, shifts."""
+        """Arrays reused by every evaluation on this chunk: one ``(n_tokens, n_labels)`` buffer (scores,
+        then their exp, then the node marginals) and the rows' shifts."""
         if getattr(self, "_buffers", None) is None:
-            shape = (self.n_tokens, n_labels)
-            self._buffers = (np.empty(shape), np.empty(shape), np.empty(shape), np.empty(self.n_tokens))
+            self._buffers = (np.empty((self.n_tokens, n_labels)), np.empty(self.n_tokens))
         return self._buffers
 
     def __getstate__(self):  # scratch buffers are not worth pickling to joblib workers
@@ -82,12 +87,16 @@ class ChainData:
         The likelihood's gold score is linear in theta, ``<counts, theta>``, and its gradient
         is expected minus these counts, so they are computed once per fit, not per evaluation.
         """
-        onehot = np.zeros((self.n_tokens, n_labels))
-        tw = self.token_weights()
-        onehot[np.arange(self.n_tokens), self.y] = 1.0 if tw is None else tw
         trans = np.zeros((n_labels, n_labels))
+        tw = self.token_weights()
         src, dst = transition_pairs(self.y, self.offsets)
-        np.add.at(trans, (src, dst), 1.0 if tw is None else _edge_token_weights(tw, self.offsets))
+        if tw is None:
+            np.add.at(trans, (src, dst), 1.0)
+            bias = np.bincount(self.y, minlength=n_labels).astype(np.float64)
+            return np.concatenate([self.features.label_counts(self.y), bias, trans.ravel()])
+        onehot = np.zeros((self.n_tokens, n_labels))  # weighted: each token's row holds its sequence's weight
+        onehot[np.arange(self.n_tokens), self.y] = tw
+        np.add.at(trans, (src, dst), _edge_token_weights(tw, self.offsets))
         return np.concatenate([self.features.gradient(onehot), onehot.sum(axis=0), trans.ravel()])
 
 
@@ -117,13 +126,18 @@ def chunk_nll_grad(data, theta, n_labels, counts):
     """
     n_weights = data.features.n_weights
     w, b, A = unpack_params(theta, n_weights, n_labels)
-    unary, exp_unary, node, shift = data.buffers(n_labels)
-    data.features.scores(w, bias=b, out=unary, row_max=shift)  # rows shifted to maximum 0
-    np.exp(unary, out=exp_unary)
+    node, shift = data.buffers(n_labels)
+    data.features.scores(w, bias=b, out=node, row_max=shift)  # rows shifted to maximum 0
     if data.weights is None:
-        log_z, node, edge = expected_counts(unary, exp_unary, A, data.offsets, out=node)
+        np.exp(node, out=node)  # in place: a sequence that needs log space gets its scores recomputed
+
+        def rescore(lo, hi):
+            return data.features.row_scores(w, b, lo, hi)
+
+        log_z, edge = expected_counts_inplace(node, A, data.offsets, rescore)  # node marginals into node
     else:  # sum_i s_i [log Z_i - score_i(y_i)]: edges weighted in the kernel, rows here
-        log_z, node, edge = weighted_expected_counts(unary, exp_unary, A, data.offsets, data.weights, out=node)
+        unary = node.copy()
+        log_z, node, edge = weighted_expected_counts(unary, np.exp(unary), A, data.offsets, data.weights, out=node)
         tw = data.token_weights()
         node *= tw[:, None]
         log_z, shift = log_z * data.weights, shift * tw
@@ -166,7 +180,8 @@ class ChainObjective:
         self.chunks = []
         for sl in even_chunks(len(X_list), n_chunks):
             lo, hi = offsets[sl.start], offsets[sl.stop]
-            data = ChainData.from_packed(packed[lo:hi], offsets[sl.start : sl.stop + 1] - lo, y[lo:hi], n_labels, pairs)
+            data = ChainData.from_packed(row_slice(packed, lo, hi), offsets[sl.start : sl.stop + 1] - lo, y[lo:hi],
+                                         n_labels, pairs)
             data.set_weights(None if sample_weight is None else sample_weight[sl])
             self.chunks.append((data, data.empirical_counts(n_labels)))
         self.features = self.chunks[0][0].features

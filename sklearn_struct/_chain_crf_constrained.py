@@ -29,7 +29,7 @@ from ._chain_crf import ChainData, ChainObjective, _add_l2, unpack_params
 from .oracles.chain import expected_counts
 from .oracles.chain_constrained import constrained_forward_backward, constrained_viterbi
 from .oracles.linear import state_pairs
-from .utils.packing import pack_sequences, transition_pairs
+from .utils.packing import pack_sequences, row_slice, transition_pairs
 from .utils.parallel import even_chunks
 from .utils.shards import ResidentShards
 from .utils.optimize import _dot
@@ -238,7 +238,7 @@ class ConstrainedChainObjective(ChainObjective):
         self.chunks = []
         for sl in even_chunks(len(X_list), n_chunks):
             lo, hi = offsets[sl.start], offsets[sl.stop]
-            data = ChainData.from_packed(packed[lo:hi], offsets[sl.start : sl.stop + 1] - lo, y[lo:hi], n_labels,
+            data = ChainData.from_packed(row_slice(packed, lo, hi), offsets[sl.start : sl.stop + 1] - lo, y[lo:hi],
                                          pairs)
             self.chunks.append((data, _Chunk(data, y[lo:hi], None if allowed is None else allowed[lo:hi],
                                              n_labels)))
@@ -270,14 +270,14 @@ def _constrained_nll_grad(chunk, theta, n_labels, structure):
     data = chunk.data
     n_weights = data.features.n_weights
     w, b, A = unpack_params(theta, n_weights, n_labels)
-    unary, exp_unary, node, shift = data.buffers(n_labels)
+    node, shift = data.buffers(n_labels)
+    unary = np.empty_like(node)  # kept beside the marginals: the constrained pass below reads it
     data.features.scores(w, bias=b, out=unary, row_max=shift)
     if structure is not None:
         A = np.where(structure.transitions, A, -np.inf)
         unary[np.ix_(chunk.first, ~structure.start)] = -np.inf
         unary[np.ix_(chunk.last, ~structure.end)] = -np.inf
-    np.exp(unary, out=exp_unary)
-    log_z, node, edge = expected_counts(unary, exp_unary, A, data.offsets, out=node)
+    log_z, node, edge = expected_counts(unary, np.exp(unary), A, data.offsets, out=node)
     f = float(np.sum(log_z) + np.sum(shift) - _dot(chunk.counts, theta))
     if chunk.p_rows.size:
         log_zc, node_c, edge_c = constrained_forward_backward(unary[chunk.p_rows], A, chunk.p_offsets,

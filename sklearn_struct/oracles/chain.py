@@ -572,6 +572,55 @@ def expected_counts(unary, exp_unary, transition, offsets, out):
     return log_z, node, edge_sum
 
 
+def expected_counts_inplace(probs, transition, offsets, rescore):
+    """:func:`expected_counts` in one buffer: ``probs`` holds the exponentiated shifted scores on
+    entry and the node marginals on return; returns ``(log Z, summed edge marginals)``.
+
+    The scaled recursion reads a token's row before it writes that token's marginals, so they
+    can share the buffer, and the shifted scores need not be kept beside their exponentials:
+    for the rare sequence that needs the log-space pass, ``rescore(lo, hi)`` returns the
+    shifted scores of the rows ``lo:hi`` again (runs of consecutive such sequences at once).
+    A CRF objective then holds one ``(n_tokens, n_labels)`` float64 array instead of three,
+    with the same results as :func:`expected_counts`. No input checks, as there.
+    """
+    trans = np.ascontiguousarray(transition, dtype=np.float64)[None]
+    n_seq = offsets.shape[0] - 1
+    n_tok, L = probs.shape
+    bounds = token_chunks(offsets, n_threads_for(3 * n_tok * L * L))
+    n_chunks = bounds.shape[0] - 1
+    log_z = np.empty(n_seq)
+    failed = np.empty(n_seq, dtype=np.bool_)
+    no_edges = np.zeros((0, L, L))
+    outer_acc = np.zeros((n_chunks, L, L))
+    direct_acc = np.zeros((n_chunks, L, L))
+    exp_trans = np.zeros((L, L))
+    trans_shift = _exp_shifted(trans[0], exp_trans)
+
+    def scaled(c):
+        _fb_chunk(probs, probs, trans, False, offsets, bounds[c], bounds[c + 1], _EDGE_SUM, exp_trans, trans_shift,
+                  probs, no_edges, outer_acc[c], direct_acc[c], log_z, failed)
+
+    run_chunks_in_threads(scaled, n_chunks)
+    redo = np.flatnonzero(failed)
+    if redo.shape[0]:  # rare: huge potentials or long sequences
+        breaks = np.flatnonzero(np.diff(redo) != 1) + 1
+        runs = [(int(r[0]), int(r[-1]) + 1) for r in np.split(redo, breaks)]
+        groups = [runs[c::n_chunks] for c in range(min(n_chunks, len(runs)))]
+
+        def log_space(c):
+            for s_lo, s_hi in groups[c]:
+                lo, hi = offsets[s_lo], offsets[s_hi]
+                unary = np.ascontiguousarray(rescore(lo, hi), dtype=np.float64)
+                _fb_log_chunk(unary, trans, False, offsets[s_lo : s_hi + 1] - lo, np.arange(s_hi - s_lo), _EDGE_SUM,
+                              probs[lo:hi], no_edges, direct_acc[c], log_z[s_lo:s_hi])
+
+        run_chunks_in_threads(log_space, len(groups))
+    edge_sum = np.zeros((L, L))
+    for c in range(n_chunks):
+        edge_sum += outer_acc[c] * exp_trans + direct_acc[c]
+    return log_z, edge_sum
+
+
 def _run_forward_backward(unary, exp_unary, trans, per_position, offsets, edge_mode, out):
     """The chunk kernels on checked arrays, on as many threads as the work pays for.
 

@@ -97,6 +97,66 @@ def _pair_gradient(indptr, code, data, pair_ptr, pair_label, D, n_labels, r_lo, 
                     g[p] += v * D[base + np.uint64(pair_label[p])]
 
 
+@kernel
+def _pair_label_counts(indptr, code, data, pair_ptr, pair_label, y, n_labels, g, g_dense):
+    """Add ``X[r, f]`` to the weight of the pair (f, y[r]) of every token r: the gradient of a
+    one-hot ``D`` (the observed counts of a CRF) without building that (n_tokens, n_labels) matrix."""
+    L = np.uint64(n_labels)
+    for r in range(indptr.shape[0] - 1):
+        label = y[r]
+        for k in range(indptr[r], indptr[r + 1]):
+            d = code[k]
+            v = 1.0 if data is None else data[k]
+            if d >= 0:
+                g_dense[np.uint64(d) * L + np.uint64(label)] += v
+            else:
+                f = -1 - d
+                for p in range(pair_ptr[f], pair_ptr[f + 1]):
+                    if pair_label[p] == label:
+                        g[p] += v
+
+
+@kernel
+def _attribute_codes(indices, dense_row, out):
+    """``out[k]``: the dense row of the attribute of non-zero k, or ``-1 - attribute`` (one pass, no temporaries)."""
+    for k in range(indices.shape[0]):
+        f = indices[k]
+        d = dense_row[f]
+        out[k] = d if d >= 0 else -1 - f
+
+
+@kernel
+def _mark_pairs(indptr, indices, data, y, support):
+    """``support[f, y[r]] = True`` for every non-zero ``X[r, f]``."""
+    for r in range(indptr.shape[0] - 1):
+        label = y[r]
+        for k in range(indptr[r], indptr[r + 1]):
+            if data[k] != 0.0:
+                support[indices[k], label] = True
+
+
+@kernel
+def _attribute_counts(indices, n_attr):
+    """How many non-zeros each attribute has (``np.bincount`` without its int64 copy of ``indices``)."""
+    counts = np.zeros(n_attr, dtype=np.int64)
+    for k in range(indices.shape[0]):
+        counts[indices[k]] += 1
+    return counts
+
+
+@kernel
+def _all_ones(data):
+    for k in range(data.shape[0]):
+        if data[k] != 1.0:
+            return False
+    return True
+
+
+def _index_dtype(largest):
+    """int32 where every index fits (half the memory of int64 per non-zero), else int64."""
+    return np.int32 if largest < np.iinfo(np.int32).max else np.int64
+
+
 def _dense_rows(pair_ptr, indices, n_labels):
     """Row of every attribute in the dense weight block, or -1 for one kept as pairs.
 
@@ -108,7 +168,7 @@ def _dense_rows(pair_ptr, indices, n_labels):
     """
     n_attr = pair_ptr.shape[0] - 1
     wide = np.diff(pair_ptr) * 8 >= n_labels
-    order = np.argsort(-np.bincount(indices, minlength=n_attr), kind="stable")
+    order = np.argsort(-_attribute_counts(indices, n_attr), kind="stable")
     order = order[wide[order]]
     rows = np.full(n_attr, -1, dtype=np.int64)
     rows[order] = np.arange(order.size)
@@ -137,11 +197,14 @@ def observed_pairs(X, y, n_labels):
     y = check_int_array(y, "y", ndim=1, low=0, high=n_labels)
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"y has {y.shape[0]} labels, but X has {X.shape[0]} rows (tokens).")
-    Y = sp.csr_matrix((np.ones(len(y)), (np.arange(len(y)), y)), shape=(len(y), n_labels))
-    support = (abs(sp.csr_matrix(X)).T @ Y).tocsr()
-    support.eliminate_zeros()
-    support.sort_indices()
-    return support.indptr.astype(np.int64), support.indices.astype(np.int64)
+    # one bool per (attribute, label), 1/8 of the dense coef_ a fit returns: no copy of X, whose
+    # |X|.T @ one-hot(y) product (the obvious way) cost two CSR copies at the peak of a fit's set-up
+    X = X if sp.issparse(X) else sp.csr_matrix(X)
+    support = np.zeros((X.shape[1], n_labels), dtype=np.bool_)
+    _mark_pairs(X.indptr, X.indices, X.data, y, support)
+    pair_ptr = np.zeros(X.shape[1] + 1, dtype=np.int64)
+    np.cumsum(support.sum(axis=1), out=pair_ptr[1:])
+    return pair_ptr, np.nonzero(support)[1].astype(np.int64)
 
 
 def frequent_pairs(X, y, n_labels, min_freq, all_possible=False):
@@ -238,14 +301,16 @@ class LinearFeatures:
         if self.sparse:
             X = sp.csr_matrix(X, dtype=np.float64)
             X.sort_indices()
-            self._indptr = X.indptr.astype(np.int64)
+            # Only what a product reads is kept (not X itself), with int32 indices where they fit:
+            # row pointers, one code per non-zero and the values unless all are 1.
+            self._indptr = X.indptr.astype(_index_dtype(X.nnz), copy=False)
             # binary features (the usual indicator attributes) pass no value array at all
-            self._data = None if np.all(X.data == 1.0) else X.data
+            self._data = None if _all_ones(X.data) else X.data
             self.pairs = pairs if pairs is not None else all_pairs(X.shape[1], n_labels)
             self._dense_row = _dense_rows(self.pairs[0], X.indices, n_labels)
             self._n_dense = int(np.count_nonzero(self._dense_row >= 0))
-            code = self._dense_row[X.indices]
-            self._code = np.where(code >= 0, code, -1 - X.indices.astype(np.int64))
+            self._code = np.empty(X.nnz, dtype=_index_dtype(X.shape[1] + 1))
+            _attribute_codes(X.indices, self._dense_row, self._code)
             self._work = X.nnz * n_labels  # an upper bound on the multiply-adds of one product
             # pairs of attributes held as dense rows, and their slots in the flat dense block
             pair_row = self._dense_row[np.repeat(np.arange(X.shape[1]), np.diff(self.pairs[0]))]
@@ -283,8 +348,7 @@ class LinearFeatures:
                                     or not row_max.flags.c_contiguous):
             raise ValueError(f"row_max must be a C-contiguous float64 array of shape ({n_rows},).")
         if self.sparse:
-            W_flat = np.zeros(self._n_dense * L)  # the dense rows, zeros off the support
-            W_flat[self._dense_slots] = w[self._dense_pairs]
+            W_flat = self._dense_block(w)
             bounds, flat = self._row_chunks(), out.reshape(-1)
             shifts = np.empty(0) if row_max is None else row_max
 
@@ -301,6 +365,48 @@ class LinearFeatures:
             row_max[~np.isfinite(row_max)] = 0.0
             out -= row_max[:, None]
         return out
+
+    def _dense_block(self, w):
+        """The flat block of the weights of the attributes held as dense rows, zeros off the support."""
+        W_flat = np.zeros(self._n_dense * self.n_labels)
+        W_flat[self._dense_slots] = w[self._dense_pairs]
+        return W_flat
+
+    def row_scores(self, w, bias, lo, hi):
+        """The rows ``lo:hi`` of :meth:`scores` with ``row_max``: each shifted by its maximum.
+
+        The same arithmetic as the full product, for a caller that kept only a function of the
+        scores (their exponentials) and needs a few rows back.
+        """
+        L = self.n_labels
+        if self.sparse:
+            out = np.empty((hi - lo, L))
+            _pair_scores(self._indptr[lo : hi + 1], self._code, self._data, *self.pairs, w, self._dense_block(w),
+                         bias, 0, hi - lo, out.reshape(-1), np.empty(hi - lo))
+            return out
+        out = self._X[lo:hi] @ w.reshape(self.shape[1], L) + bias
+        row_max = out.max(axis=1)
+        row_max[~np.isfinite(row_max)] = 0.0
+        out -= row_max[:, None]
+        return out
+
+    def label_counts(self, y):
+        """:meth:`gradient` of the one-hot ``D`` of the labels ``y`` (n_tokens,), without building it.
+
+        A CRF's observed feature counts: per pair (f, l) the values of attribute f summed over the
+        tokens labelled l.
+        """
+        n_rows, L = self.shape[0], self.n_labels
+        y = check_int_array(y, "y", ndim=1, low=0, high=L)
+        if y.shape[0] != n_rows:
+            raise ValueError(f"y has {y.shape[0]} labels, but X has {n_rows} rows (tokens).")
+        if self.sparse:
+            g, g_dense = np.zeros(self.n_weights), np.zeros(self._n_dense * L)
+            _pair_label_counts(self._indptr, self._code, self._data, *self.pairs, y, L, g, g_dense)
+            g[self._dense_pairs] += g_dense[self._dense_slots]
+            return g
+        Y = sp.csr_matrix((np.ones(n_rows), (np.arange(n_rows), y)), shape=(n_rows, L))
+        return np.ascontiguousarray((Y.T @ self._X).T).ravel()
 
     def gradient(self, D):
         """Flat gradient ``d/dw sum_{r,l} D[r, l] * scores[r, l]`` for D of shape (n_tokens, n_labels)."""

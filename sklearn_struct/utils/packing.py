@@ -57,10 +57,93 @@ def pack_sequences(X):
     X = _check_matrix_list(X)
     offsets = lengths_to_offsets([x.shape[0] for x in X])
     if any(sp.issparse(x) for x in X):
-        packed = sp.vstack([sp.csr_matrix(x) for x in X], format="csr")
+        # a CSR matrix is taken as it is: wrapping a view in a new one makes scipy copy it
+        X = [x if isinstance(x, sp.csr_matrix) else sp.csr_matrix(x) for x in X]
+        packed = _adjacent_views(X, offsets)
+        if packed is None:
+            packed = sp.vstack(X, format="csr")
     else:
         packed = np.ascontiguousarray(np.concatenate([np.asarray(x) for x in X], axis=0))
     return packed, offsets
+
+
+def csr_rows(packed, offsets):
+    """The sequences of a packed CSR matrix as CSR matrices on views of its arrays, not copies.
+
+    :func:`pack_sequences` packs them back without a copy either. (A row slice of a CSR
+    matrix copies its values, and so does scipy's constructor for a view under half of its
+    array, so the views are assigned to the matrices, not passed to the constructor.)
+
+    >>> import scipy.sparse as sp
+    >>> packed = sp.csr_matrix(np.eye(4))
+    >>> parts = csr_rows(packed, [0, 1, 4])
+    >>> [p.shape for p in parts], np.shares_memory(parts[1].data, packed.data)
+    ([(1, 4), (3, 4)], True)
+    >>> np.shares_memory(pack_sequences(parts)[0].data, packed.data)
+    True
+    """
+    data, indices, indptr = packed.data, packed.indices, packed.indptr
+    offsets = check_offsets(offsets, n_rows=packed.shape[0])
+    out = []
+    for lo, hi in zip(offsets[:-1], offsets[1:]):
+        start, stop = indptr[lo], indptr[hi]
+        part = sp.csr_matrix((hi - lo, packed.shape[1]), dtype=data.dtype)
+        part.data, part.indices, part.indptr = data[start:stop], indices[start:stop], indptr[lo : hi + 1] - start
+        out.append(part)
+    return out
+
+
+def _adjacent_views(X, offsets):
+    """The CSR matrix of the rows of ``X`` without a copy, when the sequences are consecutive row
+    views of one matrix's arrays (as :func:`csr_rows` makes them) with sorted indices (so that
+    sorting them later writes nothing); else None."""
+    data, indices = _span([x.data for x in X]), _span([x.indices for x in X])
+    if data is None or indices is None:
+        return None
+    indptr = np.empty(offsets[-1] + 1, dtype=np.int64)
+    indptr[0] = 0
+    for x, lo, hi in zip(X, offsets[:-1], offsets[1:]):
+        indptr[lo + 1 : hi + 1] = x.indptr[1:] - x.indptr[0] + indptr[lo]
+    packed = sp.csr_matrix((data, indices, indptr), shape=(offsets[-1], X[0].shape[1]))
+    return packed if packed.has_sorted_indices else None
+
+
+def _span(parts):
+    """One view of the 1D arrays ``parts`` when they lie one after the other in one array, else None."""
+    base = parts[0].base
+    if not isinstance(base, np.ndarray) or base.ndim != 1 or not base.flags.c_contiguous:
+        return None
+    address, size = base.__array_interface__["data"][0], base.itemsize
+    start = at = (parts[0].__array_interface__["data"][0] - address) // size
+    for part in parts:
+        if part.ndim != 1 or part.dtype != base.dtype:
+            return None
+        if part.shape[0] == 0:  # an empty slice may point anywhere
+            continue
+        if part.base is not base or part.__array_interface__["data"][0] != address + at * size:
+            return None
+        at += part.shape[0]
+    return base[start:at]
+
+
+def row_slice(packed, lo, hi):
+    """Rows ``lo:hi`` of a packed matrix, copying as little as scipy allows: a view of a dense array;
+    all rows of a CSR matrix are the matrix itself; other CSR rows a matrix on views of ``data`` and
+    ``indices`` (scipy copies them when they are under half of the matrix).
+
+    >>> import scipy.sparse as sp
+    >>> packed = sp.csr_matrix(np.eye(3))
+    >>> part = row_slice(packed, 1, 3)
+    >>> part.toarray().tolist(), np.shares_memory(part.data, packed.data)
+    ([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], True)
+    """
+    if not sp.issparse(packed):
+        return packed[lo:hi]
+    if lo == 0 and hi == packed.shape[0]:
+        return packed
+    start, stop = packed.indptr[lo], packed.indptr[hi]
+    return sp.csr_matrix((packed.data[start:stop], packed.indices[start:stop], packed.indptr[lo : hi + 1] - start),
+                         shape=(hi - lo, packed.shape[1]))
 
 
 def _check_matrix_list(X):

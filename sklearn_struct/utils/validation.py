@@ -61,7 +61,8 @@ def _check_one_sequence(x, i, accept_sparse, dtype):
             raise ValueError(f"Sequence {i}: sparse input is not supported here; pass dense arrays.")
         if x.dtype.kind == "c":
             raise ValueError(f"Sequence {i}: features are complex; only real features are supported.")
-        x = sp.csr_matrix(x, dtype=dtype)
+        if not (isinstance(x, sp.csr_matrix) and x.dtype == dtype):  # a new matrix copies a view's arrays
+            x = sp.csr_matrix(x, dtype=dtype)
         data = x.data
     else:
         try:

@@ -1,0 +1,229 @@
+"""Peak fit memory per token: ChainCRF, NonLocalCRF's base CRF and the ``sklearn_struct.crfsuite`` drop-in
+against sklearn-crfsuite, on the same features, in one run.
+
+Every fit runs in its own fresh process. The process loads its input (the CSR matrices
+:class:`~sklearn_struct.preprocessing.WindowFeaturizer` makes of CoNLL-2000's training set for
+the array estimators; the feature dicts those matrices are made of, from
+``WindowFeaturizer.to_dicts``, for the two CRFsuite APIs), warms up with a fit on 20 sentences
+(so that loading the compiled numba kernels is not billed to the fit), and then measures:
+
+* the *baseline*: its resident set size (``VmRSS``) with the data loaded, after ``gc.collect()``;
+* the fit's *peak*: ``VmHWM`` after the fit, the high-water mark having been reset right after
+  the baseline (``echo 5 > /proc/self/clear_refs``; ``ru_maxrss`` of the child where that is not
+  possible, which then includes the loading).
+
+``(peak - baseline) / n_tokens`` is the fit's memory per token: everything the fit allocates
+(its copies of the data, the per-token buffers of an objective evaluation, the L-BFGS memories).
+All fits take ``c2 = 1``, no bias (CRFsuite's model), weights for the (attribute, label) pairs seen
+in training, and stop after ``MAX_ITER`` L-BFGS iterations: the peak is reached in the first
+evaluations and once the L-BFGS memories are filled (6 pairs), so a full fit would only take longer.
+The corpus is CoNLL-2000's training set (211,727 tokens) and the same list of sentences 4 times
+(847k tokens; sentences repeated by reference, so the input costs no more to hold).
+
+Writes ``benchmarks/results/memory_per_token.{md,json}``. Goal (issue #33): our peak per token at
+most 1.2x sklearn-crfsuite's. Needs ``SKLEARN_STRUCT_DATA`` (CoNLL-2000) and sklearn-crfsuite.
+Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/product/bench_memory_per_token.py [--factors 1 4]``.
+"""
+
+import argparse
+import json
+import os
+import pickle
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.results import results_dir  # noqa: E402
+
+RESULTS = results_dir("memory_per_token")
+ROOT = Path(__file__).resolve().parents[2]  # the repository: the children import its package
+C2 = 1.0
+MAX_ITER = 10
+GOAL = 1.2
+FITTERS = {
+    "ChainCRF": "sklearn_struct.ChainCRF on CSR matrices",
+    "NonLocalCRF": "sklearn_struct.NonLocalCRF (no energy: its base CRF) on CSR matrices",
+    "crfsuite.CRF": "sklearn_struct.crfsuite.CRF (the drop-in) on feature dicts",
+    "sklearn-crfsuite": "sklearn_crfsuite.CRF on feature dicts",
+}
+
+CHILD = r"""
+import gc, json, pickle, resource, sys, time, warnings
+sys.path.insert(0, {root!r})
+fitter, store, factor = sys.argv[1], sys.argv[2], int(sys.argv[3])
+from sklearn.exceptions import ConvergenceWarning
+warnings.simplefilter("ignore", ConvergenceWarning)
+
+
+def status(key):
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def make(fitter, max_iter):
+    if fitter == "ChainCRF":
+        from sklearn_struct import ChainCRF
+        return ChainCRF(c2={c2}, fit_intercept=False, max_iter=max_iter)
+    if fitter == "NonLocalCRF":
+        from sklearn_struct import NonLocalCRF
+        return NonLocalCRF(c2={c2}, max_iter=max_iter)
+    if fitter == "crfsuite.CRF":
+        from sklearn_struct.crfsuite import CRF
+        return CRF(algorithm="lbfgs", c2={c2}, max_iterations=max_iter)
+    import sklearn_crfsuite
+    return sklearn_crfsuite.CRF(algorithm="lbfgs", c2={c2}, max_iterations=max_iter)
+
+
+with open(store, "rb") as fh:
+    X, y = pickle.load(fh)
+X, y = X * factor, y * factor
+make(fitter, 2).fit(X[:20], y[:20])  # warm-up: load the compiled kernels
+gc.collect()
+n_tokens = sum(len(s) for s in y)
+baseline = status("VmRSS")
+try:
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")  # reset VmHWM to the current RSS
+    reset = True
+except OSError:
+    reset = False
+start = time.perf_counter()
+model = make(fitter, {max_iter}).fit(X, y)
+seconds = time.perf_counter() - start
+peak = status("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({{"fitter": fitter, "factor": factor, "n_sequences": len(y), "n_tokens": n_tokens,
+                  "baseline_bytes": baseline, "peak_bytes": peak, "hwm_reset": reset, "seconds": seconds,
+                  "bytes_per_token": (peak - baseline) / n_tokens}}))
+"""
+
+
+def run(fitter, store, factor):
+    code = CHILD.format(root=str(ROOT), c2=C2, max_iter=MAX_ITER)
+    proc = subprocess.run([sys.executable, "-c", code, fitter, store, str(factor)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{fitter} x{factor} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def prepare(tmp):
+    """Featurise CoNLL-2000's training set once: CSR matrices and the dicts they are made of."""
+    from sklearn_struct.datasets import load_conll2000
+    from sklearn_struct.preprocessing import WindowFeaturizer
+
+    train = load_conll2000("train")
+    y = [list(labels) for labels in train.labels]
+    featurizer = WindowFeaturizer()
+    X = featurizer.fit_transform(train.sequences)
+    stores = {"csr": str(Path(tmp) / "csr.pkl"), "dicts": str(Path(tmp) / "dicts.pkl")}
+    with open(stores["csr"], "wb") as fh:
+        pickle.dump((X, y), fh, protocol=pickle.HIGHEST_PROTOCOL)
+    with open(stores["dicts"], "wb") as fh:
+        pickle.dump((featurizer.to_dicts(train.sequences), y), fh, protocol=pickle.HIGHEST_PROTOCOL)
+    nnz = sum(x.nnz for x in X)
+    info = {"n_tokens": int(sum(x.shape[0] for x in X)), "n_attributes": int(X[0].shape[1]),
+            "nnz_per_token": nnz / sum(x.shape[0] for x in X), "n_labels": len({v for s in y for v in s})}
+    return stores, info
+
+
+def table(results, info, factors, fitters, before=None):
+    """Bytes per token and the ratio to sklearn-crfsuite's (and the same from ``before``, an earlier run)."""
+    runs = [("", results)] + ([("before: ", before)] if before else [])
+    head = "| fit | " + " | ".join(f"{tag}x{f}: bytes / token | {tag}x{f}: ratio to sklearn-crfsuite"
+                                   for tag, _ in runs for f in factors)
+    lines = [head + " |", "|---|" + "---|---|" * len(factors) * len(runs)]
+    for fitter in fitters:
+        cells = []
+        for _, res in runs:
+            for f in factors:
+                r, ref = res.get((fitter, f)), res.get(("sklearn-crfsuite", f))
+                if r is None:
+                    cells += ["-", "-"]
+                    continue
+                ratio = r["bytes_per_token"] / ref["bytes_per_token"] if ref else float("nan")
+                cells += [f"{r['bytes_per_token']:.0f}", f"{ratio:.2f}"]
+        lines.append(f"| {FITTERS[fitter]} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("| fit | " + " | ".join(f"x{f}: tokens | x{f}: baseline MiB | x{f}: peak MiB" for f in factors) + " |")
+    lines.append("|---|" + "---|---|---|" * len(factors))
+    for fitter in fitters:
+        cells = []
+        for f in factors:
+            r = results[(fitter, f)]
+            cells += [f"{r['n_tokens']:,}", f"{r['baseline_bytes'] / 2**20:.0f}", f"{r['peak_bytes'] / 2**20:.0f}"]
+        lines.append(f"| {fitter} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--factors", type=int, nargs="+", default=[1, 4], help="corpus repetitions")
+    parser.add_argument("--fitters", nargs="+", default=list(FITTERS), choices=list(FITTERS))
+    parser.add_argument("--label", default="", help="a note on the code measured, written into the table")
+    parser.add_argument("--before", help="the json of an earlier run (other code), shown beside this one")
+    parser.add_argument("--update", action="store_true",
+                        help="keep the other fits of the last results (and their 'before'); rerun only these")
+    args = parser.parse_args()
+    if not os.environ.get("SKLEARN_STRUCT_DATA"):
+        sys.exit("Set SKLEARN_STRUCT_DATA to the folder holding conll2000/.")
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        stores, info = prepare(tmp)
+        for factor in args.factors:
+            for fitter in args.fitters:
+                store = stores["csr" if fitter in ("ChainCRF", "NonLocalCRF") else "dicts"]
+                results[(fitter, factor)] = r = run(fitter, store, factor)
+                r["label"] = args.label
+                print(f"{fitter} x{factor}: {r['bytes_per_token']:.0f} bytes/token "
+                      f"({r['peak_bytes'] / 2**20:.0f} MiB peak, {r['baseline_bytes'] / 2**20:.0f} MiB baseline)",
+                      flush=True)
+    header = (
+        "# Peak fit memory per token\n\n"
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}. "
+        f"CoNLL-2000 training set ({info['n_tokens']:,} tokens, {info['n_attributes']:,} WindowFeaturizer "
+        f"attributes, {info['nnz_per_token']:.1f} per token, {info['n_labels']} labels) and 4x that; c2={C2}, "
+        f"no bias, {MAX_ITER} L-BFGS iterations. Each fit in a fresh process: (peak RSS during the fit - RSS "
+        "with the data loaded) / tokens. Goal (issue #33): at most "
+        f"{GOAL}x sklearn-crfsuite's.\n\n"
+    )
+    before = previous = None
+    if args.update and (RESULTS / "memory_per_token.json").exists():
+        last = json.loads((RESULTS / "memory_per_token.json").read_text())
+        for r in last["runs"]:
+            r.setdefault("label", last.get("label", ""))
+        results = {**{(r["fitter"], r["factor"]): r for r in last["runs"]}, **results}
+        previous = last["before"] if not args.before else None
+        args.factors = sorted({f for _, f in results})
+        args.fitters = [f for f in FITTERS if any(k[0] == f for k in results)]
+    if args.before:
+        previous = json.loads(Path(args.before).read_text())
+    if previous:
+        before = {(r["fitter"], r["factor"]): r for r in previous["runs"]}
+        header += f"Before: {previous.get('label', '')}\n\n"
+    labels = sorted({r.get("label", "") for r in results.values()} - {""})
+    if len(labels) == 1:
+        header += f"Code: {labels[0]}.\n\n"
+    if len(labels) > 1:
+        header += "Fits by code version: " + "; ".join(
+            f"{', '.join(sorted({f'{k[0]} x{k[1]}' for k, r in results.items() if r.get('label') == lab}))}: {lab}"
+            for lab in labels) + "\n\n"
+    text = header + table(results, info, args.factors, args.fitters, before) + "\n"
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "memory_per_token.md").write_text(text)
+    payload = {"info": info, "max_iter": MAX_ITER, "c2": C2, "label": args.label,
+               "runs": [results[k] for k in sorted(results)],
+               "before": None if before is None else {"label": previous.get("label"), "runs": previous["runs"]}}
+    (RESULTS / "memory_per_token.json").write_text(json.dumps(payload, indent=2) + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    main()
+    print(f"({time.perf_counter() - t0:.0f} s)")
