@@ -239,7 +239,7 @@ class ConstrainedChainObjective(ChainObjective):
         for sl in even_chunks(len(X_list), n_chunks):
             lo, hi = offsets[sl.start], offsets[sl.stop]
             data = ChainData.from_packed(row_slice(packed, lo, hi), offsets[sl.start : sl.stop + 1] - lo, y[lo:hi],
-                                         pairs)
+                                         n_labels, pairs)
             self.chunks.append((data, _Chunk(data, y[lo:hi], None if allowed is None else allowed[lo:hi],
                                              n_labels)))
         self.features = self.chunks[0][0].features

@@ -507,12 +507,19 @@ def _check_labels(y, offsets, what):
         if len(labels) != offsets[i + 1] - offsets[i]:
             raise ValueError(f"{what}, sequence {i}: {len(labels)} labels for {offsets[i + 1] - offsets[i]} tokens.")
         labels = list(labels)
-        if not all(map(_hashable, labels)):
-            t = next(t for t, label in enumerate(labels) if not _hashable(label))
+        if not all(map(_label_or_partial, labels)):
+            t = next(t for t, label in enumerate(labels) if not _label_or_partial(label))
             raise ValueError(f"{what}, sequence {i}, token {t}: label {labels[t]!r} is not hashable (labels must be "
-                             "str, numbers or tuples).")
+                             "str, numbers or tuples; None or a set of labels for a partially labelled token).")
         out.append(labels)
     return out
+
+
+def _label_or_partial(label):
+    """A label, or a partial label (None: unknown; a set of the labels the token may take)."""
+    if isinstance(label, (set, frozenset)):
+        return all(map(_hashable, label))
+    return _hashable(label)
 
 
 def _encode(y, codes, what):
