@@ -121,8 +121,10 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         Called after every iteration as ``callback(iteration, objective, seconds)``;
         returning True stops training there (no convergence warning is raised then).
     n_jobs : int, default=None
-        ``"lbfgs"``: number of joblib jobs over chunks of sequences (one chunk, threaded
-        inside, when None). The other algorithms update after every sequence and run on one thread.
+        ``"lbfgs"``: number of chunks of sequences (shards) under every joblib backend, evaluated on
+        threads (one chunk, threaded inside, when None); under joblib's dask backend each chunk stays
+        on one worker for the whole fit (None: one per worker thread; see :mod:`sklearn_struct.utils.shards`).
+        The other algorithms update after every sequence and run on one thread.
     verbose : int, default=0
         Print one line per iteration (objective and elapsed seconds) when > 0.
     allowed_transitions : str, ndarray of shape (n_classes, n_classes) or None, default=None

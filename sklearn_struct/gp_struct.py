@@ -184,7 +184,8 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         Continue from the previous fit's parameters.
     random_state : int, RandomState instance or None, default=None
     n_jobs : int, default=None
-        joblib jobs for the per-sequence sampling and gradient work.
+        joblib jobs for the per-sequence sampling and gradient work; under joblib's dask backend the
+        number of blocks of sequences kept on the workers for the whole fit (None: one per worker thread).
     callback : callable or None, default=None
         Called after every global iteration as ``callback(iteration, elbo, seconds)`` (the
         entries of ``elbo_curve_`` and ``elbo_times_``); returning True stops the fit there.

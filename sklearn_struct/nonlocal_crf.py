@@ -214,7 +214,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         Order of the stochastic steps, the ``psi_holdout`` split (and the featurizer's
         seed if it has none set).
     n_jobs : int, default=None
-        Number of joblib jobs over chunks of sequences for the base CRF.
+        Number of chunks of sequences (shards) for the base CRF, as ``ChainCRF``'s ``n_jobs``.
     verbose : int, default=0
         Print one line per base-CRF iteration (objective) and per epoch of Algorithm 3
         (psi-gradient norm, ``psi``, mean inference iterations), with elapsed seconds.

@@ -9,6 +9,7 @@ import os
 import pickle
 import signal
 import warnings
+from functools import partial
 
 import joblib
 import numpy as np
@@ -163,6 +164,27 @@ def test_gp_struct_on_the_cluster_equals_the_local_fit_and_ships_only_parameters
     print("gp: first", first, "later", later.min(), "-", later.max(), "params", meter.per_evaluation[0][1])
 
 
+def _tokens_and_features(shard, theta):
+    """(tokens, feature sums scaled by theta) of a shard of raw sequences."""
+    X, _ = shard
+    return float(sum(x.shape[0] for x in X)), theta * sum(x.sum(axis=0) for x in X)
+
+
+def test_shards_made_by_loaders_on_the_workers_never_pass_through_the_driver(healthy):
+    loaders = [partial(make_chain_data, 150, n_features=4, random_state=i) for i in range(3)]
+    local = ResidentShards.from_loaders(loaders).sum(_tokens_and_features, np.ones(4))
+    read = count_worker_bytes(healthy)
+    with ResidentShards.from_loaders(loaders, client=healthy) as shards, shard_options(timeout=TIMEOUT, poll=0.2):
+        assert shards.distributed
+        first = shards.sum(_tokens_and_features, np.ones(4))
+        assert sum(read().values()) < 20_000  # the sequences (~100 KB) were made on the workers
+        _kill(healthy, shards.workers[0])  # shard 0 is made again by its loader on a live worker
+        again = shards.sum(_tokens_and_features, np.ones(4))
+        assert shards._recoveries == 1
+    for a in (first, again):
+        assert a[0] == local[0] and np.array_equal(a[1], local[1])
+
+
 def _kill(client, worker):
     pid = client.run(os.getpid, workers=[worker])[worker]
     os.kill(pid, signal.SIGKILL)
@@ -217,3 +239,4 @@ def test_a_lost_worker_without_recovery_is_a_clear_error(healthy, track_shards, 
     for k, v in before.items():
         if k != "callback":
             assert np.array_equal(getattr(est, k), v) if isinstance(v, np.ndarray) else getattr(est, k) == v, k
+

@@ -8,9 +8,9 @@ evaluates a module-level function ``func(shard, params, *args)`` on each of them
   on threads when ``n_jobs`` asks for more than one job (the numba kernels release the GIL);
 - **on a dask cluster**, when the joblib backend is ``"dask"`` (``with
   joblib.parallel_backend("dask"):``, which needs a :class:`distributed.Client`), or given a
-  ``client``: each shard is scattered **once** to one worker and stays there for the
-  whole fit; every evaluation broadcasts only ``params`` to the workers that hold shards, runs one
-  task per shard pinned to its worker and gathers the per-shard results.
+  ``client``: each shard is scattered **once** to one worker (or made there by a loader,
+  :meth:`ResidentShards.from_loaders`) and stays there for the whole fit; every evaluation runs one
+  task per shard pinned to its worker, carrying only ``params``, and gathers the per-shard results.
 
 Either way the results are summed in one fixed pairwise order over the shards
 (:func:`tree_sum`), so the same shards give the same model locally and on a cluster.
@@ -144,6 +144,11 @@ def tree_sum(results):
     return results[0]
 
 
+def _load(loader):
+    """The task making a shard on its worker."""
+    return loader()
+
+
 def _run(func, shard, params, args):
     """The task run on a worker: the shard is the worker's resident copy."""
     return func(shard, params, *args)
@@ -176,6 +181,7 @@ class ResidentShards:
         self.shards = list(shards)
         self.n_jobs = n_jobs
         self.client = dask_client() if client is None else client
+        self._loaders = None
         if len(self.shards) <= 1:
             self.client = None
         self._options = dict(_OPTIONS.get())
@@ -183,6 +189,41 @@ class ResidentShards:
         self._recoveries = 0
         self._name = f"sklearn-struct-shard-{uuid.uuid4().hex[:8]}"
         self._counter = itertools.count()
+
+    @classmethod
+    def from_loaders(cls, loaders, *, n_jobs=None, client=None):
+        """Shards made by calling ``loader()`` where they will live: on a dask worker, so that the
+        data never passes through this process (a lost shard is made again by its loader), or
+        here when no cluster is active.
+
+        Parameters
+        ----------
+        loaders : list of callable
+            Module-level functions (or ``functools.partial`` of them) returning one shard each,
+            e.g. reading and featurising one file of a corpus.
+        n_jobs, client : as for the constructor.
+
+        Examples
+        --------
+        >>> from functools import partial
+        >>> shards = ResidentShards.from_loaders([partial(np.full, 2, 1.0), partial(np.full, 3, 2.0)])
+        >>> shards.map(np.multiply, 2.0)
+        [array([2., 2.]), array([4., 4., 4.])]
+        """
+        loaders = list(loaders)
+        client = dask_client() if client is None else client
+        if client is None or len(loaders) <= 1:
+            return cls([load() for load in loaders], n_jobs=n_jobs, client=None)
+        self = cls([None] * len(loaders), n_jobs=n_jobs, client=client)
+        self._loaders = loaders
+        return self
+
+    def _place(self, i, worker):
+        """Shard ``i`` onto ``worker``: scattered from the driver's copy, or made there by its loader."""
+        if self._loaders is None:
+            return self.client.scatter([self.shards[i]], workers=[worker], broadcast=False, hash=False)[0]
+        return self.client.submit(_load, self._loaders[i], workers=[worker], allow_other_workers=False, pure=False,
+                                  key=f"{self._name}-load-{i}-{uuid.uuid4().hex[:6]}")
 
     @property
     def distributed(self):
@@ -216,9 +257,11 @@ class ResidentShards:
     def _scatter(self):
         """Send every shard to one worker, in contiguous blocks over the workers' threads."""
         slots = self._slots()
+        if not slots:
+            raise ShardLostError(f"the dask cluster of {self.client} has no worker to hold the {len(self.shards)} "
+                                 "shards.")
         self._workers = [slots[i * len(slots) // len(self.shards)] for i in range(len(self.shards))]
-        self._futures = [self.client.scatter([shard], workers=[w], broadcast=False, hash=False)[0]
-                         for shard, w in zip(self.shards, self._workers)]
+        self._futures = [self._place(i, w) for i, w in enumerate(self._workers)]
 
     def _slots(self, exclude=()):
         nthreads = {w: n for w, n in self.client.nthreads().items() if w not in exclude}
@@ -233,10 +276,13 @@ class ResidentShards:
                                   key=f"{self._name}-{evaluation}-{index}-{uuid.uuid4().hex[:6]}")
 
     def _send_params(self, params):
-        """``params`` once to each worker holding shards: {worker: future}."""
-        workers = sorted(set(self._workers))
-        fut = self.client.scatter([params], workers=workers, broadcast=True, hash=False)[0]
-        return {w: fut for w in workers}
+        """``params`` for the task of each worker holding shards: {worker: params}.
+
+        The parameters travel inside the tasks (once per shard; one shard per worker thread by
+        default), not by ``scatter``: a scatter addressed to a worker killed a moment before could
+        block the driver for minutes, where a task is rescheduled by dask's own bookkeeping.
+        """
+        return {w: params for w in set(self._workers)}
 
     def _map_dask(self, func, params, args):
         import distributed
@@ -251,9 +297,10 @@ class ResidentShards:
             lost = self._lost_shards(tasks)
             if lost:
                 sent = self._retry(send, evaluation, start)  # moves the lost shards first
-                for i in lost:
-                    tasks[i].cancel()
-                    tasks[i] = self._submit(func, sent, args, i, evaluation)
+            # tasks dask cancelled (their shard's worker died) or that wait on a lost shard: again
+            for i in sorted(set(lost) | {i for i, t in enumerate(tasks) if t.status in ("cancelled", "lost")}):
+                tasks[i].cancel()
+                tasks[i] = self._submit(func, sent, args, i, evaluation)
             self._check_time(start, evaluation, tasks)
         return self.client.gather(tasks)
 
@@ -266,7 +313,7 @@ class ResidentShards:
                 self._move(lost, evaluation)
             try:
                 return action()
-            except OSError:  # distributed's CommClosedError: a worker went away under us
+            except (OSError, TimeoutError):  # CommClosedError, or no answer: a worker went away under us
                 self._check_time(start, evaluation)
                 time.sleep(self._options["poll"])
 
@@ -281,8 +328,8 @@ class ResidentShards:
         """Shards (with unfinished tasks, if given) whose worker left or whose resident copy is gone."""
         alive = set(self.client.nthreads())
         return [i for i, (w, f) in enumerate(zip(self._workers, self._futures))
-                if (tasks is None or not tasks[i].done()) and (w not in alive or f.status in ("lost", "cancelled",
-                                                                                              "error"))]
+                if (tasks is None or tasks[i].status not in ("finished", "error"))
+                and (w not in alive or f.status in ("lost", "cancelled", "error"))]
 
     def _move(self, lost, evaluation):
         """Scatter the lost shards again from the driver's copies, to the live workers."""
@@ -299,7 +346,7 @@ class ResidentShards:
         for k, i in enumerate(lost):
             w = slots[k % len(slots)]
             self._futures[i].release()
-            self._futures[i] = self.client.scatter([self.shards[i]], workers=[w], broadcast=False, hash=False)[0]
+            self._futures[i] = self._place(i, w)
             self._workers[i] = w
 
     def close(self):
@@ -321,9 +368,9 @@ def _finished(distributed, tasks, poll):
     """True when every task has finished (or failed) within ``poll`` seconds."""
     try:
         distributed.wait(tasks, timeout=poll)
-        return True
-    except TimeoutError:
+    except (TimeoutError, distributed.CancelledError):  # cancelled: a task whose worker died
         return False
+    return all(t.status in ("finished", "error") for t in tasks)
 
 
 # ---------------------------------------------------------------------------- measurement
