@@ -47,3 +47,19 @@ def test_three_solvers_reach_the_same_eq7_optimum():
         value = exact_objective(model, Xa, Y, C)
         assert value == pytest.approx(exact_objective(model, Xa, Y, C, method="highs"), rel=1e-6)
         assert lower * (1 - 1e-9) <= value <= slack * lower
+
+
+def test_label_powerset_and_chain_ensemble():
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_struct._dlpw_baselines import ChainEnsemble, LabelPowerset
+
+    X, Y = make_multilabel_pairwise(150, n_features=4, n_labels=4, noise=0.3, random_state=0)
+    lp = LabelPowerset(C=0.5).fit(X[:100], Y[:100])
+    sets, codes = np.unique(Y[:100], axis=0, return_inverse=True)
+    ref = LogisticRegression(C=0.5, max_iter=2000).fit(X[:100], codes.ravel())
+    np.testing.assert_array_equal(lp.predict(X[100:]), sets[ref.predict(X[100:])])
+    ce = ChainEnsemble(C=0.5, n_chains=3).fit(X[:100], Y[:100])
+    proba = np.mean([c.predict_proba(X[100:]) for c in ce.chains_], axis=0)
+    np.testing.assert_array_equal(ce.predict(X[100:]), (proba >= 0.5).astype(int))
+    assert len({tuple(c.order_) for c in ce.chains_}) > 1  # random orders
