@@ -13,7 +13,7 @@ objective with the loss-augmented LP of each sample solved exactly (HiGHS) at ev
 baseline of the paper's Figure 1, given five times DLPW's training time (evaluation time is
 left out of both clocks). Right: test Hamming loss and subset accuracy beside scikit-learn's
 ``MultiOutputClassifier`` and ``ClassifierChain``. The full comparison, with a cutting-plane SVM
-and longer budgets, is in ``benchmarks/results/dlpw_figure1.md``. Needs the data
+and longer budgets, is in ``benchmarks/results/dlpw_figure1/dlpw_figure1.md``. Needs the data
 (``SKLEARN_STRUCT_DATA``).
 """
 

@@ -2,7 +2,7 @@
 
 One weight vector ``psi`` over count constraints cannot tell the references a rule fixes from
 those it breaks: on UMass dev the gold labels themselves break at least one candidate of
-Anzaroot et al.'s family in 392 of 660 references (``benchmarks/results/umass_table1.md``).
+Anzaroot et al.'s family in 392 of 660 references (``benchmarks/results/umass_table1/umass_table1.md``).
 The gate lets each sequence choose: term ``k`` acts on sequence ``i`` with weight
 ``psi_k * p_ik``, where ``p_ik`` is the probability under the base CRF that a labelling of
 ``x_i`` satisfies the term, estimated from exact samples (forward filtering, backward

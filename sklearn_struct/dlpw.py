@@ -125,7 +125,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         ``y`` (the best one under the model is found exactly by scoring them all, ``O(K L)`` per
         sample for ``K`` distinct rows), as label powerset does, while every set shares the pairwise
         model's weights: on yeast and scene this raises test subset accuracy by 0.02-0.14 over the
-        LP-MAP (``benchmarks/bench_dlpw_multilabel.py``); a label set never seen in training
+        LP-MAP (``benchmarks/peers/bench_dlpw_multilabel.py``); a label set never seen in training
         (e.g. the empty set when every training sample has a label) is never predicted.
         ``"all"``: any labelling, by the LP relaxation of MAP (below). :meth:`decision_function`
         follows the same choice; :meth:`predict_marginals` always describes the LP relaxation.
@@ -138,7 +138,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         :func:`~sklearn_struct.oracles.lp_learning.sets_epoch`, ``O(K (L + n_edges))`` per step).
         On scene it raises test subset accuracy from 0.656 to 0.696 at ``C = 0.001``; on yeast
         (198 label sets, 14 labels) it lowers it and costs 0.03 Hamming loss
-        (``benchmarks/bench_dlpw_multilabel.py``).
+        (``benchmarks/peers/bench_dlpw_multilabel.py``).
     edge_features : bool, default=False
         Pairwise potentials that depend on the input: each edge's table becomes
         ``pairwise_[e] + x . edge_coef_[e]`` (one weight vector per edge and pair of states, as the

@@ -152,7 +152,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         :class:`~sklearn_struct.constraints.ConstraintEnergy`); Algorithm 3 learns ``psi``
         through the gate, each training sequence's gate taken under the base CRF that gives
         its marginals (``psi_holdout``). Not with ``psi_gradient="perceptron"`` or
-        :meth:`infer_tree`. Measured on UMass citations (``benchmarks/results/umass_table1.md``,
+        :meth:`infer_tree`. Measured on UMass citations (``benchmarks/results/umass_table1/umass_table1.md``,
         "The sampled gate"): with Anzaroot et al.'s candidate family it raises the dev gain
         over the base CRF from +0.31 to +0.58 F1, but not the test gain (+0.22 against +0.24
         without it), and it costs 0.23 F1 on the held-back GROBID citations; it helps where a
@@ -203,7 +203,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         the surrogate likelihood (eq. 12), at ``m_i = ORACLE(theta - grad L(mu_i))``, one more
         oracle call per step. They agree wherever inference has converged (Prop. 1); on
         OCR with the unigram energy, whose inference mostly stops at the cap, Algorithm 3
-        learns the better psi (``benchmarks/results/ocr_table4.md``).
+        learns the better psi (``benchmarks/results/ocr_table4/ocr_table4.md``).
         ``"perceptron"``: Anzaroot et al. (2014)'s learner for constraint energies
         (:class:`~sklearn_struct.constraints.ConstraintEnergy`): decode each batch at the
         current ``psi`` and step by the violations of the prediction minus those of the gold

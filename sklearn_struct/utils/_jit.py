@@ -13,7 +13,7 @@ compilation plus a share of every kernel that calls it, and each library carries
   with literal arguments typed as their plain type (so ``f(1, ...)`` does not compile a second
   specialisation for the constant); from Python it is the plain Python function (slow, but never
   a crash). Together the two cut about a tenth of a first fit's compilation
-  (``benchmarks/results/cold_start.md``).
+  (``benchmarks/results/cold_start/cold_start.md``).
 
 Both take numba's options (``fastmath=...``), as ``kernel(fastmath=F)`` or bare ``@kernel``.
 
