@@ -37,10 +37,11 @@ HEADLINE = [
     ("pruned BP, 64x64 Ising, alpha = 5, best", "speed-up"),
     ("loopy BP", "ms"),
     ("DLPW Figure 1, yeast", "seconds"),
-    ("DLPW accuracy, scene", "subset accuracy"),
+    ("DLPW at defaults, scene", "subset accuracy"),
     ("MLE-Struct, CMU house", "Hamming"),
     ("GP-struct Table 1, gp-var-b, chunking", "error"),
-    ("forward-backward", "ms"),
+    ("dask cluster, CoNLL-2000 x4", "bytes per evaluation"),
+    ("fit memory, ChainCRF", "bytes per token"),
     ("cold start, first-ever quick tour", "CPU s"),
 ]
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -242,6 +243,38 @@ def _dlpw_accuracy():
     return rows
 
 
+def _dlpw_multilabel():
+    """DLPWClassifier at its defaults against the best scikit-learn baseline at its defaults (issue #36)."""
+    rows = _json("dlpw_multilabel/dlpw_multilabel.json")["rows"]
+    baselines = ("BR (LogReg)", "CC x10 (LogReg)", "LP (LogReg)")
+    out = []
+    for name in ("yeast", "scene"):
+        for metric, label, better in (("subset", "subset accuracy ↑", max), ("hamming", "Hamming loss ↓", min)):
+            value = {m: rows[f"{name}|{m}|default"][metric] for m in baselines}
+            peer = better(value, key=value.get)
+            out.append(Row(f"DLPW at defaults, {name} (`dlpw_multilabel`)", label, rows[f"{name}|DLPW|default"][metric],
+                           None, value[peer], peer, ".4f"))
+    return out
+
+
+def _scaleout():
+    """Bytes sent to the workers per L-BFGS evaluation after the scatter, in parameter vectors (issue #33)."""
+    data = _json("scaleout/scaleout.json")
+    return [Row(f"ChainCRF on a 2-worker dask cluster, CoNLL-2000 x{size['copies']} (`scaleout`, goal <= 3)",
+                "bytes per evaluation / parameter vector ↓", size["ratio_to_theta_max"], None, None, "", ".2f")
+            for size in data["sizes"]]
+
+
+def _memory_per_token():
+    """Peak fit memory per token at the largest corpus, against sklearn-crfsuite's (issue #33)."""
+    runs = _json("memory_per_token/memory_per_token.json")["runs"]
+    largest = max(r["factor"] for r in runs)
+    at = {r["fitter"]: r["bytes_per_token"] for r in runs if r["factor"] == largest}
+    return [Row(f"fit memory, {name}, CoNLL-2000 x{largest} (`memory_per_token`, goal <= 1.2x)", "bytes per token ↓",
+                at[name], None, at["sklearn-crfsuite"], "sklearn-crfsuite", ",.0f")
+            for name in ("ChainCRF", "crfsuite.CRF") if name in at and "sklearn-crfsuite" in at]
+
+
 def _mle_struct():
     rows = []
     for r in _json("mle_struct_cmu/mle_struct_cmu.json"):
@@ -306,8 +339,8 @@ def _cold_start():
     return out
 
 
-SECTIONS = [_conll, _crfsuite_tutorial, _ocr, _cgm, _citations, _umass, _parsing, _dlpw_figure1, _dlpw_accuracy, _mle_struct, _gp_struct,
-            _loopy, _chain_oracle, _pruned_bp, _cold_start]
+SECTIONS = [_conll, _crfsuite_tutorial, _ocr, _cgm, _citations, _umass, _parsing, _dlpw_figure1, _dlpw_accuracy, _dlpw_multilabel, _mle_struct, _gp_struct,
+            _loopy, _chain_oracle, _pruned_bp, _scaleout, _memory_per_token, _cold_start]
 
 
 # ----------------------------------------------------------------------------- the table
