@@ -19,6 +19,7 @@ from ._gp_struct_model import (SparsePrior, VarParams, check_feature_scale, gram
                                sample_marginals, svd_inducing)
 from ._gp_struct_optim import FitContext, fit_batch, fit_saga, kernel_theta, map_start_with_hyper_search, start_from_map
 from .oracles.chain import viterbi
+from .utils._params import atomic_fit
 from .utils.packing import pack_sequences
 from .utils.progress import Progress
 from .utils.validation import check_sequences, encode_sequence_labels
@@ -299,6 +300,7 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y):
         """Fit the variational posterior (and, with L-BFGS, the kernel hyperparameters).
 

@@ -13,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from ..chain_crf import ChainCRF
-from ..utils._params import store_init_params
+from ..utils._params import atomic_fit, store_init_params
 from ._features import AttributeVocabulary, split_rows
 from ._model import CRFModel, Tagger
 from ._trainlog import TrainingLog, format_iteration, format_scores, holdout_scores
@@ -176,6 +176,7 @@ class CRF(BaseEstimator):
 
     # ------------------------------------------------------------------ training
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, X_dev=None, y_dev=None):
         """Train on lists of lists of feature dicts ``X`` and lists of labels ``y``.
 
