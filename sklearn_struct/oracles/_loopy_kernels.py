@@ -32,6 +32,24 @@ def _node_log_belief(i, indptr, edge_ids, reverse, unary, rho, msgs, belief):
             belief[i, a] += w * msgs[r, a]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _cavity_entry(i, a, skip, indptr, edge_ids, reverse, unary, rho, msgs, belief):
+    """``belief[i, a]`` without the message in slot ``skip`` (into ``i``), -inf safe.
+
+    ``belief - message`` unless both are -inf (a zero potential: the message itself may be
+    what forbids ``a``), where the sum is redone without that message.
+    """
+    m = msgs[skip, a]
+    if m != -np.inf:
+        return belief[i, a] - m
+    out = unary[i, a]
+    for k in range(indptr[i], indptr[i + 1]):
+        r = reverse[k]
+        if r != skip:
+            out += rho[edge_ids[k]] * msgs[r, a]
+    return out
+
+
 @kernel
 def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, reverse, forward, unary, rho,
                  log_tables, exp_tables, max_product, damping, tol, log_tol, msgs_in, target, belief,
@@ -79,11 +97,15 @@ def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, revers
             t = 0 if single_table else edge_ids[k]
             cmax = -np.inf
             for a in range(S):  # cavity: the belief of i without the message from the receiver
-                cavity[a] = belief[i, a] - msgs_in[r, a]
+                cavity[a] = _cavity_entry(i, a, r, indptr, edge_ids, reverse, unary, rho, msgs_in, belief)
                 if cavity[a] > cmax:
                     cmax = cavity[a]
             exact = max_product
-            if not max_product:  # probability space, shifted so that every term is <= 1
+            if cmax == -np.inf:  # zero potentials leave i no state: a uniform message (no NaN)
+                for b in range(S):
+                    out[b] = 0.0
+                exact = False
+            elif not max_product:  # probability space, shifted so that every term is <= 1
                 for b in range(S):
                     out[b] = 0.0
                 for a in range(S):
@@ -102,7 +124,7 @@ def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, revers
                     top = -np.inf
                     for a in range(S):
                         top = max(top, cavity[a] + (log_tables[t, a, b] if fwd else log_tables[t, b, a]))
-                    if max_product:
+                    if max_product or top == -np.inf:  # -inf: b is impossible whatever i's state
                         out[b] = top
                     else:
                         acc = 0.0
@@ -112,16 +134,20 @@ def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, revers
             top = -np.inf
             for b in range(S):
                 top = max(top, out[b])
+            if top == -np.inf:  # every state of the receiver forbidden: a uniform message (no NaN)
+                for b in range(S):
+                    out[b] = 0.0
+                top = 0.0
             change = 0.0
             for b in range(S):
                 old = msgs_in[k, b]
                 new = out[b] - top
-                if damping > 0.0:
+                if damping > 0.0 and new > -np.inf:  # a zero (hard constraint) is not damped: it would never reach -inf
                     if max_product:
                         new = (1.0 - damping) * new + damping * old
                     else:
                         new = math.log((1.0 - damping) * math.exp(new) + damping * math.exp(old))
-                if new > log_tol or old > log_tol:
+                if (new > log_tol or old > log_tol) and new != old:  # -inf == -inf: no change (not NaN)
                     change = max(change, abs(new - old))
                 target[k, b] = new
             if change > tol:
@@ -178,10 +204,12 @@ def _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_table
 
 
 @kernel
-def _edge_beliefs(edges, adjacency_slot, reverse, log_belief, msgs, log_tables):
+def _edge_beliefs(edges, adjacency_slot, reverse, log_belief, msgs, log_tables, indptr, edge_ids, unary, rho):
     """Pairwise beliefs b_e(a, b) ∝ exp(cav_u(a) + cav_v(b) + pairwise_e(a, b) / rho_e).
 
-    ``adjacency_slot[e]`` is the slot of the message u -> v; its reverse is v -> u.
+    ``adjacency_slot[e]`` is the slot of the message u -> v; its reverse is v -> u. An edge
+    whose every pair of states has probability 0 (contradicting zero potentials) gets uniform
+    beliefs.
     """
     n_edges = edges.shape[0]
     S = log_belief.shape[1]
@@ -195,7 +223,8 @@ def _edge_beliefs(edges, adjacency_slot, reverse, log_belief, msgs, log_tables):
         top = -np.inf
         for a in range(S):
             for b in range(S):
-                val = (log_belief[u, a] - msgs[k_vu, a]) + (log_belief[v, b] - msgs[k_uv, b]) \
+                val = _cavity_entry(u, a, k_vu, indptr, edge_ids, reverse, unary, rho, msgs, log_belief) \
+                    + _cavity_entry(v, b, k_uv, indptr, edge_ids, reverse, unary, rho, msgs, log_belief) \
                     + log_tables[t, a, b]
                 out[e, a, b] = val
                 if val > top:
@@ -203,7 +232,7 @@ def _edge_beliefs(edges, adjacency_slot, reverse, log_belief, msgs, log_tables):
         acc = 0.0
         for a in range(S):
             for b in range(S):
-                out[e, a, b] = math.exp(out[e, a, b] - top)
+                out[e, a, b] = math.exp(out[e, a, b] - top) if top > -np.inf else 1.0
                 acc += out[e, a, b]
         for a in range(S):
             for b in range(S):
@@ -220,6 +249,10 @@ def _log_softmax_rows(unary):
         top = -np.inf
         for a in range(S):
             top = max(top, unary[i, a])
+        if top == -np.inf:  # no state left (contradicting zero potentials): uniform, not NaN
+            for a in range(S):
+                out[i, a] = -math.log(S)
+            continue
         acc = 0.0
         for a in range(S):
             acc += math.exp(unary[i, a] - top)
