@@ -262,7 +262,7 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
     check_scalar_param(tol, "tol", low=0.0)
     check_scalar_param(damping, "damping", low=0.0, high=1.0, closed="left")
     if check_input:
-        unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
+        unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise, allow_zero=True)
     elif pairwise.ndim == 2:
         pairwise = pairwise[None]
     start = time.perf_counter()

@@ -115,3 +115,37 @@ def test_an_unconverged_run_warns_and_says_so():
         quiet = loopy_bp(unary, edges, 3.0 * np.array([[1.0, -1.0], [-1.0, 1.0]]), max_iter=3, tol=1e-12,
                          warn=False)
     assert not quiet.converged
+
+
+@settings(max_examples=20, deadline=None)
+@given(constrained_tree())
+def test_bethe_free_energy_with_zero_potentials_is_exact_on_trees(model):
+    unary, edges, pairwise = model
+    n, S = unary.shape
+    configs = np.array(list(itertools.product(range(S), repeat=n)))
+    score = unary[np.arange(n), configs].sum(axis=1)
+    for e, (u, v) in enumerate(edges):
+        score = score + pairwise[e][configs[:, u], configs[:, v]]
+    log_z = np.logaddexp.reduce(score)
+    res = loopy_bp(unary, edges, pairwise, max_iter=50, tol=1e-12, free_energy=True)
+    assert abs(-res.free_energy - log_z) < 1e-8
+
+
+@settings(max_examples=20, deadline=None)
+@given(constrained_tree(), st.sampled_from(["min_joint", "min_size", "none"]), st.sampled_from(["drop", "absorb"]))
+def test_pruned_marginals_accept_zero_potentials(model, objective, dropped):
+    # UAI-style hard constraints through the pruned-BP entry point: finite, normalised marginals,
+    # zero where the unary forbids a state, exact when every factor is kept (a tree)
+    from sklearn_struct.oracles.loopy import seed_gains
+    from sklearn_struct.pruned_bp import pruned_marginals
+
+    unary, edges, pairwise = model
+    gains = seed_gains(unary, edges, pairwise)
+    assert np.all(gains >= 0) and not np.isnan(gains).any()
+    marg, report = pruned_marginals(unary, edges, pairwise, objective=objective, dropped=dropped, gamma=1e-3,
+                                    max_iter=50, tol=1e-12, return_report=True)
+    assert np.isfinite(marg).all()
+    np.testing.assert_allclose(marg.sum(axis=1), 1.0)
+    assert np.all(marg[np.isneginf(unary)] == 0.0)
+    if report.kept.all():
+        np.testing.assert_allclose(marg, brute_marginals(unary, edges, pairwise)[0], atol=1e-9)

@@ -13,6 +13,9 @@ from ..utils._jit import kernel
 # Below this a message entry computed in probability space (each term <= 1 after shifting)
 # may have lost terms to underflow: that message is recomputed in log space.
 _UNDERFLOW_GUARD = 1e-200
+# The gain of a factor with a zero potential where the seed puts mass (KL = inf), kept finite
+# so that the selection rules can sum and sort gains.
+_INFINITE_GAIN = 1e300
 # Message changes are measured over every entry, however small: a message entry at e^-100 of
 # its maximum still decides a belief when a unary or table of magnitude 100 multiplies it back
 # up, so ignoring such changes stopped BP on trees with wrong marginals at potentials >= 1e2.
@@ -294,11 +297,16 @@ def _absorb(out, q, log_q, edges, log_tables, exp_tables):
                 top = -np.inf
                 for b in range(S):
                     top = max(top, log_q[send, b] + (log_tables[t, a, b] if side == 0 else log_tables[t, b, a]))
+                if top == -np.inf:  # zero potentials: a is impossible given the sender
+                    msg[a] = top
+                    continue
                 acc = 0.0
                 for b in range(S):
                     acc += math.exp(log_q[send, b] + (log_tables[t, a, b] if side == 0 else log_tables[t, b, a]) - top)
                 msg[a] = top + math.log(acc)
                 top_all = max(top_all, msg[a])
+            if top_all == -np.inf:  # contradicting zeros: nothing folded in (no NaN)
+                continue
             for a in range(S):
                 out[recv, a] += msg[a] - top_all
     return out
@@ -319,8 +327,12 @@ def _seed_gains(q, log_q, edges, log_tables, exp_tables, shifts):
         for a in range(S):
             for b in range(S):
                 w = q[u, a] * q[v, b]
-                mean_psi += w * exp_tables[t, a, b]
-                mean_log += w * log_tables[t, a, b]
+                if w > 0.0:  # 0 * -inf (a zero potential where the seed has no mass) counts 0
+                    mean_psi += w * exp_tables[t, a, b]
+                    mean_log += w * log_tables[t, a, b]
+        if mean_log == -np.inf:  # the factor forbids states the seed gives mass: infinite gain
+            out[e] = _INFINITE_GAIN
+            continue
         if mean_psi >= _UNDERFLOW_GUARD:
             log_mean = shifts[t] + math.log(mean_psi)
         else:  # the weight sits where the table is ~1e3 below its maximum: exact log-sum-exp

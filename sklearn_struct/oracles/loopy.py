@@ -513,7 +513,8 @@ def seed_gains(unary, edges, pairwise, *, log_seed_marginals=None, check_input=T
 
     which for a binary factor ``Psi = exp(theta * phi)`` is the paper's
     ``log(1 - mu + mu e^theta) - mu theta``. Gains are >= 0, invariant to adding a constant to a
-    table, and 0 for a constant table.
+    table, and 0 for a constant table. A factor with a zero potential (``-inf``) on a pair of
+    states the seed gives mass has an infinite gain, returned as 1e300.
 
     Parameters
     ----------
@@ -541,7 +542,7 @@ def seed_gains(unary, edges, pairwise, *, log_seed_marginals=None, check_input=T
 def _seed_inputs(unary, edges, pairwise, log_seed_marginals, check_input):
     """Checked inputs, seed log marginals and max-shifted exponentiated tables (with their shifts)."""
     if check_input:
-        unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
+        unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise, allow_zero=True)
     elif pairwise.ndim == 2:
         pairwise = pairwise[None]
     if log_seed_marginals is None:
@@ -615,7 +616,7 @@ def bethe_free_energy(unary, edges, pairwise, node_marginals, edge_marginals, *,
     -------
     free_energy : float, or (node_terms, edge_terms) if ``terms``.
     """
-    unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
+    unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise, allow_zero=True)
     n_nodes, S = unary.shape
     node_marginals = _check_marginals(node_marginals, "node_marginals", (n_nodes, S))
     if edges.shape[0] or edge_marginals is not None:
@@ -623,15 +624,22 @@ def bethe_free_energy(unary, edges, pairwise, node_marginals, edge_marginals, *,
     rho = _check_rho(rho, edges.shape[0])
     rho_degree = np.bincount(edges.ravel(), weights=np.repeat(rho, 2), minlength=n_nodes)
     node_entropy = -_xlogx(node_marginals).sum(axis=1)
-    node_terms = -(node_marginals * unary).sum(axis=1) - (1.0 - rho_degree) * node_entropy
+    node_terms = -_mean_potential(node_marginals, unary, (1,)) - (1.0 - rho_degree) * node_entropy
     if edges.shape[0]:
         edge_entropy = -_xlogx(edge_marginals).sum(axis=(1, 2))
-        edge_terms = -(edge_marginals * pairwise).sum(axis=(1, 2)) - rho * edge_entropy
+        edge_terms = -_mean_potential(edge_marginals, pairwise, (1, 2)) - rho * edge_entropy
     else:
         edge_terms = np.zeros(0)
     if terms:
         return node_terms, edge_terms
     return float(node_terms.sum() + edge_terms.sum())
+
+
+def _mean_potential(marginals, log_potentials, axis):
+    """``sum marginals * log_potentials`` over ``axis``, with ``0 * -inf = 0`` (a zero potential unused)."""
+    with np.errstate(invalid="ignore"):
+        prod = marginals * log_potentials
+    return np.where(marginals > 0, prod, 0.0).sum(axis=axis)
 
 
 def trw_edge_probabilities(edges, n_nodes, method="uniform"):
