@@ -47,7 +47,7 @@ from sklearn.utils.validation import check_is_fitted
 from joblib import effective_n_jobs
 
 from . import _parsing_features as feats
-from .oracles.factor_bp import check_pairs, grandparent_pairs, link_bp, pair_gains, seed_tree_messages, sibling_pairs
+from .oracles.factor_bp import _pair_gains, check_pairs, grandparent_pairs, link_bp, seed_tree_messages, sibling_pairs
 from .oracles.tree import check_link_scores, decode_tree
 from .pruned_bp import PruningReport, select_factors
 from .utils._params import atomic_fit, shared_constraints, store_init_params
@@ -141,7 +141,7 @@ def pruned_link_marginals(unary, pairs, pair_scores, *, projective=False, single
         kept = np.ones(pairs.shape[0], dtype=bool)
         gains = None  # all zero (made only for a report: 8 bytes a factor)
     else:
-        gains = pair_gains(seed, pairs, pair_scores)
+        gains = _pair_gains(seed, pairs, pair_scores)  # checked above (pair_gains re-checks all n^3 pairs)
         kept = select_factors(gains, objective, gamma=gamma, epsilon=epsilon, m=m)
     seed_time = time.perf_counter() - start
     start = time.perf_counter()
@@ -414,9 +414,10 @@ class DependencyParserBP(BaseEstimator):
     sibling factors), each with its hashed score, two messages per BP iteration and about 70
     bytes of arrays, so time and memory grow as ``n^3``. Measured on one core of a shared
     machine (``benchmarks/results/parser_long.md``, default model, full BP; CPU seconds, peak
-    process memory): 100 words 1.0 s and 0.4 GB, 150 words 3.2 s and 0.7 GB, 200 words 7 s
-    and 1.3 GB, 300 words 23 s and 3.8 GB. Hence the default ``max_length=300``; pruned
-    inference (``objective="min_joint"``) prunes nearly all factors but still scores them all.
+    process memory): 100 words 1.0 s and 0.3 GB, 150 words 2.9 s and 0.5 GB, 200 words 5.3 s
+    and 0.8 GB, 300 words 17 s and 2.1 GB. Hence the default ``max_length=300``. Pruned
+    inference (``objective="min_joint"``) prunes nearly all factors but still scores them all:
+    300 words in 3 s and 1.5 GB.
 
     Attributes
     ----------
