@@ -193,7 +193,8 @@ def segment_report(y_true, y_pred, *, scheme="auto", digits=2, output_dict=False
         Digits of the formatted text report.
     output_dict : bool, default=False
         Return a dict ``{type: {"precision", "recall", "f1-score", "support"}}`` (plus
-        ``"micro avg"`` and ``"macro avg"``) instead of text.
+        ``"micro avg"`` and ``"macro avg"``, always the summary rows: a chunk type named like
+        one of them is reported under its quoted name, ``"'micro avg'"``) instead of text.
     zero_division : {0.0, 1.0, np.nan, "nan"}, default=0.0
         Value of a score whose denominator is zero (as in scikit-learn).
 
@@ -237,9 +238,9 @@ def segment_report(y_true, y_pred, *, scheme="auto", digits=2, output_dict=False
         }
 
     for name, c, t, p in zip(names[present], correct[present], n_true[present], n_pred[present]):
-        report[str(name)] = scores(c, t, p)
+        report[_type_key(name, report)] = scores(c, t, p)
+    per_type = list(report.values())
     report["micro avg"] = scores(correct.sum(), n_true.sum(), n_pred.sum())
-    per_type = [v for k, v in report.items() if k != "micro avg"]
     report["macro avg"] = {
         key: float(np.mean([v[key] for v in per_type])) if per_type else zero
         for key in ("precision", "recall", "f1-score")
@@ -256,9 +257,20 @@ def segment_report(y_true, y_pred, *, scheme="auto", digits=2, output_dict=False
             f"{v['support']:>10}"
         )
 
-    lines += [row(k, v) for k, v in report.items() if k not in ("micro avg", "macro avg")]
+    lines += [row(k, v) for k, v in list(report.items())[:-2]]
     lines += ["", row("micro avg", report["micro avg"]), row("macro avg", report["macro avg"])]
     return "\n".join(lines)
+
+
+_SUMMARY_ROWS = ("micro avg", "macro avg")
+
+
+def _type_key(name, report):
+    """The report key of a chunk type: its name, quoted (repeatedly) where that is a summary row's key or taken."""
+    key = str(name)
+    while key in _SUMMARY_ROWS or key in report:
+        key = repr(key)
+    return key
 
 
 # ------------------------------------------------------------------------ multi-label

@@ -25,7 +25,7 @@ from .chain_crf import ChainCRF
 from ._psi_gate import fit_gate, satisfaction_probability
 from ._psi_learning import bind, fit_energy, in_sample_thetas, learn_psi, psi_thetas, psi_values
 from .oracles.chain import forward_backward, viterbi
-from .utils._params import shared_constraints, store_init_params
+from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.packing import unpack_sequences
 from .utils.progress import Progress
 from .utils.validation import check_sequences
@@ -345,6 +345,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, psi_features=None, sample_weight=None):
         """Fit the CRF, then (with an energy) the energy weights by Algorithm 3.
 
@@ -365,14 +366,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         -------
         self : NonLocalCRF
         """
-        saved = {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
-        try:
-            fitted = self._fit(X, y, psi_features, sample_weight)
-        except BaseException:  # a failed or interrupted fit (Ctrl-C, a callback) leaves the model as it was
-            for k in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
-                del self.__dict__[k]
-            self.__dict__.update(saved)
-            raise
+        fitted = self._fit(X, y, psi_features, sample_weight)  # on atomic_fit's working copy
         for attr in _PSI_ATTRIBUTES:
             self.__dict__.pop(attr, None)  # from an earlier fit with another energy
         self.__dict__.update(fitted)

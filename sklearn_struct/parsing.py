@@ -46,7 +46,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _parsing_features as feats
-from .oracles.factor_bp import check_pairs, grandparent_pairs, link_bp, pair_gains, seed_tree_messages, sibling_pairs
+from .oracles.factor_bp import _pair_gains, check_pairs, grandparent_pairs, link_bp, seed_tree_messages, sibling_pairs
 from .oracles.tree import check_link_scores, decode_tree
 from .pruned_bp import PruningReport, select_factors
 from .utils._params import atomic_fit, shared_constraints, store_init_params
@@ -59,6 +59,7 @@ __all__ = ["DependencyParserBP", "pruned_link_marginals", "LinkPruningReport", "
            "attachment_score", "is_projective"]
 
 _OBJECTIVES = ("none", "min_joint", "min_size", "min_divergence")
+_LONG_SENTENCE = 100  # predict prints a progress line after each sentence this long when verbose
 
 
 # --------------------------------------------------------------------------------------
@@ -138,9 +139,9 @@ def pruned_link_marginals(unary, pairs, pair_scores, *, projective=False, single
     tree_msgs, _, seed = seed_tree_messages(U, projective, single_root)
     if objective == "none":
         kept = np.ones(pairs.shape[0], dtype=bool)
-        gains = np.zeros(pairs.shape[0])
+        gains = None  # all zero (made only for a report: 8 bytes a factor)
     else:
-        gains = pair_gains(seed, pairs, pair_scores)
+        gains = _pair_gains(seed, pairs, pair_scores)  # checked above (pair_gains re-checks all n^3 pairs)
         kept = select_factors(gains, objective, gamma=gamma, epsilon=epsilon, m=m)
     seed_time = time.perf_counter() - start
     start = time.perf_counter()
@@ -149,13 +150,14 @@ def pruned_link_marginals(unary, pairs, pair_scores, *, projective=False, single
         sub = kept.all()
         result = link_bp(U, pairs if sub else pairs[kept], pair_scores if sub else pair_scores[kept],
                          projective=projective, single_root=single_root, max_iter=max_iter, tol=tol,
-                         tree_messages=tree_msgs, check_input=False)
+                         tree_messages=tree_msgs, check_input=False, pair_marginals=return_report)
         marginals = result.link_marginals
     else:
         marginals = seed
     bp_time = time.perf_counter() - start
     if not return_report:
         return marginals
+    gains = np.zeros(pairs.shape[0]) if gains is None else gains
     report = LinkPruningReport(
         kept=kept, gains=gains, kept_fraction=float(kept.mean()) if kept.size else 1.0,
         dropped_gain=float(gains[~kept].sum()), seed_time=seed_time, bp_time=bp_time,
@@ -248,8 +250,25 @@ def _check_heads(heads, name):
     return check_int_array(heads, name, low=0, high=heads.shape[0] + 1)
 
 
-@functools.lru_cache(maxsize=64)
 def _candidate_pairs(n, grandparents, siblings):
+    """The model's candidate pairwise factors of a sentence of ``n`` words (read-only; cached up to 64 words).
+
+    Not cached for longer sentences: a list takes ``32 n^3`` bytes (860 MB at 300 words).
+    """
+    if n <= _CACHED_PAIRS_MAX_WORDS:
+        return _cached_candidate_pairs(n, grandparents, siblings)
+    return _make_candidate_pairs(n, grandparents, siblings)
+
+
+_CACHED_PAIRS_MAX_WORDS = 64
+
+
+@functools.lru_cache(maxsize=_CACHED_PAIRS_MAX_WORDS)
+def _cached_candidate_pairs(n, grandparents, siblings):
+    return _make_candidate_pairs(n, grandparents, siblings)
+
+
+def _make_candidate_pairs(n, grandparents, siblings):
     parts = []
     if grandparents:
         parts.append(grandparent_pairs(n))
@@ -257,7 +276,7 @@ def _candidate_pairs(n, grandparents, siblings):
         parts.append(sibling_pairs(n))
     if not parts:
         return np.zeros((0, 4), dtype=np.int64)
-    out = np.ascontiguousarray(np.concatenate(parts).reshape(-1, 4))
+    out = parts[0] if len(parts) == 1 else np.ascontiguousarray(np.concatenate(parts).reshape(-1, 4))
     out.setflags(write=False)
     return out
 
@@ -273,14 +292,24 @@ def _token_parts(token, s, i):
     raise ValueError(f"X[{s}][{i}] must be a dict with 'form' and 'upos' or a (form, pos) tuple, got {token!r}.")
 
 
-def _check_sentences(X, y=None, single_root=False):
-    """Validated (forms, tags) per sentence and head arrays (trees; with one root word if ``single_root``)."""
+def _check_sentences(X, y=None, single_root=False, max_length=None):
+    """Validated (forms, tags) per sentence and head arrays (trees; with one root word if ``single_root``).
+
+    Every length is checked against ``max_length`` before any token is read, so a too-long
+    sentence is refused before any work.
+    """
     if isinstance(X, (str, bytes)) or not hasattr(X, "__len__") or len(X) == 0:
         raise ValueError("X must be a non-empty list of sentences (lists of tokens).")
-    sents = []
     for s, sent in enumerate(X):
         if isinstance(sent, (str, bytes)) or not hasattr(sent, "__len__") or len(sent) == 0:
             raise ValueError(f"X[{s}] must be a non-empty list of tokens.")
+        if max_length is not None and len(sent) > max_length:
+            raise ValueError(
+                f"X[{s}] has {len(sent)} words, more than max_length={max_length}: inference costs O(n^3) "
+                f"time and memory per sentence (see the table in DependencyParserBP's documentation); set "
+                f"max_length higher (or None) to parse it anyway, or split the sentence.")
+    sents = []
+    for s, sent in enumerate(X):
         sents.append([_token_parts(tok, s, i) for i, tok in enumerate(sent)])
     if y is None:
         return sents
@@ -372,8 +401,23 @@ class DependencyParserBP(BaseEstimator):
         Called after every training epoch as ``callback(epoch, loss, seconds)``, ``loss`` being
         the epoch's summed approximate negative log-likelihood (BP link marginals of the gold
         heads, before each step); returning True stops training there.
+    max_length : int or None, default=300
+        Longest sentence (in words) that ``fit`` and ``predict`` accept: a longer one raises
+        ``ValueError`` before any work. None: no limit. See Notes for the cost per length.
     verbose : int, default=0
-        Print one line per epoch: approximate NLL and elapsed seconds.
+        Print one line per epoch: approximate NLL and elapsed seconds; at prediction, one line
+        per sentence of 100 words or more (every sentence if ``verbose >= 2``).
+
+    Notes
+    -----
+    Cost per sentence of ``n`` words: ``n (n - 1)^2`` grandparent factors (and about ``n^3 / 3``
+    sibling factors), each with its hashed score, two messages per BP iteration and about 70
+    bytes of arrays, so time and memory grow as ``n^3``. Measured on one core of a shared
+    machine (``benchmarks/results/parser_long/parser_long.md``, default model, full BP; CPU seconds, peak
+    process memory): 100 words 1.0 s and 0.3 GB, 150 words 2.9 s and 0.5 GB, 200 words 5.3 s
+    and 0.8 GB, 300 words 17 s and 2.1 GB. Hence the default ``max_length=300``. Pruned
+    inference (``objective="min_joint"``) prunes nearly all factors but still scores them all:
+    300 words in 3 s and 1.5 GB.
 
     Attributes
     ----------
@@ -419,12 +463,13 @@ class DependencyParserBP(BaseEstimator):
         "n_hash_bits": [Interval(numbers.Integral, 8, 28, closed="both")],
         "bp_max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "bp_tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "max_length": [Interval(numbers.Integral, 1, None, closed="left"), None],
         **shared_constraints("random_state", "n_jobs", "callback", "verbose"),
     }
 
     def __init__(self, *, projective=False, single_root=True, grandparents=True, siblings=False, objective="none",
                  gamma=1e-2, epsilon=1.0, m=0.1, max_iter=5, learning_rate=0.05, n_hash_bits=20, bp_max_iter=10,
-                 bp_tol=1e-3, random_state=None, n_jobs=None, callback=None, verbose=0):
+                 bp_tol=1e-3, max_length=300, random_state=None, n_jobs=None, callback=None, verbose=0):
         store_init_params(self, locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -448,7 +493,7 @@ class DependencyParserBP(BaseEstimator):
         self : DependencyParserBP
         """
         progress = Progress(type(self).__name__, self.verbose, self.callback, unit="epoch", objective="approximate NLL")
-        sents, heads = _check_sentences(X, y, single_root=self.single_root)
+        sents, heads = _check_sentences(X, y, single_root=self.single_root, max_length=self.max_length)
         forms = sorted({f.lower() for sent in sents for f, _ in sent})
         tags = sorted({t for sent in sents for _, t in sent})
         self.vocabulary_ = {f: i + 2 for i, f in enumerate(forms)}
@@ -508,15 +553,19 @@ class DependencyParserBP(BaseEstimator):
         -------
         potentials : list of tuple (unary, pairs, pair_scores)
         """
+        return [self._potentials(words, pos) for words, pos in self._encoded(X)]
+
+    def _encoded(self, X):
+        """Word and POS ids of the checked sentences of ``X`` (lengths checked against ``max_length``)."""
         check_is_fitted(self)
-        sents = _check_sentences(X)
+        sents = _check_sentences(X, max_length=self.max_length)
+        return _encode(sents, self.vocabulary_, self.tags_)
+
+    def _potentials(self, words, pos):
         mask = (1 << self.n_hash_bits) - 1
-        out = []
-        for words, pos in _encode(sents, self.vocabulary_, self.tags_):
-            pairs = _candidate_pairs(words.shape[0] - 1, self.grandparents, self.siblings)
-            out.append((feats.link_scores(words, pos, self.coef_, mask), pairs,
-                        feats.pair_scores(words, pos, pairs, self.coef_, mask)))
-        return out
+        pairs = _candidate_pairs(words.shape[0] - 1, self.grandparents, self.siblings)
+        return feats.link_scores(words, pos, self.coef_, mask), pairs, feats.pair_scores(words, pos, pairs,
+                                                                                        self.coef_, mask)
 
     def predict_marginals(self, X, *, return_reports=False):
         """Link marginals ``P(head of m is h)`` of each sentence, by full or pruned BP (``objective``).
@@ -534,14 +583,16 @@ class DependencyParserBP(BaseEstimator):
         marginals : list of ndarray of shape (n_words_i + 1, n_words_i + 1)
         reports : list of LinkPruningReport, only if ``return_reports``
         """
-        pots = self.potentials(X)
+        data = self._encoded(X)
         options = dict(projective=self.projective, single_root=self.single_root, objective=self.objective,
                        gamma=self.gamma, epsilon=self.epsilon, m=self.m, max_iter=self.bp_max_iter,
-                       tol=self.bp_tol, return_report=True, check_input=False)
+                       tol=self.bp_tol, return_report=bool(return_reports), check_input=False)
+        progress = Progress(type(self).__name__, self.verbose, unit="sentence", objective="words")
 
-        # each task gets its own sentences' potentials only (a closure over all of them shipped every
-        # sentence to every task under a process or dask backend)
-        chunks = [(pots[sl], options) for sl in even_chunks(len(pots), n_shards(self.n_jobs))]
+        # each task gets its own sentences only, and builds one sentence's factors at a time (a long
+        # sentence's take GBs; a closure over all potentials shipped every sentence to every task)
+        chunks = [(self, [data[s] for s in range(sl.start, sl.stop)], sl.start, options, bool(return_reports), progress)
+                  for sl in even_chunks(len(data), n_shards(self.n_jobs))]
         parts = run_chunks(_infer_chunk, chunks, n_jobs=self.n_jobs, verbose=self.verbose)
         results = [r for part in parts for r in part]
         marginals = [marg for marg, _ in results]
@@ -580,6 +631,14 @@ class DependencyParserBP(BaseEstimator):
 
 
 def _infer_chunk(chunk):
-    """Link marginals and reports of one prediction chunk ``(potentials, options)``."""
-    pots, options = chunk
-    return [pruned_link_marginals(U, pairs, theta, **options) for U, pairs, theta in pots]
+    """Link marginals (and reports) of one prediction chunk ``(parser, sentences, first index, options,
+    return_reports, progress)``, building one sentence's factors at a time."""
+    parser, sentences, first, options, return_reports, progress = chunk
+    out = []
+    for i, sentence in enumerate(sentences):
+        result = pruned_link_marginals(*parser._potentials(*sentence), **options)
+        out.append(result if return_reports else (result, None))
+        n = sentence[0].shape[0] - 1
+        if n >= _LONG_SENTENCE or parser.verbose > 1:  # seconds: since the call started
+            progress(first + i, n)
+    return out

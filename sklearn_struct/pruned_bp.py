@@ -192,7 +192,7 @@ class PruningReport:
 
 def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-2, epsilon=1.0, m=0.5,
                      dropped="drop", inference="bp", rho=None, schedule="sequential", damping=0.0, max_iter=100,
-                     tol=1e-6, edge_marginals=False, return_report=False, check_input=True):
+                     tol=1e-6, edge_marginals=False, return_report=False, check_input=True, warn=True):
     """Node marginals of a pairwise model by BP on the graph pruned by one selection rule.
 
     Runs Algorithm 1 of Riedel, Smith & McCallum once: exact unary-only seed marginals, the gain
@@ -223,7 +223,8 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
         spanning-tree edge marginals; 1 on dangling trees, where TRW is BP), so that TRW's
         ``-free_energy`` bounds the pruned graph's log Z. Absorbed factors are part of the
         unaries and have no rho.
-    schedule, damping, max_iter, tol : passed to :func:`~sklearn_struct.oracles.loopy.loopy_bp`
+    schedule, damping, max_iter, tol, warn : passed to :func:`~sklearn_struct.oracles.loopy.loopy_bp`
+        (``warn``: a ``ConvergenceWarning`` when BP stops unconverged at ``max_iter``).
     edge_marginals : bool, default=False
         Also compute pairwise beliefs of the kept edges (in ``report.bp_result``).
     return_report : bool, default=False
@@ -261,7 +262,7 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
     check_scalar_param(tol, "tol", low=0.0)
     check_scalar_param(damping, "damping", low=0.0, high=1.0, closed="left")
     if check_input:
-        unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
+        unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise, allow_zero=True)
     elif pairwise.ndim == 2:
         pairwise = pairwise[None]
     start = time.perf_counter()
@@ -289,7 +290,7 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
             sub_rho = (trw_edge_probabilities(sub_edges, unary.shape[0], "auto") if rho is None
                        else _check_rho_for(rho, edges.shape[0])[kept])
         result = loopy_bp(unary, sub_edges, sub_pairwise, rho=sub_rho, schedule=schedule, damping=damping,
-                          max_iter=max_iter, tol=tol, edge_marginals=edge_marginals, check_input=False)
+                          max_iter=max_iter, tol=tol, edge_marginals=edge_marginals, check_input=False, warn=warn)
         marginals = result.node_marginals
     bp_time = time.perf_counter() - start if result is not None else 0.0
     if not return_report:
@@ -505,7 +506,7 @@ class PrunedBPMarginals(BaseEstimator):
         potentials = [_potentials(g, self.coef_, self.intercept_, self.edge_coef_) for g in graphs]
         options = dict(objective=self.objective, gamma=self.gamma, epsilon=self.epsilon, m=self.m,
                        dropped=self.dropped, inference=self.inference, max_iter=self.bp_max_iter, tol=self.bp_tol,
-                       damping=self.damping)
+                       damping=self.damping, warn=False)  # bp_max_iter: a budget per graph
         # each task gets its own graphs only (a closure over all potentials would ship them to every task)
         chunks = [(potentials[sl], options) for sl in even_chunks(len(potentials), n_shards(self.n_jobs))]
         parts = run_chunks(_infer_chunk, chunks, n_jobs=self.n_jobs, verbose=self.verbose)
@@ -702,7 +703,8 @@ def _chunk_nll(chunk, coef, intercept, edge_coef, est, messages):
     rho = trw_edge_probabilities(sub_edges, unary.shape[0], "auto") if est.inference == "trw" else None
     warm = messages if kept.all() else None
     res = loopy_bp(unary, sub_edges, sub_pw, rho=rho, max_iter=est.bp_max_iter, tol=est.bp_tol,
-                   damping=est.damping, free_energy=True, init_messages=warm, check_input=False)
+                   damping=est.damping, free_energy=True, init_messages=warm, check_input=False,
+                   warn=False)  # a budget per gradient evaluation: reported by the fit's own stop rule
     messages = res.log_messages if kept.all() else messages
     node = res.node_marginals
     edge_marg = np.empty((n_edges, unary.shape[1], unary.shape[1]))

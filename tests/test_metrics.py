@@ -494,3 +494,17 @@ def test_segment_report_text_and_validation():
         segment_report([["a"]], [["a"]], scheme="BILOU")
     with pytest.raises(ValueError, match="different numbers of sequences"):
         segment_report([["a"]], [["a"], ["b"]])
+
+
+def test_segment_report_summary_rows_never_collide_with_chunk_types():
+    # a chunk type named "micro avg" used to overwrite the summary row (macro F1 1.0 instead of 0.5)
+    y_true = [["B-micro avg", "O", "B-NP"]]
+    y_pred = [["B-micro avg", "O", "O"]]
+    report = segment_report(y_true, y_pred, output_dict=True)
+    assert sorted(report) == sorted(["'micro avg'", "NP", "micro avg", "macro avg"])
+    assert report["'micro avg'"]["f1-score"] == 1.0 and report["NP"]["f1-score"] == 0.0
+    assert report["macro avg"]["f1-score"] == pytest.approx(0.5)
+    assert report["micro avg"]["f1-score"] == pytest.approx(2 / 3)
+    text = segment_report(y_true, y_pred)
+    assert text.splitlines()[-1].split()[-2] == "0.50"  # macro avg F1
+    assert "'micro avg'" in text

@@ -157,3 +157,57 @@ def test_pruned_link_marginals_bad_input():
         divergence_bound([0.5], [1.0, 2.0])
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         divergence_bound([1.5], [1.0])
+
+
+def test_max_length_refuses_long_sentences_before_any_work(monkeypatch):
+    from sklearn_struct import _parsing_features
+
+    X, y = make_treebank(6, 4)
+    parser = DependencyParserBP(max_iter=1, n_hash_bits=12, max_length=10).fit(X, y)
+    long = X[0] * 3  # more than 10 words
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("features computed for a refused input")
+
+    monkeypatch.setattr(_parsing_features, "link_scores", no_work)
+    for method in (parser.predict, parser.predict_marginals, parser.potentials):
+        with pytest.raises(ValueError, match=rf"X\[1\] has {len(long)} words, more than max_length=10"):
+            method([X[1], long])
+    with pytest.raises(ValueError, match=r"X\[0\] has .* more than max_length=10"):
+        clone(parser).fit([long], [np.r_[0, np.ones(len(long) - 1, dtype=int)]])
+    monkeypatch.undo()
+    assert len(parser.set_params(max_length=None).predict([long])[0]) == len(long)
+    assert DependencyParserBP().max_length == 300
+
+
+def test_verbose_prediction_reports_sentences(capsys):
+    X, y = make_treebank(6, 5)
+    parser = DependencyParserBP(max_iter=1, n_hash_bits=12).fit(X, y)
+    quiet = parser.predict(X[:2])
+    capsys.readouterr()
+    parser.set_params(verbose=1).predict(X[:2])
+    assert capsys.readouterr().out == ""  # only long sentences are reported at verbose=1
+    loud = parser.set_params(verbose=2).predict(X[:2])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[:3] for line in lines] == [["[DependencyParserBP]", "sentence", str(s)] for s in (0, 1)]
+    assert all(f"words {len(X[s])}" in line for s, line in zip((0, 1), lines))
+    for a, b in zip(quiet, loud):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_candidate_factor_lists_match_their_definition():
+    from sklearn_struct.parsing import _CACHED_PAIRS_MAX_WORDS, _cached_candidate_pairs, _candidate_pairs
+
+    for n in range(1, 9):
+        N = n + 1
+        gp = [(g, h, h, m) for g in range(N) for h in range(1, N) for m in range(1, N) if len({g, h, m}) == 3]
+        sib = [(h, m, h, s) for h in range(1, N) for m in range(1, N) for s in range(m + 1, N)
+               if h not in (m, s) and (m > h) == (s > h)]
+        assert grandparent_pairs(n).reshape(-1, 4).tolist() == [list(p) for p in gp]
+        assert sibling_pairs(n).reshape(-1, 4).tolist() == [list(p) for p in sib]
+        both = _candidate_pairs(n, True, True)
+        assert both.tolist() == [list(p) for p in gp + sib] and not both.flags.writeable
+    # long sentences' lists (32 n^3 bytes) are not kept in the cache
+    _cached_candidate_pairs.cache_clear()
+    _candidate_pairs(_CACHED_PAIRS_MAX_WORDS + 1, True, False)
+    assert _cached_candidate_pairs.cache_info().currsize == 0

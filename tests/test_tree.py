@@ -151,3 +151,55 @@ def test_forbidden_links_and_bad_input():
     with pytest.raises(ValueError, match="NaN"):
         tree_marginals(np.full((3, 3), np.nan))
     assert tree_marginals(np.zeros((1, 1)))[0] == 0.0
+
+
+def test_single_root_decoding_tries_few_root_children(monkeypatch):
+    # marginal-like scores whose unconstrained best tree has many root children: decoding used to
+    # run Chu-Liu-Edmonds once per word (O(n) CLE runs); the bound leaves one or two, same tree
+    from sklearn_struct.oracles import tree
+
+    rng = np.random.default_rng(0)
+    n = 40
+    S = rng.dirichlet(np.full(n + 1, 0.05), size=n + 1).T
+    S[0, 1:] = rng.uniform(0.2, 0.6, n)
+    calls, depth = [], [0]
+    cle = tree._cle
+
+    def counted(T):  # CLE runs, not its recursive calls on contracted graphs
+        calls.append(depth[0] == 0)
+        depth[0] += 1
+        try:
+            return cle(T)
+        finally:
+            depth[0] -= 1
+
+    monkeypatch.setattr(tree, "_cle", counted)
+    heads = chu_liu_edmonds(S)
+    calls = [c for c in calls if c]
+    assert np.count_nonzero(heads == 0) == 1 and is_tree(list(heads[1:]))
+    assert len(calls) <= 8  # was n + 1 = 41
+    best, best_heads = -np.inf, None  # every root child in turn, as before
+    for m in range(1, n + 1):
+        T = S.copy()
+        T[0, :] = -np.inf
+        T[0, m] = S[0, m]
+        cand = cle(T)
+        score = S[cand[1:], np.arange(1, n + 1)].sum()
+        if score > best:
+            best, best_heads = score, cand
+    np.testing.assert_array_equal(heads, best_heads)
+
+
+@SETTINGS
+@given(link_scores(max_words=6, scale=1.0), st.integers(0, 2**31 - 1))
+def test_single_root_decoding_with_ties_and_forbidden_links(S, seed):
+    # rounded scores (ties) and -inf links: the same best score as enumeration
+    rng = np.random.default_rng(seed)
+    S = np.round(S)
+    S[rng.random(S.shape) < 0.2] = -np.inf
+    n = S.shape[0] - 1
+    trees = all_trees(n, False, True)
+    scores = S[trees, np.arange(1, n + 1)].sum(axis=1)
+    heads = chu_liu_edmonds(S, single_root=True)
+    if np.isfinite(scores.max()):
+        assert S[heads[1:], np.arange(1, n + 1)].sum() == scores.max()

@@ -13,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from ..chain_crf import ChainCRF
-from ..utils._params import store_init_params
+from ..utils._params import atomic_fit, store_init_params
 from . import _structure
 from ._extensions import chain_class_weight, partial_fit_crf
 from ._features import AttributeVocabulary, split_rows
@@ -202,6 +202,7 @@ class CRF(BaseEstimator):
 
     # ------------------------------------------------------------------ training
     @_fit_context(prefer_skip_nested_validation=True)
+    @atomic_fit
     def fit(self, X, y, X_dev=None, y_dev=None, sample_weight=None):
         """Train on lists of lists of feature dicts ``X`` and lists of labels ``y``.
 

@@ -13,6 +13,9 @@ from ..utils._jit import kernel
 # Below this a message entry computed in probability space (each term <= 1 after shifting)
 # may have lost terms to underflow: that message is recomputed in log space.
 _UNDERFLOW_GUARD = 1e-200
+# The gain of a factor with a zero potential where the seed puts mass (KL = inf), kept finite
+# so that the selection rules can sum and sort gains.
+_INFINITE_GAIN = 1e300
 # Message changes are measured over every entry, however small: a message entry at e^-100 of
 # its maximum still decides a belief when a unary or table of magnitude 100 multiplies it back
 # up, so ignoring such changes stopped BP on trees with wrong marginals at potentials >= 1e2.
@@ -30,6 +33,24 @@ def _node_log_belief(i, indptr, edge_ids, reverse, unary, rho, msgs, belief):
         w = rho[edge_ids[k]]
         for a in range(S):
             belief[i, a] += w * msgs[r, a]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cavity_entry(i, a, skip, indptr, edge_ids, reverse, unary, rho, msgs, belief):
+    """``belief[i, a]`` without the message in slot ``skip`` (into ``i``), -inf safe.
+
+    ``belief - message`` unless both are -inf (a zero potential: the message itself may be
+    what forbids ``a``), where the sum is redone without that message.
+    """
+    m = msgs[skip, a]
+    if m != -np.inf:
+        return belief[i, a] - m
+    out = unary[i, a]
+    for k in range(indptr[i], indptr[i + 1]):
+        r = reverse[k]
+        if r != skip:
+            out += rho[edge_ids[k]] * msgs[r, a]
+    return out
 
 
 @kernel
@@ -79,11 +100,15 @@ def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, revers
             t = 0 if single_table else edge_ids[k]
             cmax = -np.inf
             for a in range(S):  # cavity: the belief of i without the message from the receiver
-                cavity[a] = belief[i, a] - msgs_in[r, a]
+                cavity[a] = _cavity_entry(i, a, r, indptr, edge_ids, reverse, unary, rho, msgs_in, belief)
                 if cavity[a] > cmax:
                     cmax = cavity[a]
             exact = max_product
-            if not max_product:  # probability space, shifted so that every term is <= 1
+            if cmax == -np.inf:  # zero potentials leave i no state: a uniform message (no NaN)
+                for b in range(S):
+                    out[b] = 0.0
+                exact = False
+            elif not max_product:  # probability space, shifted so that every term is <= 1
                 for b in range(S):
                     out[b] = 0.0
                 for a in range(S):
@@ -102,7 +127,7 @@ def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, revers
                     top = -np.inf
                     for a in range(S):
                         top = max(top, cavity[a] + (log_tables[t, a, b] if fwd else log_tables[t, b, a]))
-                    if max_product:
+                    if max_product or top == -np.inf:  # -inf: b is impossible whatever i's state
                         out[b] = top
                     else:
                         acc = 0.0
@@ -112,16 +137,20 @@ def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, revers
             top = -np.inf
             for b in range(S):
                 top = max(top, out[b])
+            if top == -np.inf:  # every state of the receiver forbidden: a uniform message (no NaN)
+                for b in range(S):
+                    out[b] = 0.0
+                top = 0.0
             change = 0.0
             for b in range(S):
                 old = msgs_in[k, b]
                 new = out[b] - top
-                if damping > 0.0:
+                if damping > 0.0 and new > -np.inf:  # a zero (hard constraint) is not damped: it would never reach -inf
                     if max_product:
                         new = (1.0 - damping) * new + damping * old
                     else:
                         new = math.log((1.0 - damping) * math.exp(new) + damping * math.exp(old))
-                if new > log_tol or old > log_tol:
+                if (new > log_tol or old > log_tol) and new != old:  # -inf == -inf: no change (not NaN)
                     change = max(change, abs(new - old))
                 target[k, b] = new
             if change > tol:
@@ -178,10 +207,12 @@ def _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_table
 
 
 @kernel
-def _edge_beliefs(edges, adjacency_slot, reverse, log_belief, msgs, log_tables):
+def _edge_beliefs(edges, adjacency_slot, reverse, log_belief, msgs, log_tables, indptr, edge_ids, unary, rho):
     """Pairwise beliefs b_e(a, b) ∝ exp(cav_u(a) + cav_v(b) + pairwise_e(a, b) / rho_e).
 
-    ``adjacency_slot[e]`` is the slot of the message u -> v; its reverse is v -> u.
+    ``adjacency_slot[e]`` is the slot of the message u -> v; its reverse is v -> u. An edge
+    whose every pair of states has probability 0 (contradicting zero potentials) gets uniform
+    beliefs.
     """
     n_edges = edges.shape[0]
     S = log_belief.shape[1]
@@ -195,7 +226,8 @@ def _edge_beliefs(edges, adjacency_slot, reverse, log_belief, msgs, log_tables):
         top = -np.inf
         for a in range(S):
             for b in range(S):
-                val = (log_belief[u, a] - msgs[k_vu, a]) + (log_belief[v, b] - msgs[k_uv, b]) \
+                val = _cavity_entry(u, a, k_vu, indptr, edge_ids, reverse, unary, rho, msgs, log_belief) \
+                    + _cavity_entry(v, b, k_uv, indptr, edge_ids, reverse, unary, rho, msgs, log_belief) \
                     + log_tables[t, a, b]
                 out[e, a, b] = val
                 if val > top:
@@ -203,7 +235,7 @@ def _edge_beliefs(edges, adjacency_slot, reverse, log_belief, msgs, log_tables):
         acc = 0.0
         for a in range(S):
             for b in range(S):
-                out[e, a, b] = math.exp(out[e, a, b] - top)
+                out[e, a, b] = math.exp(out[e, a, b] - top) if top > -np.inf else 1.0
                 acc += out[e, a, b]
         for a in range(S):
             for b in range(S):
@@ -220,6 +252,10 @@ def _log_softmax_rows(unary):
         top = -np.inf
         for a in range(S):
             top = max(top, unary[i, a])
+        if top == -np.inf:  # no state left (contradicting zero potentials): uniform, not NaN
+            for a in range(S):
+                out[i, a] = -math.log(S)
+            continue
         acc = 0.0
         for a in range(S):
             acc += math.exp(unary[i, a] - top)
@@ -261,11 +297,16 @@ def _absorb(out, q, log_q, edges, log_tables, exp_tables):
                 top = -np.inf
                 for b in range(S):
                     top = max(top, log_q[send, b] + (log_tables[t, a, b] if side == 0 else log_tables[t, b, a]))
+                if top == -np.inf:  # zero potentials: a is impossible given the sender
+                    msg[a] = top
+                    continue
                 acc = 0.0
                 for b in range(S):
                     acc += math.exp(log_q[send, b] + (log_tables[t, a, b] if side == 0 else log_tables[t, b, a]) - top)
                 msg[a] = top + math.log(acc)
                 top_all = max(top_all, msg[a])
+            if top_all == -np.inf:  # contradicting zeros: nothing folded in (no NaN)
+                continue
             for a in range(S):
                 out[recv, a] += msg[a] - top_all
     return out
@@ -286,8 +327,12 @@ def _seed_gains(q, log_q, edges, log_tables, exp_tables, shifts):
         for a in range(S):
             for b in range(S):
                 w = q[u, a] * q[v, b]
-                mean_psi += w * exp_tables[t, a, b]
-                mean_log += w * log_tables[t, a, b]
+                if w > 0.0:  # 0 * -inf (a zero potential where the seed has no mass) counts 0
+                    mean_psi += w * exp_tables[t, a, b]
+                    mean_log += w * log_tables[t, a, b]
+        if mean_log == -np.inf:  # the factor forbids states the seed gives mass: infinite gain
+            out[e] = _INFINITE_GAIN
+            continue
         if mean_psi >= _UNDERFLOW_GUARD:
             log_mean = shifts[t] + math.log(mean_psi)
         else:  # the weight sits where the table is ~1e3 below its maximum: exact log-sum-exp

@@ -46,8 +46,8 @@ class LinkBPResult:
     ----------
     link_marginals : ndarray of shape (n + 1, n + 1)
         Beliefs ``P(z[h, m] = 1)`` (0 on the diagonal and in column 0).
-    pair_marginals : ndarray of shape (n_pairs,)
-        Factor beliefs ``P(z_a = 1, z_b = 1)``.
+    pair_marginals : ndarray of shape (n_pairs,) or None
+        Factor beliefs ``P(z_a = 1, z_b = 1)`` (None if not asked for).
     log_odds : ndarray of shape (n + 1, n + 1)
         Belief log-odds.
     tree_log_z : float
@@ -187,6 +187,17 @@ def _run_link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, ms
     return out
 
 
+@kernel
+def _link_indices(pairs, N):
+    """Flat indices ``h * N + m`` of the two links of every pair (one pass, no temporaries)."""
+    pa = np.empty(pairs.shape[0], dtype=np.int64)
+    pb = np.empty(pairs.shape[0], dtype=np.int64)
+    for f in range(pairs.shape[0]):
+        pa[f] = pairs[f, 0] * N + pairs[f, 1]
+        pb[f] = pairs[f, 2] * N + pairs[f, 3]
+    return pa, pb
+
+
 def _pair_beliefs(B, pa, pb, theta, msg_a, msg_b):
     """P(z_a = 1, z_b = 1) of every pairwise factor's belief (NumPy: one call per sentence)."""
     xa = B[pa] - msg_a
@@ -248,7 +259,7 @@ def check_pairs(pairs, n_nodes, n_scores=None):
 
 
 def link_bp(unary, pairs, pair_scores, *, projective=False, single_root=True, max_iter=10, tol=1e-4,
-            tree_messages=None, check_input=True):
+            tree_messages=None, check_input=True, pair_marginals=True):
     """Sum-product BP on link variables with a tree factor and pairwise link factors.
 
     Parameters
@@ -269,6 +280,9 @@ def link_bp(unary, pairs, pair_scores, *, projective=False, single_root=True, ma
         Initial tree-factor messages, e.g. from :func:`seed_tree_messages` when its seed was
         computed already; None computes them from ``unary``.
     check_input : bool, default=True
+    pair_marginals : bool, default=True
+        Compute the factor beliefs (``LinkBPResult.pair_marginals``; None if False: they cost
+        as much as an iteration and prediction does not need them).
 
     Returns
     -------
@@ -291,8 +305,7 @@ def link_bp(unary, pairs, pair_scores, *, projective=False, single_root=True, ma
         tol = check_scalar_param(tol, "tol", low=0.0)
     else:
         U, N, theta = unary, unary.shape[0], pair_scores
-    pa = pairs[:, 0] * N + pairs[:, 1]
-    pb = pairs[:, 2] * N + pairs[:, 3]
+    pa, pb = _link_indices(pairs, N)
     if tree_messages is None:
         T = seed_tree_messages(U, projective, single_root)[0]
     else:
@@ -301,7 +314,7 @@ def link_bp(unary, pairs, pair_scores, *, projective=False, single_root=True, ma
     msg_b = np.zeros(pa.shape[0])
     B, log_z, n_iter, delta = _run_link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a,
                                            msg_b)[:4]
-    pair_marg = _pair_beliefs(B, pa, pb, theta, msg_a, msg_b)
+    pair_marg = _pair_beliefs(B, pa, pb, theta, msg_a, msg_b) if pair_marginals else None
     n_links = (N - 1) * (N - 1)
     return LinkBPResult(
         link_marginals=_marginals_from_log_odds(B, N), pair_marginals=pair_marg, log_odds=B.reshape(N, N),
@@ -318,10 +331,23 @@ def grandparent_pairs(n_words):
     >>> grandparent_pairs(2).tolist()
     [[0, 1, 1, 2], [0, 2, 2, 1]]
     """
-    N = check_scalar_param(n_words, "n_words", kind="int", low=1) + 1
-    g, h, m = np.meshgrid(np.arange(N), np.arange(1, N), np.arange(1, N), indexing="ij")
-    keep = (g != h) & (h != m) & (g != m)
-    return np.ascontiguousarray(np.stack([g[keep], h[keep], h[keep], m[keep]], axis=1).astype(np.int64))
+    return _grandparent_pairs(check_scalar_param(n_words, "n_words", kind="int", low=1) + 1)
+
+
+@kernel
+def _grandparent_pairs(N):
+    """In the order g, h, m (written in one pass: the factor lists of long sentences take GBs)."""
+    out = np.empty(((N - 1) * (N - 2) * (N - 2) if N > 2 else 0, 4), dtype=np.int64)
+    f = 0
+    for g in range(N):
+        for h in range(1, N):
+            if h == g:
+                continue
+            for m in range(1, N):
+                if m != g and m != h:
+                    out[f, 0], out[f, 1], out[f, 2], out[f, 3] = g, h, h, m
+                    f += 1
+    return out
 
 
 def sibling_pairs(n_words):
@@ -334,10 +360,26 @@ def sibling_pairs(n_words):
     >>> sibling_pairs(3).tolist()
     [[1, 2, 1, 3], [3, 1, 3, 2]]
     """
-    N = check_scalar_param(n_words, "n_words", kind="int", low=1) + 1
-    h, m, s = np.meshgrid(np.arange(1, N), np.arange(1, N), np.arange(1, N), indexing="ij")
-    keep = (m < s) & (h != m) & (h != s) & ((m > h) == (s > h))
-    return np.ascontiguousarray(np.stack([h[keep], m[keep], h[keep], s[keep]], axis=1).astype(np.int64))
+    return _sibling_pairs(check_scalar_param(n_words, "n_words", kind="int", low=1) + 1)
+
+
+@kernel
+def _sibling_pairs(N):
+    """In the order h, m, s."""
+    count = 0
+    for h in range(1, N):  # pairs of words left of h, and right of h
+        count += (h - 1) * (h - 2) // 2 + (N - 1 - h) * (N - 2 - h) // 2
+    out = np.empty((count, 4), dtype=np.int64)
+    f = 0
+    for h in range(1, N):
+        for m in range(1, N):
+            if m == h:
+                continue
+            for s in range(m + 1, N):
+                if s != h and (m > h) == (s > h):
+                    out[f, 0], out[f, 1], out[f, 2], out[f, 3] = h, m, h, s
+                    f += 1
+    return out
 
 
 def pair_gains(link_marginals, pairs, pair_scores):

@@ -48,9 +48,11 @@ Yedidia, J., Freeman, W., Weiss, Y. "Constructing free-energy approximations and
 belief propagation algorithms." IEEE Trans. Inf. Theory 51(7), 2005.
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from ..utils.validation import check_edge_list, check_float_array, check_scalar_param
 from ._loopy_kernels import _LOG_TOL, _absorb, _edge_beliefs, _log_softmax_rows, _run_bp, _seed_gains, _sweep_range
@@ -132,7 +134,8 @@ class BPResult:
     converged : bool
         Whether the largest message change fell to ``tol``.
     max_delta : float
-        Largest change in the last iteration.
+        Largest change of an entry of a max-normalised log message in the last iteration (log
+        space: what ``tol`` is compared with).
     n_message_updates : int
         Message updates performed (nodes whose incoming messages did not change are skipped,
         so this is at most ``n_iter * 2 * n_edges``).
@@ -156,12 +159,14 @@ class BPResult:
 # --------------------------------------------------------------------------------------
 
 
-def check_pairwise_graph(unary, edges, pairwise, name="graph"):
+def check_pairwise_graph(unary, edges, pairwise, name="graph", allow_zero=False):
     """Validate and convert a pairwise model; return ``(unary, edges, pairwise3d)``.
 
     ``pairwise3d`` is ``(1, S, S)`` for a shared table, else ``(n_edges, S, S)``. Raises a
     ``ValueError`` naming ``name`` for wrong shapes, non-finite potentials, edges out of range,
     self-loops and duplicate edges. Graphs without edges are legal (independent nodes).
+    ``allow_zero``: log-potentials may be ``-inf`` (potential 0, a hard constraint), but not a
+    whole unary row or pairwise table (nothing allowed).
     """
     unary = check_float_array(unary, f"{name}: unary", check_values=False)
     if unary.ndim != 2:
@@ -171,7 +176,9 @@ def check_pairwise_graph(unary, edges, pairwise, name="graph"):
         raise ValueError(f"{name} is empty: it has 0 nodes, at least 1 is required.")
     if S == 0:
         raise ValueError(f"{name}: unary has 0 states.")
-    if not np.all(np.isfinite(unary)):
+    if allow_zero:
+        _check_zero_potentials(unary, unary, f"{name}: unary", "node")
+    elif not np.all(np.isfinite(unary)):
         at = tuple(int(a) for a in np.argwhere(~np.isfinite(unary))[0])
         raise ValueError(
             f"{name}: unary potentials contain NaN or infinity (node {at[0]}, state {at[1]}); use large "
@@ -187,17 +194,33 @@ def check_pairwise_graph(unary, edges, pairwise, name="graph"):
             f"{name}: pairwise must have shape ({S}, {S}) or (n_edges={n_edges}, {S}, {S}) to "
             f"match {S} states, got {np.shape(pairwise)}."
         )
-    if not np.all(np.isfinite(pairwise)):
+    if allow_zero:
+        _check_zero_potentials(pairwise, pairwise.reshape(pairwise.shape[0], S * S), f"{name}: pairwise", "table")
+    elif not np.all(np.isfinite(pairwise)):
         at = tuple(int(a) for a in np.argwhere(~np.isfinite(pairwise))[0])
         raise ValueError(f"{name}: pairwise potentials contain NaN or infinity (table {at[0]}, entry {at[1:]}).")
     for what, arr in (("unary", unary), ("pairwise", pairwise)):
-        if arr.size and np.abs(arr).max() > _MAX_POTENTIAL:
-            at = tuple(int(a) for a in np.argwhere(np.abs(arr) > _MAX_POTENTIAL)[0])
+        big = np.abs(np.where(np.isfinite(arr), arr, 0.0))
+        if arr.size and big.max() > _MAX_POTENTIAL:
+            at = tuple(int(a) for a in np.argwhere(big > _MAX_POTENTIAL)[0])
             raise ValueError(
                 f"{name}: {what} potential {arr[at]:.3g} at index {at} is too large: BP sums and rescales "
                 f"potentials, which overflows float64 beyond |{_MAX_POTENTIAL:.0e}|; rescale them."
             )
     return np.ascontiguousarray(unary), edges, np.ascontiguousarray(pairwise)
+
+
+def _check_zero_potentials(arr, rows, what, row_name):
+    """Log-potentials that may be -inf (zero potentials), but not NaN, +inf or -inf over a whole row."""
+    bad = np.isnan(arr) | (arr == np.inf)
+    if bad.any():
+        at = tuple(int(a) for a in np.argwhere(bad)[0])
+        raise ValueError(f"{what} log-potentials contain NaN or +inf at index {at} (-inf, a zero potential, is "
+                         "allowed).")
+    dead = np.all(rows == -np.inf, axis=1)
+    if dead.any():
+        raise ValueError(f"{what}: {row_name} {int(np.flatnonzero(dead)[0])} is -inf everywhere (every potential "
+                         "0): the model has no configuration of positive probability.")
 
 
 def build_adjacency(edges, n_nodes):
@@ -263,17 +286,23 @@ def _scaled_tables(pairwise, rho, n_edges):
 
 def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequential", damping=0.0,
              max_iter=100, tol=1e-6, edge_marginals=False, free_energy=False, init_messages=None,
-             adjacency=None, check_input=True):
+             adjacency=None, check_input=True, warn=True):
     """Loopy belief propagation (sum- or max-product, optionally tree-reweighted).
+
+    Potentials may be 0 (log-potential ``-inf``: hard constraints, as in the UAI inference
+    competition models): messages are computed in log space, entries of forbidden states are
+    ``-inf``, never NaN, and every message keeps its maximum at 0. A node or edge left with no
+    allowed state by contradicting constraints gets uniform messages and marginals.
 
     Parameters
     ----------
     unary : array-like of shape (n_nodes, n_states)
-        Node log-potentials.
+        Node log-potentials (``-inf`` allowed, not for every state of a node).
     edges : array-like of int of shape (n_edges, 2)
         Undirected edges; no self-loops or duplicates. May be empty.
     pairwise : array-like of shape (n_states, n_states) or (n_edges, n_states, n_states)
-        Edge log-potentials ``[e, a, b]`` for ``y_u = a, y_v = b`` with ``(u, v) = edges[e]``.
+        Edge log-potentials ``[e, a, b]`` for ``y_u = a, y_v = b`` with ``(u, v) = edges[e]``
+        (``-inf`` allowed, not for a whole table).
     rho : float or array-like of shape (n_edges,), default=None
         Edge appearance probabilities in (0, 1] for tree-reweighted BP; None (or 1) is plain BP.
         See :func:`trw_edge_probabilities`.
@@ -286,7 +315,10 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
     max_iter : int, default=100
         Maximum number of iterations (sweeps over all messages).
     tol : float, default=1e-6
-        Stop when no max-normalised message changes by more than ``tol`` (probability space).
+        Stop when no entry of a max-normalised log message changes by more than ``tol`` in an
+        iteration (measured in log space, as ``max_delta``; since ``|dp| <= |d log p|`` for
+        ``p <= 1``, no max-normalised message then changed by more than ``tol`` in probability
+        either).
     edge_marginals : bool, default=False
         Also compute pairwise beliefs.
     free_energy : bool, default=False
@@ -297,6 +329,9 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
         Precomputed :func:`build_adjacency` of ``edges``.
     check_input : bool, default=True
         Validate shapes, values and edges (skip only for data checked already).
+    warn : bool, default=True
+        Warn (``ConvergenceWarning``) when BP stops at ``max_iter`` iterations unconverged;
+        callers that report it themselves (``BPResult.converged``) pass False.
 
     Returns
     -------
@@ -319,7 +354,7 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
     if free_energy and mode != "sum":
         raise ValueError("free_energy is defined for sum-product only (mode='sum').")
     if check_input:
-        unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
+        unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise, allow_zero=True)
     else:
         pairwise = pairwise[None] if pairwise.ndim == 2 else pairwise
     n_nodes, S = unary.shape
@@ -351,10 +386,15 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
     energy = node_terms = edge_terms = None
     if edge_marginals or free_energy:
         slot_uv = _forward_slots(adjacency, n_edges)
-        edge = _edge_beliefs(edges, slot_uv, adjacency.reverse, log_belief, msgs, log_tables)
+        edge = _edge_beliefs(edges, slot_uv, adjacency.reverse, log_belief, msgs, log_tables, adjacency.indptr,
+                             adjacency.edge_ids, unary, rho)
     if free_energy:
         node_terms, edge_terms = bethe_free_energy(unary, edges, pairwise, node, edge, rho=rho, terms=True)
         energy = float(node_terms.sum() + edge_terms.sum())
+    if warn and max_iter > 0 and not delta <= tol:
+        warnings.warn(f"loopy BP did not converge in max_iter={max_iter} iterations: the largest message change "
+                      f"in the last one was {delta:.3g} (log space) > tol={tol:g}; increase max_iter or damping, "
+                      "or read BPResult.converged and pass warn=False.", ConvergenceWarning, stacklevel=2)
     return BPResult(
         node_marginals=node, edge_marginals=edge, free_energy=energy, node_energy_terms=node_terms,
         edge_energy_terms=edge_terms, log_messages=msgs, adjacency=adjacency, n_iter=int(n_iter),
@@ -473,7 +513,8 @@ def seed_gains(unary, edges, pairwise, *, log_seed_marginals=None, check_input=T
 
     which for a binary factor ``Psi = exp(theta * phi)`` is the paper's
     ``log(1 - mu + mu e^theta) - mu theta``. Gains are >= 0, invariant to adding a constant to a
-    table, and 0 for a constant table.
+    table, and 0 for a constant table. A factor with a zero potential (``-inf``) on a pair of
+    states the seed gives mass has an infinite gain, returned as 1e300.
 
     Parameters
     ----------
@@ -501,7 +542,7 @@ def seed_gains(unary, edges, pairwise, *, log_seed_marginals=None, check_input=T
 def _seed_inputs(unary, edges, pairwise, log_seed_marginals, check_input):
     """Checked inputs, seed log marginals and max-shifted exponentiated tables (with their shifts)."""
     if check_input:
-        unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
+        unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise, allow_zero=True)
     elif pairwise.ndim == 2:
         pairwise = pairwise[None]
     if log_seed_marginals is None:
@@ -575,7 +616,7 @@ def bethe_free_energy(unary, edges, pairwise, node_marginals, edge_marginals, *,
     -------
     free_energy : float, or (node_terms, edge_terms) if ``terms``.
     """
-    unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise)
+    unary, edges, pairwise = check_pairwise_graph(unary, edges, pairwise, allow_zero=True)
     n_nodes, S = unary.shape
     node_marginals = _check_marginals(node_marginals, "node_marginals", (n_nodes, S))
     if edges.shape[0] or edge_marginals is not None:
@@ -583,15 +624,22 @@ def bethe_free_energy(unary, edges, pairwise, node_marginals, edge_marginals, *,
     rho = _check_rho(rho, edges.shape[0])
     rho_degree = np.bincount(edges.ravel(), weights=np.repeat(rho, 2), minlength=n_nodes)
     node_entropy = -_xlogx(node_marginals).sum(axis=1)
-    node_terms = -(node_marginals * unary).sum(axis=1) - (1.0 - rho_degree) * node_entropy
+    node_terms = -_mean_potential(node_marginals, unary, (1,)) - (1.0 - rho_degree) * node_entropy
     if edges.shape[0]:
         edge_entropy = -_xlogx(edge_marginals).sum(axis=(1, 2))
-        edge_terms = -(edge_marginals * pairwise).sum(axis=(1, 2)) - rho * edge_entropy
+        edge_terms = -_mean_potential(edge_marginals, pairwise, (1, 2)) - rho * edge_entropy
     else:
         edge_terms = np.zeros(0)
     if terms:
         return node_terms, edge_terms
     return float(node_terms.sum() + edge_terms.sum())
+
+
+def _mean_potential(marginals, log_potentials, axis):
+    """``sum marginals * log_potentials`` over ``axis``, with ``0 * -inf = 0`` (a zero potential unused)."""
+    with np.errstate(invalid="ignore"):
+        prod = marginals * log_potentials
+    return np.where(marginals > 0, prod, 0.0).sum(axis=axis)
 
 
 def trw_edge_probabilities(edges, n_nodes, method="uniform"):

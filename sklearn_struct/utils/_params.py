@@ -3,6 +3,7 @@
 import functools
 import inspect
 import numbers
+import threading
 
 
 def store_init_params(estimator, values):
@@ -54,6 +55,10 @@ def atomic_fit(fit):
     ``callback``) leaves the estimator exactly as it was: a fitted model keeps predicting as
     before. ``fit`` must not change the previous fit's arrays in place.
 
+    A second fit of the same object started while one runs (another thread, or the
+    ``callback``) raises ``RuntimeError`` at once and changes nothing: the estimator ends as
+    the running fit leaves it, never with parts of two fits.
+
     Put it below ``@_fit_context(...)``, so that parameters are validated on the estimator itself.
 
     Examples
@@ -75,11 +80,43 @@ def atomic_fit(fit):
     """
     @functools.wraps(fit)
     def fit_then_commit(self, *args, **kwargs):
-        work = object.__new__(type(self))
-        work.__dict__.update(self.__dict__)
-        out = fit(work, *args, **kwargs)
-        self.__dict__.clear()
-        self.__dict__.update(work.__dict__)
+        with _ExclusiveFit(self, fit.__name__):
+            work = object.__new__(type(self))
+            work.__dict__.update(self.__dict__)
+            out = fit(work, *args, **kwargs)
+            self.__dict__.update(work.__dict__)  # new and changed attributes first, then the stale ones go:
+            for key in [key for key in self.__dict__ if key not in work.__dict__]:  # never an empty estimator
+                del self.__dict__[key]
         return self if out is work else out  # fit returns the estimator, fit_transform its result
 
     return fit_then_commit
+
+
+# Estimators being fitted, by id, with the thread fitting each: a second fit of the same object
+# while one runs is refused (two fits committing into one object could leave the labels of one
+# and the weights of the other). Kept here, not on the estimator, so pickling, clone and deepcopy
+# see nothing of it.
+_FITTING = {}
+_FITTING_GUARD = threading.Lock()
+
+
+class _ExclusiveFit:
+    """Context: the estimator is marked as being fitted; entering raises if it already is."""
+
+    def __init__(self, estimator, method):
+        self.key, self.name, self.method = id(estimator), type(estimator).__name__, method
+
+    def __enter__(self):
+        with _FITTING_GUARD:
+            if self.key in _FITTING:
+                raise RuntimeError(
+                    f"{self.name}.{self.method} was called while another {self.method} of the same {self.name} "
+                    f"object is running (in thread {_FITTING[self.key]!r}): concurrent fits of one estimator "
+                    f"are refused; fit a copy per thread (sklearn.base.clone(estimator)).")
+            _FITTING[self.key] = threading.current_thread().name
+        return self
+
+    def __exit__(self, *exc):
+        with _FITTING_GUARD:
+            _FITTING.pop(self.key, None)
+        return False
