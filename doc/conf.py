@@ -107,6 +107,16 @@ def _say_which_examples_are_skipped(app):
               file=sys.stderr)
 
 
+def _skip_sklearn_plumbing(app, what, name, obj, skip, options):
+    """Leave out scikit-learn's metadata-routing and output plumbing (``set_*_request``,
+    ``get_metadata_routing``, ``set_output``): generated per method signature, documented by
+    scikit-learn, and their docstrings point into scikit-learn's own documentation."""
+    if name in ("get_metadata_routing", "set_output") or (name.startswith("set_") and name.endswith("_request")):
+        return True
+    return skip
+
+
 def setup(app):
+    app.connect("autodoc-skip-member", _skip_sklearn_plumbing)
     app.connect("builder-inited", _write_benchmark_results)
     app.connect("builder-inited", _say_which_examples_are_skipped)
