@@ -27,7 +27,8 @@ import scipy.sparse as sp
 
 from ._chain_crf import ChainData, ChainObjective, _add_l2, unpack_params
 from .oracles.chain import expected_counts
-from .oracles.chain_constrained import constrained_forward_backward, constrained_viterbi
+from .oracles._chain_weighted import weighted_expected_counts
+from .oracles.chain_constrained import constrain_potentials, constrained_forward_backward, constrained_viterbi
 from .oracles.linear import state_pairs
 from .utils.packing import pack_sequences, row_slice, transition_pairs
 from .utils.parallel import even_chunks
@@ -185,11 +186,14 @@ def check_feasible(lengths, allowed, structure, what="y"):
 class _Chunk:
     """One chunk's data plus what the constrained objective needs of it."""
 
-    def __init__(self, data, y, allowed, n_labels):
+    def __init__(self, data, y, allowed, n_labels, weights=None):
         self.data = data
         L = n_labels
         offsets = data.offsets
         lengths = np.diff(offsets)
+        # per-sequence weights of the objective (None: all 1) and each token's, as ChainData's
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
+        self.tw = None if weights is None else np.repeat(self.weights, lengths)
         seq = np.repeat(np.arange(len(lengths)), lengths)
         partial_seq = np.zeros(len(lengths), dtype=bool)
         np.logical_or.at(partial_seq, seq, y < 0)
@@ -199,14 +203,16 @@ class _Chunk:
         self.p_rows = np.flatnonzero(in_partial)
         self.p_offsets = np.concatenate([[0], np.cumsum(lengths[partial_seq])]).astype(np.int64)
         self.p_allowed = allowed[self.p_rows] if allowed is not None else None
+        self.p_weights = None if weights is None else self.weights[partial_seq]
         self.first, self.last = offsets[:-1], offsets[1:] - 1
         onehot = np.zeros((data.n_tokens, L))
-        onehot[self.known_rows, self.known_labels] = 1.0
+        onehot[self.known_rows, self.known_labels] = 1.0 if weights is None else self.tw[self.known_rows]
         y_known = np.where(in_partial, 0, y)
         src, dst = transition_pairs(y_known, offsets)
-        keep = ~in_partial[np.flatnonzero(_has_prev(offsets))]  # edges in token order, as transition_pairs
+        has_prev = np.flatnonzero(_has_prev(offsets))  # edges in token order, as transition_pairs
+        keep = ~in_partial[has_prev]
         self.trans_known = np.zeros((L, L))
-        np.add.at(self.trans_known, (src[keep], dst[keep]), 1.0)
+        np.add.at(self.trans_known, (src[keep], dst[keep]), 1.0 if weights is None else self.tw[has_prev][keep])
         self.counts = np.concatenate([data.features.gradient(onehot), onehot.sum(axis=0), self.trans_known.ravel()])
 
 
@@ -225,7 +231,7 @@ class ConstrainedChainObjective(ChainObjective):
     """
 
     def __init__(self, X_list, y_list, n_labels, c2, *, allowed=None, structure=None, n_chunks=1, n_jobs=None,
-                 all_possible_states=False, min_freq=None):
+                 all_possible_states=False, min_freq=None, sample_weight=None):
         self.n_labels, self.c2, self.n_jobs = n_labels, c2, n_jobs
         self.structure = structure
         self.n_features = X_list[0].shape[1]
@@ -240,8 +246,8 @@ class ConstrainedChainObjective(ChainObjective):
             lo, hi = offsets[sl.start], offsets[sl.stop]
             data = ChainData.from_packed(row_slice(packed, lo, hi), offsets[sl.start : sl.stop + 1] - lo, y[lo:hi],
                                          n_labels, pairs)
-            self.chunks.append((data, _Chunk(data, y[lo:hi], None if allowed is None else allowed[lo:hi],
-                                             n_labels)))
+            self.chunks.append((data, _Chunk(data, y[lo:hi], None if allowed is None else allowed[lo:hi], n_labels,
+                                             None if sample_weight is None else sample_weight[sl])))
         self.features = self.chunks[0][0].features
         self.shards = ResidentShards(self.chunks, n_jobs=n_jobs)
         self.n_weights = self.features.n_weights
@@ -266,7 +272,11 @@ def _constrained_chunk_loss(chunk, theta, n_labels, structure):
 
 
 def _constrained_nll_grad(chunk, theta, n_labels, structure):
-    """NLL of one chunk (partial sequences: ``log Z - log Z_allowed``) and its gradient, no regulariser."""
+    """NLL of one chunk (partial sequences: ``log Z - log Z_allowed``) and its gradient, no regulariser.
+
+    With sequence weights ``s_i`` every sequence's term is multiplied by ``s_i``: token rows of the
+    marginals by their sequence's weight here, the edge sums in the weighted kernel.
+    """
     data = chunk.data
     n_weights = data.features.n_weights
     w, b, A = unpack_params(theta, n_weights, n_labels)
@@ -277,21 +287,41 @@ def _constrained_nll_grad(chunk, theta, n_labels, structure):
         A = np.where(structure.transitions, A, -np.inf)
         unary[np.ix_(chunk.first, ~structure.start)] = -np.inf
         unary[np.ix_(chunk.last, ~structure.end)] = -np.inf
-    log_z, node, edge = expected_counts(unary, np.exp(unary), A, data.offsets, out=node)
+    tw = chunk.tw
+    if tw is None:
+        log_z, node, edge = expected_counts(unary, np.exp(unary), A, data.offsets, out=node)
+    else:
+        log_z, node, edge = weighted_expected_counts(unary, np.exp(unary), A, data.offsets, chunk.weights, out=node)
+        node *= tw[:, None]
+        log_z, shift = log_z * chunk.weights, shift * tw
     f = float(np.sum(log_z) + np.sum(shift) - _dot(chunk.counts, theta))
     if chunk.p_rows.size:
-        log_zc, node_c, edge_c = constrained_forward_backward(unary[chunk.p_rows], A, chunk.p_offsets,
-                                                              allowed=chunk.p_allowed)
+        log_zc, node_c, edge_c = _allowed_counts(unary[chunk.p_rows], A, chunk)
         f -= float(np.sum(log_zc) + np.sum(shift[chunk.p_rows]))
         node[chunk.p_rows] -= node_c
         edge = edge - edge_c
-    node[chunk.known_rows, chunk.known_labels] -= 1.0
+    node[chunk.known_rows, chunk.known_labels] -= 1.0 if tw is None else tw[chunk.known_rows]
     grad = np.empty_like(theta)
     gw, gb, gA = unpack_params(grad, n_weights, n_labels)
     gw[:] = data.features._gradient(node)
     gb[:] = node.sum(axis=0)
     gA[:] = edge - chunk.trans_known
     return f, grad
+
+
+def _allowed_counts(unary, A, chunk):
+    """log Z_allowed, node and summed edge marginals of the partial sequences (weighted by their sequences'
+    weights when the chunk has them)."""
+    if chunk.weights is None:
+        return constrained_forward_backward(unary, A, chunk.p_offsets, allowed=chunk.p_allowed)
+    u, trans = constrain_potentials(unary, A, chunk.p_offsets, allowed=chunk.p_allowed)
+    row_max = u.max(axis=1, keepdims=True)  # a token's allowed labels: finite, one at least
+    u = u - row_max
+    log_zc, node_c, edge_c = weighted_expected_counts(u, np.exp(u), trans, chunk.p_offsets, chunk.p_weights,
+                                                      out=np.empty_like(u))
+    tw = chunk.tw[chunk.p_rows]
+    log_zc = (log_zc + np.add.reduceat(row_max[:, 0], chunk.p_offsets[:-1])) * chunk.p_weights
+    return log_zc, node_c * tw[:, None], edge_c
 
 
 def start_partial_fit(estimator, X, y):

@@ -164,12 +164,9 @@ def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress
                   all_possible_states=params["all_possible_states"], min_freq=params["min_freq"])
     if constraints is None:
         objective = ChainObjective(X, y_enc, n_labels, params["c2"], sample_weight=sample_weight, **common)
-    elif sample_weight is not None:
-        raise ValueError("sample_weight cannot be combined with partial labels or allowed_transitions yet; "
-                         "repeat sequences instead of weighting them.")
     else:
         objective = ConstrainedChainObjective(X, y_enc, n_labels, params["c2"], allowed=constraints[0],
-                                              structure=constraints[1], **common)
+                                              structure=constraints[1], sample_weight=sample_weight, **common)
     n_w, L = objective.n_weights, n_labels
     y = np.concatenate(y_enc)
     offsets = np.concatenate([[0], np.cumsum([len(v) for v in y_enc])])

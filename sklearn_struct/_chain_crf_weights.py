@@ -41,7 +41,8 @@ def sequence_weights(sample_weight, class_weight, y_enc, classes):
         weights = _check_sample_weight(sample_weight, n_seq)
     if class_weight is not None:
         per_label = label_weights(class_weight, y_enc, classes)
-        means = np.array([per_label[y].mean() for y in y_enc])
+        # over the known tokens (a partial label, -1, has no class of its own); 1 if none is known
+        means = np.array([per_label[y[y >= 0]].mean() if np.any(y >= 0) else 1.0 for y in y_enc])
         weights = means if weights is None else weights * means
         if not np.any(weights > 0):
             raise ValueError("class_weight and sample_weight give every sequence weight 0.")
@@ -51,6 +52,7 @@ def sequence_weights(sample_weight, class_weight, y_enc, classes):
 def label_weights(class_weight, y_enc, classes):
     """The weight of each label code (n_classes,) from a dict or ``"balanced"``."""
     y = np.concatenate(y_enc)
+    y = y[y >= 0]  # partial labels (-1) count for no class
     if isinstance(class_weight, str):
         if class_weight != "balanced":
             raise ValueError(f"class_weight must be a dict, 'balanced' or None, got {class_weight!r}.")

@@ -141,6 +141,61 @@ def test_partial_label_objective_by_enumeration_and_finite_differences(seed, sch
         assert np.isclose(g[k], fd, rtol=1e-5, atol=1e-6)
 
 
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["BIO", None]))
+def test_weighted_partial_label_objective_by_enumeration_and_finite_differences(seed, scheme):
+    """sample_weight with partial labels and allowed transitions: sum_i s_i NLL_i, the gradient by finite
+    differences (two chunks: the weights follow their sequences)."""
+    rng = np.random.RandomState(seed)
+    classes = np.array(["B-X", "I-X", "O"]) if scheme else np.array(["a", "b", "c"])
+    gold = ([["B-X", "I-X", "O"], ["O", "B-X"], ["B-X", "I-X", "I-X", "O"], ["O"]] if scheme else
+            [["a", "b", "c"], ["c", "c"], ["b", "a", "a", "c"], ["a"]])
+    X = [rng.randn(len(g), 2) for g in gold]
+    y = []
+    for g in gold:
+        seq = np.array(g, dtype=object)
+        seq[rng.rand(len(g)) < 0.5] = None
+        y.append(seq)
+    weights = rng.rand(len(gold)) * 3
+    L = len(classes)
+    structure = structure_from(scheme, classes) if scheme else None
+    y_enc, allowed = token_masks(y, classes)
+    objective = ConstrainedChainObjective(X, y_enc, L, 0.3, allowed=allowed, structure=structure, n_chunks=2,
+                                          sample_weight=weights)
+    theta = rng.randn(objective.n_params)
+    theta[objective.forbidden_transitions()] = 0.0
+    f, g = objective(theta)
+    every = structure if structure is not None else structure_from(np.ones((L, L), bool), classes)
+    n_w = objective.n_weights
+    expected = sum(s * _enumerated_nll(theta, [x], [v], classes, every, 0.0) for s, x, v in zip(weights, X, y))
+    expected += 0.3 * (np.sum(theta[:n_w] ** 2) + np.sum(theta[n_w + L :] ** 2))
+    assert np.isclose(f, expected, rtol=1e-9)
+    eps = 1e-6
+    free = np.setdiff1d(np.arange(len(theta)), objective.forbidden_transitions())
+    for k in rng.choice(free, 8, replace=False):
+        step = np.zeros_like(theta)
+        step[k] = eps
+        fd = (objective(theta + step)[0] - objective(theta - step)[0]) / (2 * eps)
+        assert np.isclose(g[k], fd, rtol=1e-5, atol=1e-6)
+
+
+def test_integer_sample_weight_equals_duplicating_sequences_with_structure_and_partial_labels():
+    X, Y = _bio_data(16, 5)
+    Y = [np.array(v, dtype=object) for v in Y]
+    Y[3][1] = None  # partial labels
+    Y[7][0] = {"B-NP", "O"}
+    w = np.random.RandomState(0).randint(0, 3, len(X))
+    Xd = [x for x, k in zip(X, w) for _ in range(k)]
+    Yd = [v for v, k in zip(Y, w) for _ in range(k)]
+    params = dict(c2=0.1, allowed_transitions="BIO", tol=1e-9, epsilon=1e-9, max_iter=500)
+    kept = w > 0  # a zero weight drops a sequence's term; its features still get a weight
+    weighted = ChainCRF(**params, all_possible_states=True).fit(X, Y, sample_weight=w)
+    dup = ChainCRF(**params, all_possible_states=True).fit(Xd, Yd)
+    assert kept.sum() < len(X)
+    np.testing.assert_allclose(weighted.coef_, dup.coef_, atol=1e-4)
+    np.testing.assert_allclose(weighted.transition_, dup.transition_, atol=1e-4)
+
+
 def test_fully_known_labels_give_the_plain_objective():
     X, Y = _bio_data(20, 3)
     y_enc, allowed = token_masks([np.array(v, dtype=object) for v in Y], CHUNKS)
