@@ -151,7 +151,8 @@ def probe_chain_constrained(p):
     end_block = np.zeros(L, bool)
     end_block[0] = True  # ... and sequence 1 (length 3, starts anywhere) must end in 0: start is then 0 ...
     infeasible = [("token-with-no-label", {"allowed": none_ok}), ("no-start-label", {"start": no_start}),
-                  ("no-end-label", {"end": np.zeros(L, bool)}), ("no-transition", {"transitions": np.zeros((L, L), bool)}),
+                  ("no-end-label", {"end": np.zeros(L, bool)}),
+                  ("no-transition", {"transitions": np.zeros((L, L), bool)}),
                   ("forced-against-transitions", {"allowed": fixed, "transitions": np.array(
                       [[True, False, True], [True, False, True], [True, False, True]])})]
     for name in ("constrained_forward_backward", "constrained_viterbi"):
@@ -394,7 +395,8 @@ def probe_round4_dlpw(p):
                       ("n_states", P.bad_index_array(kw["n_states"], 3))]:
         p.mutate("sets_epoch", fresh, kw, arg, bads, (arg, "P", "V", "sets"))
     p.mutate("sets_epoch", fresh, kw, "average",
-             [("wrong-shape", (np.zeros((3, 8)), np.zeros((2, 3, 3))), False), ("one-array", (np.zeros((3, 9)),), False),
+             [("wrong-shape", (np.zeros((3, 8)), np.zeros((2, 3, 3))), False),
+              ("one-array", (np.zeros((3, 9)),), False),
               ("a-string", "ab", False), ("float32", (np.zeros((3, 9), np.float32), np.zeros((2, 3, 3))), False)],
              ("average",))
 
