@@ -20,7 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_consistent_length, check_is_fitted, validate_data
 
 from .oracles.lp import (
     conditional_scores,
@@ -434,7 +434,16 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         self._encode_targets(y, fit=False)
-        return super().score(X, y, sample_weight=sample_weight)
+        Y = np.asarray(y)
+        if Y.ndim != 2:
+            return super().score(X, y, sample_weight=sample_weight)
+        # several columns: accuracy_score takes binary indicators only, the columns may hold any classes
+        pred = np.asarray(self.predict(X))
+        check_consistent_length(pred, Y)
+        hit = np.all(pred == Y, axis=1).astype(np.float64)
+        if sample_weight is None:
+            return float(hit.mean())
+        return float(np.average(hit, weights=_check_sample_weight(sample_weight, hit)))
 
     # ------------------------------------------------------------------ helpers
 

@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.exceptions import NotFittedError
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -122,7 +123,11 @@ class DLPWClassifierCV(ClassifierMixin, BaseEstimator):
         """
         if y is None:
             validate_data(self, X, y)  # raises scikit-learn's "requires y" error
-        Cs = np.logspace(-4, -2, self.Cs) if isinstance(self.Cs, numbers.Integral) else np.asarray(self.Cs, float)
+        try:
+            Cs = np.logspace(-4, -2, self.Cs) if isinstance(self.Cs, numbers.Integral) else np.asarray(self.Cs, float)
+        except (ValueError, TypeError):
+            raise ValueError(f"Cs must be a positive int or a non-empty 1D array of positive floats, got "
+                             f"{self.Cs!r}.") from None
         if Cs.ndim != 1 or Cs.size == 0 or not np.all(np.isfinite(Cs)) or np.any(Cs <= 0):
             raise ValueError(f"Cs must be a positive int or a non-empty 1D array of positive floats, got {self.Cs!r}.")
         self.Cs_ = np.sort(Cs)
@@ -146,7 +151,8 @@ class DLPWClassifierCV(ClassifierMixin, BaseEstimator):
     def _fitted(self):
         check_is_fitted(self)
         if not self.refit:
-            raise AttributeError("DLPWClassifierCV(refit=False) has no fitted model: refit DLPWClassifier(C=C_).")
+            raise NotFittedError("DLPWClassifierCV(refit=False) has no fitted model: refit DLPWClassifier(C=C_), "
+                                 "or fit with refit=True.")
         return self.best_estimator_
 
     def predict(self, X):

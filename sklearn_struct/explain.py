@@ -23,6 +23,7 @@ eli5 integration lives in :mod:`sklearn_struct._eli5` (``eli5.explain_weights`` 
 """
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -123,6 +124,10 @@ def explain_prediction(estimator, X_one, *, feature_names=None, top=None):
     >>> bool(np.isclose(sum(t.chosen.score - t.chosen.transition_out for t in ex.tokens), ex.path_score))
     True
     """
+    if top is not None and (isinstance(top, bool) or not isinstance(top, numbers.Integral) or top < 0):
+        raise ValueError(f"top must be None or a non-negative integer, got {top!r}.")
+    if feature_names is not None and (isinstance(feature_names, (str, bytes)) or not hasattr(feature_names, "__len__")):
+        raise TypeError(f"feature_names must be a sequence of str, got {type(feature_names).__name__}.")
     rows, coef, bias, transition, classes, names = _resolve(estimator, X_one, feature_names)
     rows = sp.csr_matrix(rows, dtype=np.float64)
     coef_dense = coef.toarray() if sp.issparse(coef) else np.asarray(coef, dtype=np.float64)
@@ -180,6 +185,9 @@ def _resolve(estimator, X_one, feature_names):
         rows, _ = model.vocabulary.transform([X_one], "xseq")
         return rows, model.state, model.bias, model.transition, list(model.labels), model.attributes
     check_is_fitted(estimator, "coef_")
+    if not all(hasattr(estimator, a) for a in ("transition_", "intercept_", "classes_", "n_features_in_")):
+        raise TypeError(f"estimator must be a fitted ChainCRF, sklearn_struct.crfsuite.CRF or a Pipeline ending in a "
+                        f"ChainCRF, got {type(estimator).__name__} (no transition_).")
     (x,) = check_sequences([X_one], n_features=estimator.n_features_in_)
     n_features = estimator.n_features_in_
     names = [f"x{j}" for j in range(n_features)] if feature_names is None else list(feature_names)

@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 from _fuzz_probe_files import SECTIONS as FILE_SECTIONS  # noqa: E402  (model files, loaders, interrupted fits)
 from _fuzz_probe_round3 import SECTIONS as ROUND3_SECTIONS  # noqa: E402  (issue #34: crfsuite, numerics, ...)
+from _fuzz_probe_round4 import SECTIONS as ROUND4_SECTIONS  # noqa: E402  (constrained chains, shards, explain, ...)
 
 MODULES = [
     "sklearn_struct", "sklearn_struct.energies", "sklearn_struct.datasets", "sklearn_struct.preprocessing",
@@ -1129,7 +1130,8 @@ def probe_hypothesis(p, max_examples):
 
 
 SECTIONS = ["chain", "linear", "loopy", "lp", "lp_learning", "matching", "utils", "metrics", "datasets",
-            "preprocessing", "energies", "estimators", *FILE_SECTIONS, *ROUND3_SECTIONS, "generic", "hypothesis"]
+            "preprocessing", "energies", "estimators", *FILE_SECTIONS, *ROUND3_SECTIONS, *ROUND4_SECTIONS,
+            "generic", "hypothesis"]
 
 
 def main(max_examples=60, only=None):
@@ -1147,6 +1149,8 @@ def main(max_examples=60, only=None):
                     FILE_SECTIONS[section](p)
                 elif section in ROUND3_SECTIONS:
                     ROUND3_SECTIONS[section](p)
+                elif section in ROUND4_SECTIONS:
+                    ROUND4_SECTIONS[section](p)
                 else:
                     globals()[f"probe_{section}"](p)
             except Exception as exc:  # noqa: BLE001 - a probe that cannot even be set up is a finding too

@@ -82,7 +82,10 @@ def constrain_potentials(unary, transition, offsets, *, allowed=None, transition
 
 
 def _check_mask(mask, shape, name):
-    mask = np.asarray(mask)
+    try:
+        mask = np.asarray(mask)
+    except ValueError as exc:  # ragged
+        raise ValueError(f"{name} must be a boolean array of shape {shape} ({exc}).") from None
     if mask.shape != shape or mask.dtype != np.bool_:
         raise ValueError(f"{name} must be a boolean array of shape {shape}, got {mask.dtype} of shape {mask.shape}.")
     return mask
@@ -210,6 +213,9 @@ def _kbest_chunk(unary, trans, per_position, offsets, s_lo, s_hi, k, labels, sco
                     j, rank = back_i[t, j, rank], back_r[t, j, rank]
 
 
+_MAX_KBEST_CELLS = 2**28  # 2 GiB of float64: a larger k is a mistake, not a request
+
+
 def kbest_viterbi(unary, transition, offsets, k):
     """The ``k`` highest-scoring label sequences of each chain, best first (exact, by k-best Viterbi).
 
@@ -240,6 +246,11 @@ def kbest_viterbi(unary, transition, offsets, k):
         raise ValueError(f"k must be a positive integer, got {k!r}.")
     unary, trans, per_position, offsets = check_chain_potentials(unary, transition, offsets)
     n_seq = offsets.shape[0] - 1
+    max_len = int(np.diff(offsets).max()) if n_seq else 0
+    cells = int(k) * (unary.shape[0] + n_seq + 3 * max_len * unary.shape[1])  # labels, scores, per-chunk tables
+    if cells > _MAX_KBEST_CELLS:
+        raise ValueError(f"k = {k} is too large: the k-best tables would hold {cells:.3g} entries (at most "
+                         f"{_MAX_KBEST_CELLS:.3g}); ask for fewer sequences.")
     labels = np.empty((int(k), unary.shape[0]), dtype=np.int64)
     scores = np.empty((n_seq, int(k)))
     bounds = token_chunks(offsets, n_threads_for(unary.shape[0] * unary.shape[1] ** 2 * int(k)))
@@ -265,7 +276,10 @@ def chain_scores(unary, transition, offsets, labels):
     array([8.])
     """
     unary, trans, per_position, offsets = check_chain_potentials(unary, transition, offsets)
-    labels = np.asarray(labels)
+    try:
+        labels = np.asarray(labels)
+    except ValueError as exc:  # ragged
+        raise ValueError(f"labels must be integer label indices, one per token ({exc}).") from None
     if labels.shape != (unary.shape[0],) or labels.dtype.kind not in "iu":
         raise ValueError(f"labels must be integer label indices, one per token ({unary.shape[0]}), "
                          f"got {labels.dtype} of shape {labels.shape}.")

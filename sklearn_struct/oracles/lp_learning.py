@@ -24,6 +24,7 @@ import numpy as np
 
 from ..utils._jit import helper, kernel
 from ..utils.validation import (
+    check_edge_list,
     check_float_array,
     check_int_array,
     check_offsets,
@@ -311,17 +312,54 @@ def sets_epoch(order, t0, C, loss, Xp, Xi, Xd, target, sets, V, P, state, edges,
     ``average``: as in :func:`dlpw_epoch`. Returns the new step count.
     """
     if check_input:
-        V, P, state = _check_weights(V, P, state)
-        Xi, Xd = _check_features(Xi, Xd, V.shape[0], ("Xi", "Xd"))
-        Xp = check_offsets(Xp, "Xp", n_rows=Xi.shape[0])
-        sets = check_int_array(sets, "sets", ndim=2, low=0)
-        target = check_int_array(target, "target", ndim=1, low=0, high=sets.shape[0])
-        order = check_int_array(order, "order", ndim=1, low=0, high=Xp.shape[0] - 1)
-        if loss not in ("subset", "hamming"):
-            raise ValueError(f"loss must be 'subset' or 'hamming', got {loss!r}.")
+        order, t0, C, Xp, Xi, Xd, target, sets, edges, n_states = _check_sets_epoch(
+            order, t0, C, loss, Xp, Xi, Xd, target, sets, V, P, state, edges, n_states)
+        if average is not None and (not isinstance(average, (tuple, list)) or len(average) != 2
+                                    or not all(isinstance(a, np.ndarray) for a in average)
+                                    or average[0].shape != V.shape or average[1].shape != P.shape
+                                    or average[0].dtype != np.float64 or average[1].dtype != np.float64):
+            raise ValueError(f"average must be two float64 arrays of shapes {V.shape} and {P.shape}.")
     sum_W, sum_P = average if average is not None else (np.zeros((0, 0)), np.zeros((0, 0, 0)))
     return _sets_epoch(order, t0, float(C), loss == "subset", Xp, Xi, Xd, target, sets, V, P, state, edges,
                        n_states, sum_W, sum_P)
+
+
+def _check_sets_epoch(order, t0, C, loss, Xp, Xi, Xd, target, sets, V, P, state, edges, n_states):
+    t0 = check_scalar_param(t0, "t0", kind="int", low=0)
+    C = check_scalar_param(C, "C", low=0.0, closed="neither")
+    if not isinstance(loss, str) or loss not in ("subset", "hamming"):
+        raise ValueError(f"loss must be 'subset' or 'hamming', got {loss!r}.")
+    V, P, state = _check_weights(V, P, state)
+    n_states = check_int_array(n_states, "n_states", ndim=1, low=1)
+    if n_states.size == 0:
+        raise ValueError("n_states is empty: the graph needs at least one node.")
+    n_nodes, S = n_states.shape[0], P.shape[1]
+    if n_states.max() > S:
+        raise ValueError(f"n_states must be at most S = P.shape[1] = {S}, got {int(n_states.max())} at index "
+                         f"{int(n_states.argmax())}.")
+    edges = check_edge_list(edges, n_nodes, "edges")
+    E = edges.shape[0]
+    if P.shape[0] != E:
+        raise ValueError(f"P must have shape ({E}, S, S) for the {E} edges, got {P.shape}.")
+    if V.shape[1] not in (n_nodes * S, n_nodes * S + E * S * S):
+        raise ValueError(f"V must have n_nodes * S = {n_nodes * S} (or, with edge features, "
+                         f"{n_nodes * S + E * S * S}) columns, got {V.shape[1]}.")
+    Xi, Xd = _check_features(Xi, Xd, V.shape[0], ("Xi", "Xd"))
+    Xp = check_offsets(Xp, "Xp", n_rows=Xi.shape[0])
+    n_samples = Xp.shape[0] - 1
+    sets = check_int_array(sets, "sets", ndim=2, low=0)
+    if sets.shape[0] == 0 or sets.shape[1] != n_nodes:
+        raise ValueError(f"sets must have shape (n_sets >= 1, n_nodes = {n_nodes}), got {sets.shape}.")
+    over = np.argwhere(sets >= n_states[None, :])
+    if over.size:
+        k, i = (int(v) for v in over[0])
+        raise ValueError(f"sets[{k}, {i}] = {int(sets[k, i])} is not a state of node {i} (n_states[{i}] = "
+                         f"{int(n_states[i])}).")
+    target = check_int_array(target, "target", ndim=1, low=0, high=sets.shape[0])
+    if target.shape[0] != n_samples:
+        raise ValueError(f"target must hold one set index per sample ({n_samples}), got {target.shape[0]}.")
+    order = check_int_array(order, "order", ndim=1, low=0, high=n_samples)
+    return order, t0, C, Xp, Xi, Xd, target, sets, edges, n_states
 
 
 @kernel

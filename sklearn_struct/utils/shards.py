@@ -30,12 +30,15 @@ shards themselves) are set with :func:`shard_options`. dask is imported only whe
 import contextlib
 import contextvars
 import itertools
+import numbers
 import time
 import uuid
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from joblib.parallel import get_active_backend
+
+from .validation import check_scalar_param
 
 __all__ = ["ResidentShards", "ShardLostError", "dask_client", "n_shards", "shard_options", "tree_sum",
            "count_worker_bytes"]
@@ -69,9 +72,11 @@ def shard_options(*, timeout=None, max_recoveries=None, poll=None):
     30.0
     """
     new = dict(_OPTIONS.get())
+    checks = {"timeout": dict(low=0.0, closed="neither", allow_inf=True), "max_recoveries": dict(kind="int", low=0),
+              "poll": dict(low=0.0, closed="neither")}
     for name, value in (("timeout", timeout), ("max_recoveries", max_recoveries), ("poll", poll)):
         if value is not None:
-            new[name] = value
+            new[name] = check_scalar_param(value, name, **checks[name])
     token = _OPTIONS.set(new)
     try:
         yield
@@ -111,7 +116,8 @@ def n_shards(n_jobs, client=None):
     >>> n_shards(None)
     1
     """
-    client = dask_client() if client is None else client
+    n_jobs = _check_n_jobs(n_jobs)
+    client = dask_client() if client is None else _check_client(client)
     if client is None:
         return max(1, effective_n_jobs(n_jobs))
     if n_jobs is None:
@@ -121,6 +127,24 @@ def n_shards(n_jobs, client=None):
         return int(n_jobs)
     threads = sum(client.nthreads().values())
     return max(1, threads + 1 + n_jobs)
+
+
+def _check_n_jobs(n_jobs):
+    """``n_jobs`` as joblib takes it: None or a non-zero integer."""
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be None or a non-zero integer, got 0.")
+    return int(n_jobs)
+
+
+def _check_client(client, required=("nthreads",)):
+    """``client`` must look like a :class:`distributed.Client` (or be None)."""
+    if client is not None and not all(callable(getattr(client, m, None)) for m in required):
+        raise TypeError(f"client must be a distributed.Client or None, got {type(client).__name__}.")
+    return client
 
 
 def _add(a, b):
@@ -135,13 +159,25 @@ def tree_sum(results):
     >>> tree_sum([(1.0, np.ones(2)), (2.0, np.ones(2)), (3.0, np.zeros(2))])
     (6.0, array([2., 2.]))
     """
+    if not isinstance(results, (list, tuple)):
+        raise TypeError(f"results must be a list or tuple of per-shard results, got {type(results).__name__}.")
     results = list(results)
     if not results:
-        raise ValueError("tree_sum needs at least one result.")
+        raise ValueError("tree_sum needs at least one result: results is empty.")
     while len(results) > 1:
         pairs = [_add(results[i], results[i + 1]) for i in range(0, len(results) - 1, 2)]
         results = pairs + results[len(results) - len(results) % 2:]
     return results[0]
+
+
+def _check_shards(shards, name):
+    """A list of the shards (any iterable but a string or mapping)."""
+    if isinstance(shards, (str, bytes, dict)) or not hasattr(shards, "__iter__"):
+        raise TypeError(f"{name} must be a list of per-shard data, got {type(shards).__name__}.")
+    shards = list(shards)
+    if not shards:
+        raise ValueError(f"{name} is empty: at least one shard is needed.")
+    return shards
 
 
 def _load(loader):
@@ -178,9 +214,9 @@ class ResidentShards:
     """
 
     def __init__(self, shards, *, n_jobs=None, client=None):
-        self.shards = list(shards)
-        self.n_jobs = n_jobs
-        self.client = dask_client() if client is None else client
+        self.shards = _check_shards(shards, "shards")
+        self.n_jobs = _check_n_jobs(n_jobs)
+        self.client = dask_client() if client is None else _check_client(client, ("nthreads", "submit", "scatter"))
         self._loaders = None
         if len(self.shards) <= 1:
             self.client = None
@@ -210,8 +246,11 @@ class ResidentShards:
         >>> shards.map(np.multiply, 2.0)
         [array([2., 2.]), array([4., 4., 4.])]
         """
-        loaders = list(loaders)
-        client = dask_client() if client is None else client
+        loaders = _check_shards(loaders, "loaders")
+        for i, load in enumerate(loaders):
+            if not callable(load):
+                raise TypeError(f"loaders must be callables, got {type(load).__name__} at index {i}.")
+        client = dask_client() if client is None else _check_client(client, ("nthreads", "submit", "scatter"))
         if client is None or len(loaders) <= 1:
             return cls([load() for load in loaders], n_jobs=n_jobs, client=None)
         self = cls([None] * len(loaders), n_jobs=n_jobs, client=client)
@@ -404,6 +443,9 @@ def count_worker_bytes(client):
     read : callable
         ``read()`` returns ``{worker address: bytes received since count_worker_bytes}``.
     """
+    _check_client(client, ("run",))
+    if client is None:
+        raise TypeError("client must be a distributed.Client, got None.")
     base = client.run(_install_counter)
 
     def read():
