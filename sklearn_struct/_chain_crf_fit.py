@@ -10,6 +10,7 @@ turns theta into ``coef_``, ``intercept_``, ``transition_``.
 
 import numbers
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,7 +26,8 @@ from .oracles.linear import LinearFeatures
 from .utils.packing import pack_sequences, transition_pairs
 from .utils.shards import n_shards
 
-__all__ = ["SOLVER_OPTIONS", "check_solver_options", "fit_chain_algorithm", "DevSet"]
+__all__ = ["ALGORITHMS", "SOLVER_OPTIONS", "ONLINE_ALGORITHMS", "check_solver_options", "fit_chain_algorithm",
+           "DevSet"]
 
 # CRFsuite's options of each algorithm: (default, check, description of valid values)
 _POSITIVE_INT = (lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1, "an int >= 1")
@@ -33,19 +35,34 @@ _POSITIVE = (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) a
              "a finite number > 0")
 _BOOL = (lambda v: isinstance(v, (bool, np.bool_)) or (isinstance(v, numbers.Integral) and v in (0, 1)),
          "a bool")
-SOLVER_OPTIONS = {
-    "lbfgs": {"num_memories": (6, *_POSITIVE_INT), "max_linesearch": (20, *_POSITIVE_INT),
-              "linesearch": ("MoreThuente", lambda v: v in LINESEARCHES, f"one of {list(LINESEARCHES)}")},
-    "l2sgd": {"calibration_eta": (0.1, *_POSITIVE), "calibration_rate": (2.0, *_POSITIVE),
-              "calibration_samples": (1000, *_POSITIVE_INT), "calibration_candidates": (10, *_POSITIVE_INT),
-              "calibration_max_trials": (20, *_POSITIVE_INT)},
-    "ap": {},
-    "pa": {"pa_type": (1, lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v in (0, 1, 2),
-                       "0, 1 or 2"),
-           "c": (1.0, *_POSITIVE), "error_sensitive": (True, *_BOOL), "averaging": (True, *_BOOL)},
-    "arow": {"variance": (1.0, *_POSITIVE), "gamma": (1.0, *_POSITIVE)},
+class Algorithm(NamedTuple):
+    """One of CRFsuite's training algorithms, declared once: ChainCRF's parameter check, its fit,
+    ``partial_fit`` and :class:`sklearn_struct.crfsuite.CRF`'s parameter table all read it."""
+
+    options: dict  # solver_options: name -> (CRFsuite's default, check, description of valid values)
+    default_max_iter: object  # CRFsuite's default (None: no cap, the stopping rules decide)
+    params: tuple  # the ChainCRF parameters it reads besides algorithm and max_iter
+    online: bool  # updates after every sequence (partial_fit, one thread)
+
+
+ALGORITHMS = {
+    "lbfgs": Algorithm({"num_memories": (6, *_POSITIVE_INT), "max_linesearch": (20, *_POSITIVE_INT),
+                        "linesearch": ("MoreThuente", lambda v: v in LINESEARCHES, f"one of {list(LINESEARCHES)}")},
+                       None, ("c1", "c2", "epsilon", "period", "tol"), False),
+    "l2sgd": Algorithm({"calibration_eta": (0.1, *_POSITIVE), "calibration_rate": (2.0, *_POSITIVE),
+                        "calibration_samples": (1000, *_POSITIVE_INT), "calibration_candidates": (10, *_POSITIVE_INT),
+                        "calibration_max_trials": (20, *_POSITIVE_INT)},
+                       1000, ("c2", "period", "tol"), True),
+    "ap": Algorithm({}, 100, ("epsilon",), True),
+    "pa": Algorithm({"pa_type": (1, lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                                 and v in (0, 1, 2), "0, 1 or 2"),
+                     "c": (1.0, *_POSITIVE), "error_sensitive": (True, *_BOOL), "averaging": (True, *_BOOL)},
+                    100, ("epsilon",), True),
+    "arow": Algorithm({"variance": (1.0, *_POSITIVE), "gamma": (1.0, *_POSITIVE)}, 100, ("epsilon",), True),
 }
-DEFAULT_MAX_ITER = {"lbfgs": None, "l2sgd": 1000, "ap": 100, "pa": 100, "arow": 100}
+SOLVER_OPTIONS = {name: algorithm.options for name, algorithm in ALGORITHMS.items()}
+DEFAULT_MAX_ITER = {name: algorithm.default_max_iter for name, algorithm in ALGORITHMS.items()}
+ONLINE_ALGORITHMS = tuple(name for name, algorithm in ALGORITHMS.items() if algorithm.online)
 
 
 def check_solver_options(algorithm, options):

@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.preprocessing import LabelEncoder
 
+from ._chain_crf_fit import ONLINE_ALGORITHMS
 from ._chain_crf_online import TrainingData
 from ._chain_crf_sgd import calibrate_t0
 from ._chain_crf_weights import sequence_weights
@@ -180,9 +181,9 @@ def _sgd_epoch(state, data, params):
 def partial_fit_chain(estimator, X, y, classes, sample_weight, options):
     """``ChainCRF.partial_fit``'s work on a validated estimator (see :meth:`ChainCRF.partial_fit`)."""
     algorithm = estimator.algorithm
-    if algorithm == "lbfgs":
-        raise ValueError("partial_fit needs an online algorithm ('l2sgd', 'ap', 'pa' or 'arow'); for "
-                         "algorithm='lbfgs' continue training with warm_start=True and fit.")
+    if algorithm not in ONLINE_ALGORITHMS:
+        raise ValueError(f"partial_fit needs an online algorithm (one of {list(ONLINE_ALGORITHMS)}); for "
+                         f"algorithm={algorithm!r} continue training with warm_start=True and fit.")
     if estimator.min_freq is not None:
         raise ValueError("partial_fit does not take min_freq (a frequency over the whole training set); "
                          "set min_freq=None.")

@@ -15,7 +15,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_score
-from ._chain_crf_fit import check_solver_options, fit_chain_algorithm
+from ._chain_crf_fit import ALGORITHMS, check_solver_options, fit_chain_algorithm
 from ._chain_crf_constrained import (check_feasible, fixed_masks, has_unknown_labels, onehot_masks,
                                      start_partial_fit, structure_from)
 from ._chain_crf_partial import partial_fit_chain
@@ -192,7 +192,7 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "algorithm": [StrOptions({"lbfgs", "l2sgd", "ap", "pa", "arow"})],
+        "algorithm": [StrOptions(set(ALGORITHMS))],
         "c1": [Interval(numbers.Real, 0, None, closed="left")],
         "c2": [Interval(numbers.Real, 0, None, closed="left")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), None],

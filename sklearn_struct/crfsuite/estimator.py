@@ -12,6 +12,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 
+from .._chain_crf_fit import ALGORITHMS
 from ..chain_crf import ChainCRF
 from ..utils._params import atomic_fit, store_init_params
 from . import _structure
@@ -22,22 +23,14 @@ from ._trainlog import TrainingLog, format_iteration, format_scores, holdout_sco
 
 __all__ = ["CRF"]
 
-# the CRFsuite parameters each training algorithm has (CRFsuite refuses the others)
-_ALGORITHM_PARAMS = {
-    "lbfgs": {"c1", "c2", "max_iterations", "num_memories", "epsilon", "period", "delta", "linesearch",
-              "max_linesearch"},
-    "l2sgd": {"c2", "max_iterations", "period", "delta", "calibration_eta", "calibration_rate",
-              "calibration_samples", "calibration_candidates", "calibration_max_trials"},
-    "ap": {"max_iterations", "epsilon"},
-    "pa": {"max_iterations", "epsilon", "pa_type", "c", "error_sensitive", "averaging"},
-    "arow": {"max_iterations", "epsilon", "variance", "gamma"},
-}
-# our parameter -> (ChainCRF parameter or None for solver_options, name there)
+# our parameter -> the ChainCRF parameter it sets (the others are solver_options)
 _CHAIN_PARAMS = {"c1": "c1", "c2": "c2", "max_iterations": "max_iter", "epsilon": "epsilon", "period": "period",
                  "delta": "tol"}
-_SOLVER_OPTIONS = ("num_memories", "linesearch", "max_linesearch", "calibration_eta", "calibration_rate",
-                   "calibration_samples", "calibration_candidates", "calibration_max_trials", "pa_type", "c",
-                   "error_sensitive", "averaging", "variance", "gamma")
+_FROM_CHAIN = {chain: ours for ours, chain in _CHAIN_PARAMS.items()}
+# the CRFsuite parameters each training algorithm has (CRFsuite refuses the others), from ChainCRF's table
+_ALGORITHM_PARAMS = {name: {"max_iterations", *(_FROM_CHAIN[p] for p in algorithm.params), *algorithm.options}
+                     for name, algorithm in ALGORITHMS.items()}
+_SOLVER_OPTIONS = tuple(option for algorithm in ALGORITHMS.values() for option in algorithm.options)
 
 
 def _positive(kind=numbers.Real, low=0, closed="neither"):
