@@ -637,7 +637,9 @@ def _cle_rooted(S, single_root):
         T[0, :] = -np.inf
         T[0, m] = S[0, m]
         cand = _cle(T)
-        score = _tree_score(S, cand)
+        score = _tree_score(T, cand)  # -inf when no tree has m as the only root child (CLE then uses a -inf link)
+        if score == -np.inf:
+            continue
         if score > best or (score == best and m < best_m):
             best, best_m, best_heads = score, m, cand
     return best_heads
