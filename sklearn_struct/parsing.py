@@ -53,7 +53,7 @@ from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
 from .utils.shards import n_shards
 from .utils.progress import Progress
-from .utils.validation import check_float_array, check_int_array, check_y_length
+from .utils.validation import check_float_array, check_int_array, check_scalar_param, check_y_length
 
 __all__ = ["DependencyParserBP", "pruned_link_marginals", "LinkPruningReport", "divergence_bound",
            "attachment_score", "is_projective"]
@@ -134,6 +134,8 @@ def pruned_link_marginals(unary, pairs, pair_scores, *, projective=False, single
         unary = check_link_scores(unary, "unary")
         pair_scores = check_float_array(pair_scores, "pair_scores").reshape(-1)
         pairs = check_pairs(pairs, unary.shape[0], pair_scores.shape[0])
+        max_iter = check_scalar_param(max_iter, "max_iter", kind="int", low=1)
+        tol = check_scalar_param(tol, "tol", low=0.0)
     start = time.perf_counter()
     U = np.ascontiguousarray(unary, dtype=np.float64)
     tree_msgs, _, seed = seed_tree_messages(U, projective, single_root)

@@ -1,10 +1,11 @@
 """explain_prediction (exact per-token attributions) and the eli5 hooks."""
 
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+from _bounded import run_cpu_bounded
 import scipy.sparse as sp
 from sklearn.pipeline import make_pipeline
 
@@ -145,6 +146,6 @@ def test_eli5_hooks_register_in_either_import_order(order):
         "crf = sc.CRF(c2=0.01).fit([[{'w': 'a'}, {'w': 'b'}]], [['X', 'Y']])",
         "print(eli5.format_as_text(eli5.explain_weights(crf)))",
     ])
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    out = run_cpu_bounded([sys.executable, "-c", code], cpu_seconds=300, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "not supported" not in out.stdout and "w:a" in out.stdout

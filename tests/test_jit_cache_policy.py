@@ -13,11 +13,12 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from _bounded import run_cpu_bounded
 
 import sklearn_struct
 from sklearn_struct.utils import _jit
@@ -64,8 +65,8 @@ def _run(site, blocker, tempdir, tmp_path):
     env.update(PYTHONPATH=str(site), NUMBA_CACHE_DIR=str(blocker / "numba"), HOME=str(blocker / "home"),
                PYTHONDONTWRITEBYTECODE="1", TMPDIR=str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir(exist_ok=True)
-    proc = subprocess.run([sys.executable, "-c", CHILD, tempdir], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=300)
+    proc = run_cpu_bounded([sys.executable, "-c", CHILD, tempdir], cpu_seconds=600, capture_output=True, text=True,
+                           env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["file"] == str(site / "sklearn_struct" / "__init__.py")
