@@ -21,6 +21,7 @@ from ._chain_crf_constrained import (check_feasible, fixed_masks, has_unknown_la
 from ._chain_crf_partial import partial_fit_chain
 from ._chain_crf_weights import sequence_weights
 from .oracles.chain import forward_backward, viterbi
+from .utils._proba import MarginalsAsProbaMixin
 from .utils._model_file import (
     ModelFileError,
     check_labels,
@@ -45,7 +46,7 @@ _FORMAT = "sklearn_struct.ChainCRF"
 _FORMAT_VERSION = 3  # 2: with a checksum; 3: labels and parameters with their exact types. 1 and 2 still load
 
 
-class ChainCRF(ChainTagsMixin, BaseEstimator):
+class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
     """Linear-chain conditional random field with CRFsuite's objective and training algorithms.
 
     Unary scores ``X @ W + b`` per token and a transition table ``A[from, to]``. The default,
@@ -413,18 +414,6 @@ class ChainCRF(ChainTagsMixin, BaseEstimator):
         if fixed is not None:
             masks["allowed"] = fixed_masks(fixed, self.classes_, np.diff(data.offsets))
         return data, unary, masks
-
-    def predict_proba(self, X):
-        """The marginals of :meth:`predict_marginals` under scikit-learn's name.
-
-        So that a :class:`~sklearn.pipeline.Pipeline` ending in this estimator (e.g. behind a
-        featurizer) reaches them: ``Pipeline`` delegates ``predict_proba``, not ``predict_marginals``.
-
-        Returns
-        -------
-        marginals : list of ndarray of shape (n_tokens_i, n_classes)
-        """
-        return self.predict_marginals(X)
 
     def predict_edge_marginals(self, X):
         """Marginals of consecutive label pairs: ``P(y_t = a, y_{t+1} = b | x)``.

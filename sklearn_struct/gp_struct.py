@@ -19,6 +19,7 @@ from ._gp_struct_model import (SparsePrior, VarParams, check_feature_scale, gram
                                sample_marginals, svd_inducing)
 from ._gp_struct_optim import FitContext, fit_batch, fit_saga, kernel_theta, map_start_with_hyper_search, start_from_map
 from .oracles.chain import viterbi
+from .utils._proba import MarginalsAsProbaMixin
 from .utils._params import atomic_fit, store_init_params
 from .utils.packing import pack_sequences
 from .utils.progress import Progress
@@ -30,7 +31,7 @@ _DEFAULT_BLOCKS = {"lbfgs": (10, 5, 2), "saga": (3000, 1000, 0)}
 _AUTO_SAMPLES = {"lbfgs": 1000, "saga": 100}  # n_samples="auto" (issue #22, bench_gp_struct_samples)
 
 
-class GPStructClassifier(ChainTagsMixin, BaseEstimator):
+class GPStructClassifier(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
     """Structured GP classifier for sequences, fitted by gray-box variational inference.
 
     The model of Galliani et al. (2017): one Gaussian process per label gives the unary
@@ -402,18 +403,6 @@ class GPStructClassifier(ChainTagsMixin, BaseEstimator):
         prior, offsets = self._test_prior(X)
         return sample_marginals(prior, self.params_, np.arange(offsets.shape[0] - 1), self.n_predict_samples,
                                 self._predict_seed, n_jobs=self.n_jobs, likelihood=self.likelihood)
-
-    def predict_proba(self, X):
-        """The marginals of :meth:`predict_marginals` under scikit-learn's name.
-
-        So that a :class:`~sklearn.pipeline.Pipeline` ending in this estimator (e.g. behind a
-        featurizer) reaches them: ``Pipeline`` delegates ``predict_proba``, not ``predict_marginals``.
-
-        Returns
-        -------
-        marginals : list of ndarray of shape (n_tokens_i, n_classes)
-        """
-        return self.predict_marginals(X)
 
     def predict(self, X):
         """Labels per token: argmax of :meth:`predict_marginals`, or Viterbi on the posterior mean.

@@ -42,6 +42,7 @@ from .oracles.matching import (
     packed_neg_entropy,
     packed_neg_entropy_grad,
 )
+from .utils._proba import MarginalsAsProbaMixin
 from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.progress import Progress
 from .utils.validation import check_matchings
@@ -87,7 +88,7 @@ class _LinearMatcherMixin:
         return tags
 
 
-class MLEStructMatcher(_LinearMatcherMixin, BaseEstimator):
+class MLEStructMatcher(MarginalsAsProbaMixin, _LinearMatcherMixin, BaseEstimator):
     """Matching model learned by rho-Bethe maximum likelihood with (block-coordinate) Frank-Wolfe.
 
     Learns the weights ``coef_`` of ``p(y | X) ∝ exp(sum_i <coef_, X[i, y[i]]>)`` over assignments
@@ -235,18 +236,6 @@ class MLEStructMatcher(_LinearMatcherMixin, BaseEstimator):
             Rows sum to 1, columns to at most 1 (exactly 1 for square problems).
         """
         return [fw_bethe_marginals(s, self.rho, max_iter=max_iter, tol=tol)[0] for s in self.decision_function(X)]
-
-    def predict_proba(self, X):
-        """The marginals of :meth:`predict_marginals` under scikit-learn's name.
-
-        So that a :class:`~sklearn.pipeline.Pipeline` ending in this estimator (e.g. behind a
-        featurizer) reaches them: ``Pipeline`` delegates ``predict_proba``, not ``predict_marginals``.
-
-        Returns
-        -------
-        marginals : list of ndarray of shape (n_left, n_right)
-        """
-        return self.predict_marginals(X)
 
 
 # ----------------------------------------------------------------------------- the dual problem

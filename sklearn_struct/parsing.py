@@ -49,6 +49,7 @@ from . import _parsing_features as feats
 from .oracles.factor_bp import _pair_gains, check_pairs, grandparent_pairs, link_bp, seed_tree_messages, sibling_pairs
 from .oracles.tree import check_link_scores, decode_tree
 from .pruned_bp import PruningReport, select_factors
+from .utils._proba import MarginalsAsProbaMixin
 from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
 from .utils.shards import n_shards
@@ -368,7 +369,7 @@ def _encode(sents, words, tags):
 # --------------------------------------------------------------------------------------
 
 
-class DependencyParserBP(BaseEstimator):
+class DependencyParserBP(MarginalsAsProbaMixin, BaseEstimator):
     """Second-order dependency parser: tree factor + grandparent / sibling factors, (pruned) loopy BP.
 
     Parameters
@@ -599,18 +600,6 @@ class DependencyParserBP(BaseEstimator):
         results = [r for part in parts for r in part]
         marginals = [marg for marg, _ in results]
         return (marginals, [report for _, report in results]) if return_reports else marginals
-
-    def predict_proba(self, X):
-        """The marginals of :meth:`predict_marginals` under scikit-learn's name.
-
-        So that a :class:`~sklearn.pipeline.Pipeline` ending in this estimator (e.g. behind a
-        featurizer) reaches them: ``Pipeline`` delegates ``predict_proba``, not ``predict_marginals``.
-
-        Returns
-        -------
-        marginals : list of ndarray of shape (n_words_i + 1, n_words_i + 1)
-        """
-        return self.predict_marginals(X)
 
     def decode(self, marginals):
         """MBR trees: the tree maximising the sum of link marginals (Eisner / Chu-Liu-Edmonds)."""

@@ -48,6 +48,7 @@ from .oracles.loopy import (
     seed_gains,
     trw_edge_probabilities,
 )
+from .utils._proba import MarginalsAsProbaMixin
 from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.graph import check_graph_labels, check_graphs
 from .utils.parallel import even_chunks, run_chunks
@@ -307,7 +308,7 @@ def pruned_marginals(unary, edges, pairwise, *, objective="min_joint", gamma=1e-
 # --------------------------------------------------------------------------------------
 
 
-class PrunedBPMarginals(BaseEstimator):
+class PrunedBPMarginals(MarginalsAsProbaMixin, BaseEstimator):
     """Pairwise CRF on graphs with marginals from loopy BP on a pruned graph.
 
     The model is a conditional random field over node labels ``y``::
@@ -511,18 +512,6 @@ class PrunedBPMarginals(BaseEstimator):
         chunks = [(potentials[sl], options) for sl in even_chunks(len(potentials), n_shards(self.n_jobs))]
         parts = run_chunks(_infer_chunk, chunks, n_jobs=self.n_jobs, verbose=self.verbose)
         return [marg for part in parts for marg in part]
-
-    def predict_proba(self, X):
-        """The marginals of :meth:`predict_marginals` under scikit-learn's name.
-
-        So that a :class:`~sklearn.pipeline.Pipeline` ending in this estimator (e.g. behind a
-        featurizer) reaches them: ``Pipeline`` delegates ``predict_proba``, not ``predict_marginals``.
-
-        Returns
-        -------
-        marginals : list of ndarray of shape (n_nodes_i, n_classes)
-        """
-        return self.predict_marginals(X)
 
     def predict(self, X):
         """Label of each node with the largest marginal.
