@@ -15,6 +15,7 @@ exactly (the jitter is relative), so one :class:`SparsePrior` at amplitude 1 ser
 import numpy as np
 from sklearn.gaussian_process.kernels import ConstantKernel
 
+from ._gp_likelihoods import CHAIN
 from ._gp_struct_model import SparsePrior, VarParams, map_marginals, sample_marginals
 from .utils.packing import subset_sequences
 
@@ -39,10 +40,11 @@ def scaled_kernel(kernel, amplitude):
 
 
 def cv_amplitude(prior1, y, offsets, Q, rng, grid=AMPLITUDE_GRID, n_folds=3, n_repeats=1, decoder="map",
-                 n_samples=100, max_iter=200, likelihood="chain"):
+                 n_samples=100, max_iter=200, likelihood=CHAIN):
     """The amplitude of ``grid`` with the lowest K-fold held-out token error of the sparse MAP.
 
-    The fold's model is the sparse MAP of ``likelihood`` (chain or piecewise), decoded by that
+    The fold's model is the sparse MAP of ``likelihood`` (a
+    :class:`~sklearn_struct._gp_likelihoods.Likelihood`: chain or piecewise), decoded by that
     model's decoder (the chain's forward-backward; for the piecewise model token by token, see
     :func:`sample_marginals`).
 

@@ -29,7 +29,8 @@ from ._gp_struct_model import _per_sequence, _seq_loglik, assemble_elbo, collect
 
 class FixedSamples:
     """Posterior draws of sequences ``seqs`` at the parameters ``p`` with their log-likelihoods
-    ``loglik[i]`` (K, S) and log-densities ``logq0[i]`` (K, S) under ``p``."""
+    ``loglik[i]`` (K, S) under ``likelihood`` (a :class:`~sklearn_struct._gp_likelihoods.Likelihood`)
+    and log-densities ``logq0[i]`` (K, S) under ``p``."""
 
     def __init__(self, prior, p, seqs, y, n_samples, seed, likelihood, n_jobs=None):
         from ._gp_struct_shards import resident, run_resident

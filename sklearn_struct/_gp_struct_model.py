@@ -8,9 +8,10 @@ component ``k`` are ``N(b, Sigma)`` with ``b = B_n m_kj`` and
 ``Sigma = K_xx - B_n B_n^T + B_n S_kj B_n^T`` (T_n x T_n, eqs. 18-19); the pairwise table
 ``f_bin`` is ``N(m_bin, diag(s_bin^2))`` with prior ``N(0, I)``.
 
-The expected log-likelihood is estimated by Monte Carlo (eq. 20) with the chain oracle
-as the black box; its gradients are score-function estimates (eqs. 26-30) with a
-leave-one-out control variate (section 5.1): each sample's likelihood is centred by
+The expected log-likelihood is estimated by Monte Carlo (eq. 20) with the likelihood (a
+:class:`~sklearn_struct._gp_likelihoods.Likelihood`, e.g. the chain oracle) as the black box;
+its gradients are score-function estimates (eqs. 26-30) with a leave-one-out control variate
+(section 5.1): each sample's likelihood is centred by
 ``a_{-i} = sum_{k != i} l_k r_k / sum_{k != i} r_k`` with ``r_k`` the squared norm of that
 sample's score, the optimal pooled coefficient ``Cov(l h, h) / Var(h)`` estimated without
 sample ``i`` itself, so the estimator stays exactly unbiased.
@@ -23,8 +24,7 @@ from scipy.special import logsumexp
 from sklearn.gaussian_process import kernels as gpk
 from threadpoolctl import ThreadpoolController
 
-from .oracles.chain import forward_backward
-from .oracles.chain_samples import _loglik_kernel, _marginals_kernel
+from ._gp_likelihoods import CHAIN, _lse
 from .utils.parallel import even_chunks, run_chunks
 
 _LOG2PI = np.log(2.0 * np.pi)
@@ -437,23 +437,8 @@ class _SeqDraw:
 
 
 def _seq_loglik(draw, p, ys, likelihood):
-    """log p(y_n | f) of every sample (K, S): the chain oracle, or the piecewise pseudo-likelihood."""
-    f, fbin = draw.f, draw.fbin(p)
-    K, Q, T, S = f.shape
-    out = np.empty((K, S))
-    if likelihood == "chain":
-        for k in range(K):
-            _loglik_kernel(f[k], fbin[k], ys, out[k])
-        return out
-    # piecewise: each unary factor normalised over its label, each edge factor by its two conditionals
-    cnt = np.zeros((Q, Q))
-    np.add.at(cnt, (ys[:-1], ys[1:]), 1.0)
-    unary = f[:, ys, np.arange(T), :].sum(axis=1) - _lse(f, 1).sum(axis=1)  # (K, S)
-    pair = np.einsum("kabs,ab->ks", fbin, cnt)
-    row = _lse(fbin, 2)  # log sum_b exp f(a, b): (K, Q, S)
-    col = _lse(fbin, 1)  # log sum_a exp f(a, b)
-    edge = 2.0 * pair - np.einsum("kas,a->ks", row, cnt.sum(1)) - np.einsum("kbs,b->ks", col, cnt.sum(0))
-    return unary + edge
+    """log p(y_n | f) of every sample (K, S) under the :class:`~sklearn_struct._gp_likelihoods.Likelihood`."""
+    return likelihood.sample_loglik(draw.f, draw.fbin(p), ys)
 
 
 def _seq_estimate(draw, p, ys, likelihood, grad, control_variate):
@@ -643,12 +628,6 @@ def unary_data_grad(B_rows, est, p):
     return dm, dL
 
 
-def _lse(a, axis):
-    """log-sum-exp along ``axis`` (plain NumPy: scipy's is slow on many small reductions)."""
-    m = np.max(a, axis=axis, keepdims=True)
-    return np.squeeze(m, axis) + np.log(np.sum(np.exp(a - m), axis=axis))
-
-
 def pmi_transitions(fbin, axes=(-2, -1)):
     """The pointwise mutual information of the piecewise model's edge piece: a chain decoder's table.
 
@@ -702,46 +681,23 @@ def pmi_transitions(fbin, axes=(-2, -1)):
     return fbin - row - col + total
 
 
-def token_marginals(f, axis=0):
-    """Softmax of the unary scores ``f`` over the label ``axis``: the decoder of the piecewise model."""
-    return np.exp(f - np.expand_dims(_lse(f, axis), axis))
-
-
 def map_marginals(unary, mb, offsets, likelihood):
     """Node marginals (N, Q) of the model with unaries ``unary`` (N, Q) and table ``mb`` by the
-    decoder of ``likelihood``: the chain's forward-backward, or for the piecewise model token by
-    token, the softmax of the unary scores (see :func:`sample_marginals`)."""
-    if likelihood == "chain":
-        return forward_backward(unary, mb, offsets, edge_marginals="none")[1]
-    return token_marginals(unary, axis=1)
+    decoder of ``likelihood`` (a :class:`~sklearn_struct._gp_likelihoods.Likelihood`): the chain's
+    forward-backward, or for the piecewise model token by token, the softmax of the unary scores."""
+    return likelihood.node_marginals(unary, mb, offsets)
 
 
-def sample_marginals(prior, p, seqs, n_samples, seed, n_jobs=None, likelihood="chain"):
-    """Posterior-predictive node marginals, averaged over q(f) samples: each sample's forward-backward
-    marginals (``likelihood="chain"``), or for the piecewise model the softmax of each sampled unary.
-
-    The piecewise model's decoder (issue #22, ``benchmarks/studies/bench_gp_struct_piecewise.py``): its
-    unary pieces are per-token classifiers ``p(y_t | x_t)`` and its edge piece does not depend on
-    ``x`` (the label-bigram distribution, see :func:`pmi_transitions`). Decoding by the chain with
-    the trained table counts the label frequencies twice; re-assembling the chain with the table's
-    pointwise mutual information counts them once. Of the three, token by token had the lowest
-    held-out error in 3-fold CV inside the training halves of the four CRF++ tasks (papers'
-    protocol, the piecewise sparse MAP; all four at amplitude 1, three of four at each decoder's
-    CV amplitude): the choice was made on training data only.
+def sample_marginals(prior, p, seqs, n_samples, seed, n_jobs=None, likelihood=CHAIN):
+    """Posterior-predictive node marginals, averaged over q(f) samples: each sample's marginals by the
+    decoder of ``likelihood`` (a :class:`~sklearn_struct._gp_likelihoods.Likelihood`): the chain's
+    forward-backward, or for the piecewise model the softmax of each sampled unary (its decoder,
+    chosen on training data: see :class:`~sklearn_struct._gp_likelihoods.PiecewiseLikelihood`).
     """
-    K = p.K
-    S = max(1, -(-n_samples // K))  # samples per component
+    S = max(1, -(-n_samples // p.K))  # samples per component
 
     def work(draw, i):
-        if likelihood != "chain":
-            return token_marginals(draw.f, axis=1).mean(axis=(0, 3)).T
-        fbin = draw.fbin(p)
-        T = draw.f.shape[2]
-        out, part = np.zeros((T, p.Q)), np.empty((T, p.Q))
-        for k in range(K):
-            _marginals_kernel(draw.f[k], fbin[k], part)
-            out += part
-        return out / K
+        return likelihood.sample_marginals(draw.f, draw.fbin(p))
 
     with np.errstate(all="ignore"):
         out = _per_sequence(prior, p, seqs, S, seed, n_jobs, work)

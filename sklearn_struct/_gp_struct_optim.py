@@ -20,11 +20,10 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import logsumexp, softmax
 
+from ._gp_likelihoods import CHAIN, Likelihood
 from ._gp_struct_batch import FixedSamples, trusted_elbo
 from ._gp_struct_model import SparsePrior, elbo, mc_estimate, pair_kl, token_rows, unary_data_grad, unary_kl
-from .oracles.chain import forward_backward
 from .utils.optimize import lbfgs
 
 ESS_RESAMPLE, ESS_FLOOR = 0.5, 0.25  # gp-var-b: effective sample size fractions (new draw / infeasible step)
@@ -43,7 +42,7 @@ class FitContext:
     y: np.ndarray
     rng: np.random.RandomState
     n_samples: int
-    likelihood: str
+    likelihood: Likelihood
     control_variate: bool
     n_jobs: object
     progress: object
@@ -92,12 +91,14 @@ def _result(ctx, params, n_iter, reason, step_scale=1.0):
 
 
 # ----------------------------------------------------------------------------- sparse MAP start
-def sparse_map(prior, y, offsets, Q, max_iter=200, likelihood="chain"):
+def sparse_map(prior, y, offsets, Q, max_iter=200, likelihood=CHAIN):
     """MAP of the whitened inducing values and the transition table under their ``N(0, I)`` priors.
 
     Minimises ``-sum_n log p(y_n | B v, m_bin) + |v|^2 / 2 + |m_bin|^2 / 2`` by L-BFGS with the
-    likelihood's exact gradients (forward-backward for ``likelihood="chain"``, closed form for
-    ``"piecewise"``): a CRF on the whitened inducing features (or its piecewise pseudo-likelihood).
+    exact gradients of the ``map_objective`` of ``likelihood`` (a
+    :class:`~sklearn_struct._gp_likelihoods.Likelihood`: forward-backward for the chain, closed form
+    for the piecewise pseudo-likelihood): a CRF on the whitened inducing features (or its piecewise
+    pseudo-likelihood).
     Returns the means ``v`` (Q, M), ``m_bin`` (Q, Q), Laplace variances (inverse of the Gauss-Newton
     Hessian's diagonal): ``var_v`` (Q, M), ``var_bin`` (Q, Q), and the curvature ``p (1 - p)`` of every
     token's unary score (N, Q) at the MAP.
@@ -106,7 +107,7 @@ def sparse_map(prior, y, offsets, Q, max_iter=200, likelihood="chain"):
     onehot = np.zeros((N, Q))
     onehot[np.arange(N), y] = 1.0
     counts = transition_counts(y, offsets, Q)
-    nll = _chain_nll if likelihood == "chain" else _piecewise_nll
+    nll = likelihood.map_objective
 
     def back(R):  # d(scores)/d(v)^T R for R (N, Q)
         return (prior.B[0].T @ R).T if G == 1 else np.einsum("qnm,nq->qm", prior.B, R)
@@ -134,28 +135,6 @@ def transition_counts(y, offsets, Q):
     return counts
 
 
-def _chain_nll(unary, mb, offsets, onehot, counts):
-    """``-log p(y | unary, mb)`` of the chain, its gradients (unary, mb), the node marginals and a
-    diagonal curvature of ``mb``."""
-    log_z, node, edge = forward_backward(unary, mb, offsets)
-    value = float(log_z.sum() - np.sum(unary * onehot) - np.sum(mb * counts))
-    return value, node - onehot, edge - counts, node, edge * (1.0 - edge / max(edge.sum(), 1.0))
-
-
-def _piecewise_nll(unary, mb, offsets, onehot, counts):
-    """:func:`_chain_nll` for the piecewise pseudo-likelihood (gp-var-p's): each token's unary factor
-    normalised over its label, each transition ``(a, b)`` by its two conditionals
-    ``exp(mb[a, b]) / sum_b' exp(mb[a, b'])`` and ``exp(mb[a, b]) / sum_a' exp(mb[a', b])``."""
-    node = softmax(unary, axis=1)
-    rows, cols = counts.sum(axis=1), counts.sum(axis=0)  # transitions out of a, into b
-    s_row, s_col = softmax(mb, axis=1), softmax(mb, axis=0)
-    value = float(logsumexp(unary, axis=1).sum() - np.sum(unary * onehot) - 2.0 * np.sum(mb * counts)
-                  + rows @ logsumexp(mb, axis=1) + cols @ logsumexp(mb, axis=0))
-    g_mb = rows[:, None] * s_row + cols[None, :] * s_col - 2.0 * counts
-    curv_bin = rows[:, None] * s_row * (1.0 - s_row) + cols[None, :] * s_col * (1.0 - s_col)
-    return value, node - onehot, g_mb, node, curv_bin
-
-
 def _laplace_cholesky(prior, curv, j):
     """Cholesky factor of label ``j``'s Laplace covariance ``(I + B^T diag(curv_j) B)^{-1}`` (Gauss-Newton,
     the labels' coupling through the softmax left out)."""
@@ -165,7 +144,7 @@ def _laplace_cholesky(prior, curv, j):
     return np.linalg.cholesky(0.5 * (S + S.T) + 1e-10 * np.eye(B.shape[1]))
 
 
-def start_from_map(p, prior, y, offsets, rng, likelihood="chain"):
+def start_from_map(p, prior, y, offsets, rng, likelihood=CHAIN):
     """Set the variational parameters to the sparse MAP means and Laplace covariances (their
     diagonal with ``covariance="diagonal"``, the full per-label Gauss-Newton inverse otherwise),
     the MAP under the model's own likelihood (chain or piecewise)."""

@@ -14,11 +14,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._chain_crf import ChainTagsMixin
+from ._gp_likelihoods import LIKELIHOODS
 from ._gp_struct_amplitude import cv_amplitude, scaled_kernel
 from ._gp_struct_model import (SparsePrior, VarParams, check_feature_scale, gram, init_inducing, linear_sigma_0,
                                sample_marginals, svd_inducing)
 from ._gp_struct_optim import FitContext, fit_batch, fit_saga, kernel_theta, map_start_with_hyper_search, start_from_map
-from .oracles.chain import viterbi
 from .utils._proba import MarginalsAsProbaMixin
 from .utils._params import atomic_fit, store_init_params
 from .utils.packing import pack_sequences
@@ -245,7 +245,7 @@ class GPStructClassifier(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "kernel": [None, Kernel, list, tuple],
-        "likelihood": [StrOptions({"chain", "piecewise"})],
+        "likelihood": [StrOptions(set(LIKELIHOODS))],
         "optimizer": [StrOptions({"saga", "lbfgs"})],
         "n_inducing": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -298,6 +298,7 @@ class GPStructClassifier(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
         """
         X, y = check_sequences(X, y)
         blocks = self._blocks()
+        likelihood = LIKELIHOODS[self.likelihood]
         encoder = LabelEncoder().fit(np.concatenate(y))
         warm = self.warm_start and hasattr(self, "params_")
         if warm and (X[0].shape[1] != self.n_features_in_ or not np.array_equal(encoder.classes_, self.classes_)):
@@ -315,7 +316,7 @@ class GPStructClassifier(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
                 _check_kernel(k, Xp)
             Z = self._inducing_inputs(kernel, Xp, rng)
             kernel, amplitude, scores = self._choose_amplitude(kernel, Z, Xp, offsets, y_all, len(encoder.classes_),
-                                                               rng)
+                                                               rng, likelihood)
         Q, M = len(encoder.classes_), Z.shape[0]
         prior = SparsePrior(kernel, Z, Xp, offsets, n_jobs=self.n_jobs)
         if warm:
@@ -323,7 +324,7 @@ class GPStructClassifier(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
         else:
             p = VarParams(self.n_components, Q, M, self.covariance == "diagonal", init_scale=0.1)
         n_samples = _AUTO_SAMPLES[self.optimizer] if self.n_samples == "auto" else self.n_samples
-        ctx = FitContext(prior, kernel, Z, Xp, offsets, y_all, rng, n_samples, self.likelihood,
+        ctx = FitContext(prior, kernel, Z, Xp, offsets, y_all, rng, n_samples, likelihood,
                          self.control_variate, self.n_jobs,
                          Progress(type(self).__name__, self.verbose, self.callback, objective="ELBO", start=start),
                          start)
@@ -331,7 +332,7 @@ class GPStructClassifier(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
             if self.optimizer == "lbfgs" and blocks[2] and kernel_theta(kernel)[0].size == 1:
                 map_start_with_hyper_search(ctx, p)
             else:
-                start_from_map(p, prior, y_all, offsets, rng, self.likelihood)
+                start_from_map(p, prior, y_all, offsets, rng, likelihood)
         elif not warm and self.n_components > 1:  # break the symmetry between components
             p.m += 0.1 * rng.standard_normal(p.m.shape)
         if self.optimizer == "lbfgs":
@@ -364,14 +365,14 @@ class GPStructClassifier(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
             return init_inducing(Xp, self.n_inducing, rng)
         return svd_inducing(Xp, self.n_inducing, sigma_0, rng)
 
-    def _choose_amplitude(self, kernel, Z, Xp, offsets, y, Q, rng):
+    def _choose_amplitude(self, kernel, Z, Xp, offsets, y, Q, rng, likelihood):
         """The kernel scaled by the ``amplitude`` option: ``(kernel, amplitude, cv scores)``."""
         if self.amplitude == "elbo":
             return kernel, None, None
         if self.amplitude != "cv":
             return scaled_kernel(kernel, float(self.amplitude)), float(self.amplitude), None
         prior1 = SparsePrior(kernel, Z, Xp, offsets, n_jobs=self.n_jobs)
-        amplitude, scores = cv_amplitude(prior1, y, offsets, Q, rng, likelihood=self.likelihood)
+        amplitude, scores = cv_amplitude(prior1, y, offsets, Q, rng, likelihood=likelihood)
         return scaled_kernel(kernel, amplitude), amplitude, scores
 
     def _blocks(self):
@@ -402,7 +403,7 @@ class GPStructClassifier(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
         """
         prior, offsets = self._test_prior(X)
         return sample_marginals(prior, self.params_, np.arange(offsets.shape[0] - 1), self.n_predict_samples,
-                                self._predict_seed, n_jobs=self.n_jobs, likelihood=self.likelihood)
+                                self._predict_seed, n_jobs=self.n_jobs, likelihood=LIKELIHOODS[self.likelihood])
 
     def predict(self, X):
         """Labels per token: argmax of :meth:`predict_marginals`, or Viterbi on the posterior mean.
@@ -419,10 +420,7 @@ class GPStructClassifier(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
         if self.decode == "viterbi_mean":
             prior, offsets = self._test_prior(X)
             unary = prior.unary_mean(self.params_.m.mean(axis=0))
-            if self.likelihood == "chain":
-                labels, _ = viterbi(unary, self.params_.mb, offsets)
-            else:  # the piecewise model's decoder is token by token: Viterbi without transitions
-                labels = np.argmax(unary, axis=1)
+            labels = LIKELIHOODS[self.likelihood].decode(unary, self.params_.mb, offsets)
             return [self.classes_[labels[offsets[i]:offsets[i + 1]]] for i in range(offsets.shape[0] - 1)]
         return [self.classes_[np.argmax(m, axis=1)] for m in self.predict_marginals(X)]
 

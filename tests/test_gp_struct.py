@@ -15,6 +15,7 @@ from sklearn.linear_model import LogisticRegression
 
 from sklearn_struct import GPStructClassifier
 from sklearn_struct import _gp_struct_amplitude as _amp
+from sklearn_struct._gp_likelihoods import CHAIN, LIKELIHOODS, PIECEWISE
 from sklearn_struct._gp_struct_batch import FixedSamples, is_elbo
 from sklearn_struct._gp_struct_model import SparsePrior, VarParams, elbo, gram, pair_kl, unary_kl
 from sklearn_struct.datasets import make_chain_data
@@ -176,11 +177,12 @@ def test_gradient_estimator_is_unbiased(likelihood):
     h = 1e-3
     fd = np.array([(exact_elbo(xu + h * d[:xu.size], xp + h * d[xu.size:])
                     - exact_elbo(xu - h * d[:xu.size], xp - h * d[xu.size:])) / (2 * h) for d in dirs])
-    est = np.array([dirs @ np.concatenate(elbo(prior, p, [0], y, 20000, seed, likelihood)[1:3]) for seed in range(16)])
+    lik = LIKELIHOODS[likelihood]
+    est = np.array([dirs @ np.concatenate(elbo(prior, p, [0], y, 20000, seed, lik)[1:3]) for seed in range(16)])
     mean, se = est.mean(0), est.std(0, ddof=1) / np.sqrt(len(est))
     assert np.all(np.abs(mean - fd) <= 5 * se + 5e-3 * (1 + np.abs(fd))), np.c_[mean, fd, se]
     assert np.sum(np.abs(fd) > 10 * se) >= 4  # the check has power: slopes far above their noise
-    value = np.mean([elbo(prior, p, [0], y, 20000, seed, likelihood, grad=False)[0] for seed in range(4)])
+    value = np.mean([elbo(prior, p, [0], y, 20000, seed, lik, grad=False)[0] for seed in range(4)])
     np.testing.assert_allclose(value, exact_elbo(xu, xp), atol=0.02)
 
 
@@ -194,7 +196,7 @@ def test_loglik_matches_enumeration():
     from sklearn_struct._gp_struct_model import _SeqDraw, _seq_loglik
 
     draw = _SeqDraw(prior, p, np.matmul(prior.B[None], p.L), 0, 4, 0)
-    out = _seq_loglik(draw, p, y, "chain")
+    out = _seq_loglik(draw, p, y, CHAIN)
     f, fbin = draw.f[0], draw.fbin(p)[0]  # (Q, T, S), (Q, Q, S)
     for s in range(4):
         fb = fbin[:, :, s]
@@ -208,7 +210,7 @@ def test_control_variate_reduces_variance():
     prior, p, y = _tiny_problem(1)
     grads = {}
     for cv in (True, False):
-        grads[cv] = np.array([np.concatenate(elbo(prior, p, [0], y, 50, seed, "chain", control_variate=cv)[1:3])
+        grads[cv] = np.array([np.concatenate(elbo(prior, p, [0], y, 50, seed, CHAIN, control_variate=cv)[1:3])
                               for seed in range(200)])
     ratio = grads[True].var(0).sum() / grads[False].var(0).sum()
     assert ratio < 0.5, ratio  # measured 0.29 here; the longer the sequence (larger log p), the smaller
@@ -230,7 +232,7 @@ def test_importance_weighted_objective_gradient_matches_finite_differences(K, di
     """gp-var-b's fixed-sample objective: at parameters away from the draw's, its analytic gradient
     is the gradient of its value (the line search and the L-BFGS pairs see one function)."""
     prior, p0, y = _two_sequences(K, diagonal)
-    fixed = FixedSamples(prior, p0, [0, 1], y, 40, 3, likelihood)
+    fixed = FixedSamples(prior, p0, [0, 1], y, 40, 3, LIKELIHOODS[likelihood])
     p = p0.copy()
     rng = np.random.RandomState(1)
     p.set_unary(p0.get_unary() + 0.05 * rng.normal(size=p0.get_unary().size))
@@ -253,10 +255,10 @@ def test_importance_weighted_objective_is_the_mc_elbo_at_the_draw_and_consistent
     """At the draw's parameters it is the plain MC ELBO of the same samples (all weights 1 / S); at other
     parameters it estimates the exact ELBO there (quadrature), which wrong density ratios would miss."""
     prior, p0, y = _tiny_problem(2)
-    fixed = FixedSamples(prior, p0, [0], y, 20000, 5, "chain")
+    fixed = FixedSamples(prior, p0, [0], y, 20000, 5, CHAIN)
     value0, _, _, est = is_elbo(prior, p0, fixed, grad=False)
     assert est["ess"][0] == pytest.approx(1.0)
-    np.testing.assert_allclose(value0, elbo(prior, p0, [0], y, 20000, 5, "chain", grad=False)[0], rtol=1e-12)
+    np.testing.assert_allclose(value0, elbo(prior, p0, [0], y, 20000, 5, CHAIN, grad=False)[0], rtol=1e-12)
     p1 = p0.copy()
     p1.m = p0.m + 0.3
     p1.mb = p0.mb - 0.3
@@ -375,8 +377,8 @@ def test_per_label_kernels(chain_data):
     p = _random_params(rng, 1, 3, 6)
     shared = SparsePrior(RBF(1.5), Z, X, offsets)
     per_label = SparsePrior([RBF(1.5)] * 3, Z, X, offsets)
-    a = elbo(shared, p, np.arange(4), y, 30, 0, "chain")
-    b = elbo(per_label, p, np.arange(4), y, 30, 0, "chain")
+    a = elbo(shared, p, np.arange(4), y, 30, 0, CHAIN)
+    b = elbo(per_label, p, np.arange(4), y, 30, 0, CHAIN)
     for u, v in zip(a[:3], b[:3]):
         np.testing.assert_allclose(u, v, rtol=1e-9, atol=1e-9)
     kernels = [DotProduct(sigma_0=1.0), DotProduct(sigma_0=2.0), DotProduct(sigma_0=0.5)]
@@ -481,7 +483,7 @@ def test_piecewise_sparse_map_is_the_optimum_of_the_pseudo_likelihood():
     """gp-var-p starts from the MAP of its own (piecewise) likelihood: the analytic gradient matches finite
     differences of the objective written out edge by edge, and the point returned is its stationary point
     (not the chain's)."""
-    from sklearn_struct._gp_struct_optim import _piecewise_nll, sparse_map
+    from sklearn_struct._gp_struct_optim import sparse_map
 
     prior, _, y = _two_sequences(1, False)
     Q, M = 3, prior.B.shape[2]
@@ -492,13 +494,13 @@ def test_piecewise_sparse_map_is_the_optimum_of_the_pseudo_likelihood():
     for s in range(2):
         lo, hi = prior.offsets[s], prior.offsets[s + 1]
         np.add.at(counts, (y[lo:hi - 1], y[lo + 1:hi]), 1.0)
-    value, g_unary, g_mb = _piecewise_nll(prior.B[0] @ x[:Q * M].reshape(Q, M).T, x[Q * M:].reshape(Q, Q),
+    value, g_unary, g_mb = PIECEWISE.map_objective(prior.B[0] @ x[:Q * M].reshape(Q, M).T, x[Q * M:].reshape(Q, Q),
                                           prior.offsets, onehot, counts)[:3]
     grad = np.concatenate([(prior.B[0].T @ g_unary).T.ravel(), g_mb.ravel()]) + x
     objective = functools.partial(_piecewise_map_objective, prior, y, prior.offsets, Q)
     np.testing.assert_allclose(value + 0.5 * x @ x, objective(x), rtol=1e-12)
     np.testing.assert_allclose(grad, _fd(objective, x), rtol=1e-6, atol=1e-7)
-    v, mb, var_v, var_bin, _ = sparse_map(prior, y, prior.offsets, Q, likelihood="piecewise")
+    v, mb, var_v, var_bin, _ = sparse_map(prior, y, prior.offsets, Q, likelihood=PIECEWISE)
     x_map = np.concatenate([v.ravel(), mb.ravel()])
     assert np.abs(_fd(objective, x_map)).max() < 2e-3  # L-BFGS's tolerance
     v_chain, mb_chain = sparse_map(prior, y, prior.offsets, Q)[:2]
@@ -519,7 +521,7 @@ def _ctx(X, y, n_samples=30, seed=0, kernel=None):
     kernel = DotProduct(sigma_0=1.0) if kernel is None else kernel
     Z = init_inducing(Xp, 15, rng)
     prior = SparsePrior(kernel, Z, Xp, offsets)
-    return FitContext(prior, kernel, Z, Xp, offsets, np.concatenate(y).astype(np.int64), rng, n_samples, "chain",
+    return FitContext(prior, kernel, Z, Xp, offsets, np.concatenate(y).astype(np.int64), rng, n_samples, CHAIN,
                       True, None, Progress("t"), time.perf_counter())
 
 

@@ -10,10 +10,12 @@ from scipy.special import logsumexp
 from sklearn.gaussian_process.kernels import RBF
 
 from sklearn_struct import GPStructClassifier
-from sklearn_struct._gp_struct_model import (SparsePrior, VarParams, _marginals_kernel, _per_sequence, map_marginals,
-                                             pmi_transitions, sample_marginals, token_marginals)
+from sklearn_struct._gp_likelihoods import LIKELIHOODS, PIECEWISE, token_marginals
+from sklearn_struct._gp_struct_model import (SparsePrior, VarParams, _per_sequence, map_marginals, pmi_transitions,
+                                             sample_marginals)
 from sklearn_struct.datasets import make_chain_data
 from sklearn_struct.oracles.chain import forward_backward
+from sklearn_struct.oracles.chain_samples import _marginals_kernel
 
 
 def _enumerated_marginals(log_score, Q, T):
@@ -38,7 +40,7 @@ def test_token_decoder_is_the_enumerated_marginal_of_the_unary_pieces(seed):
     u, F = _random_problem(seed)
     T, Q = u.shape
     expected = _enumerated_marginals(lambda y: sum(u[t, y[t]] - logsumexp(u[t]) for t in range(T)), Q, T)
-    got = map_marginals(u, F, np.array([0, T]), "piecewise")
+    got = map_marginals(u, F, np.array([0, T]), PIECEWISE)
     np.testing.assert_allclose(got, expected, atol=1e-12)
     np.testing.assert_allclose(got.sum(axis=1), 1.0)
 
@@ -105,7 +107,7 @@ def test_sampled_marginals_average_the_enumerated_marginals_of_each_draw(seed):
     prior, p = _tiny_prior_and_params(seed)
     Q, S = p.Q, 5
     for likelihood in ("piecewise", "chain"):
-        got = sample_marginals(prior, p, [0, 1], 2 * S, seed, likelihood=likelihood)
+        got = sample_marginals(prior, p, [0, 1], 2 * S, seed, likelihood=LIKELIHOODS[likelihood])
 
         def brute(draw, i, likelihood=likelihood):
             f, fbin = draw.f, draw.fbin(p)  # (K, Q, T, S), (K, Q, Q, S)
@@ -183,14 +185,14 @@ def test_cv_amplitude_of_the_piecewise_model_scores_its_own_decoder(fitted):
     yy = np.concatenate(y[:30]).astype(np.int64)
     prior = SparsePrior(RBF(1.0), Xp[:8], Xp, offsets)
     grid = (0.25, 4.0)
-    _, scores = amp.cv_amplitude(prior, yy, offsets, 3, np.random.RandomState(0), grid=grid, likelihood="piecewise")
+    _, scores = amp.cv_amplitude(prior, yy, offsets, 3, np.random.RandomState(0), grid=grid, likelihood=PIECEWISE)
     folds = np.array_split(np.random.RandomState(0).permutation(30), 3)
     expected = np.zeros(len(grid))
     for held in (np.sort(h) for h in folds):
         tr, _, off_tr = subset_sequences(offsets, np.setdiff1d(np.arange(30), held))
         te, _, _ = subset_sequences(offsets, held)
         for i, a in enumerate(grid):
-            v = sparse_map(amp._Rows(np.sqrt(a) * prior.B[:, tr]), yy[tr], off_tr, 3, likelihood="piecewise")[0]
+            v = sparse_map(amp._Rows(np.sqrt(a) * prior.B[:, tr]), yy[tr], off_tr, 3, likelihood=PIECEWISE)[0]
             unary = np.sqrt(a) * prior.B[0, te] @ v.T
             expected[i] += np.mean(unary.argmax(1) != yy[te]) / 3
     np.testing.assert_allclose(scores[:, 0], expected, atol=1e-12)

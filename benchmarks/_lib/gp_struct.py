@@ -14,8 +14,8 @@ from sklearn_struct.preprocessing import CRFppTemplateFeaturizer
 from sklearn_struct.utils.packing import pack_sequences, subset_sequences
 
 from .results import results_dir
-from .internals import AMPLITUDE_GRID, SparsePrior, _fresh_kernels, _Rows, find_data_file, pmi_transitions, \
-    sparse_map, token_marginals
+from .internals import AMPLITUDE_GRID, LIKELIHOODS, SparsePrior, _fresh_kernels, _Rows, find_data_file, \
+    pmi_transitions, sparse_map, token_marginals
 
 
 
@@ -197,7 +197,7 @@ def decode(unary, mb, offsets):
 
 def errors(B, y, off, Bt, yt, offq, Q, a, likelihood="piecewise"):
     """Error % of each decoder on (Bt, yt) of the MAP fitted on (B, y) at amplitude ``a``, and its table."""
-    v, mb = sparse_map(_Rows(np.sqrt(a) * B), y, off, Q, likelihood=likelihood)[:2]
+    v, mb = sparse_map(_Rows(np.sqrt(a) * B), y, off, Q, likelihood=LIKELIHOODS[likelihood])[:2]
     node = decode(_Rows(np.sqrt(a) * Bt).unary_mean(v), mb, offq)
     return [100 * float(np.mean(m.argmax(axis=1) != yt)) for m in node], mb
 

@@ -7,9 +7,10 @@ from sklearn_struct._chain_crf import ChainObjective, predict_unary  # noqa: F40
 from sklearn_struct._dlpw_baselines import (ChainEnsemble, LabelPowerset, cutting_plane, dlpw,  # noqa: F401
                                              exact_objective, pegasos_lp)
 from sklearn_struct._gp_struct_amplitude import AMPLITUDE_GRID, _Rows, _held_out_marginals, cv_amplitude  # noqa: F401
-from sklearn_struct._gp_struct_model import (SparsePrior, VarParams, _marginals_kernel, _per_sequence, elbo,  # noqa: F401
-                                             init_inducing, map_marginals, pmi_transitions, token_marginals)
-from sklearn_struct._gp_struct_optim import _chain_nll, sparse_map, transition_counts  # noqa: F401
+from sklearn_struct._gp_likelihoods import CHAIN, LIKELIHOODS, token_marginals  # noqa: F401
+from sklearn_struct._gp_struct_model import (SparsePrior, VarParams, _per_sequence, elbo, init_inducing,  # noqa: F401
+                                             map_marginals, pmi_transitions)
+from sklearn_struct._gp_struct_optim import sparse_map, transition_counts  # noqa: F401
 from sklearn_struct._matching_baselines import (MatchingSSVM, _bp_likelihood, _true_features, double_loop_bethe_mle,  # noqa: F401
                                                 exact_log_likelihood, exact_matching_mle)
 from sklearn_struct._psi_gate import fit_gate, satisfaction_probability  # noqa: F401
@@ -19,3 +20,4 @@ from sklearn_struct.datasets._base import find_data_file  # noqa: F401
 from sklearn_struct.datasets._ising import make_ising_grid  # noqa: F401
 from sklearn_struct.dlpw import _augment  # noqa: F401
 from sklearn_struct.gp_struct import _fresh_kernels  # noqa: F401
+from sklearn_struct.oracles.chain_samples import _marginals_kernel  # noqa: F401

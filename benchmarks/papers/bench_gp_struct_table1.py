@@ -165,7 +165,7 @@ def scaling(sizes=(50, 100, 200, 400)):
     gradient; the fastest of 3)."""
     from sklearn.gaussian_process.kernels import DotProduct
 
-    from _lib.internals import SparsePrior, VarParams, elbo, init_inducing
+    from _lib.internals import CHAIN, SparsePrior, VarParams, elbo, init_inducing
     from sklearn_struct.utils.packing import pack_sequences
 
     seqs, labels, template = load_pool("basenp")
@@ -178,8 +178,8 @@ def scaling(sizes=(50, 100, 200, 400)):
         classes = np.unique(np.concatenate(ytr))
         y = np.searchsorted(classes, np.concatenate(ytr))
         p = VarParams(1, len(classes), prior.B.shape[-1], False, 0.1)
-        elbo(prior, p, np.arange(min(n, 5)), y, S, 0, "chain")  # warm-up (numba cache load, allocations)
-        batch_epoch = min(_cpu_seconds(lambda: elbo(prior, p, np.arange(n), y, S, 0, "chain")) for _ in range(3))
+        elbo(prior, p, np.arange(min(n, 5)), y, S, 0, CHAIN)  # warm-up (numba cache load, allocations)
+        batch_epoch = min(_cpu_seconds(lambda: elbo(prior, p, np.arange(n), y, S, 0, CHAIN)) for _ in range(3))
         # SAGA: 2 epochs of n/5 steps, then one closing full pass (one batch epoch), in CPU seconds
         gp = GPStructClassifier(block_iters=(2 * (n // 5), 0, 0), n_inducing=M, n_samples=S, batch_size=5,
                                 max_iter=1, random_state=0)

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for
 from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import cv_errors, DECODERS, GRID, TASKS, whitened  # noqa: E402
-from _lib.internals import _chain_nll, _Rows, map_marginals, sparse_map, transition_counts  # noqa: E402
+from _lib.internals import CHAIN, _Rows, map_marginals, sparse_map, transition_counts  # noqa: E402
 
 RESULTS = results_dir("gp_struct_amplitude_rules")
 PATH = RESULTS / "gp_struct_amplitude_rules.json"
@@ -57,7 +57,7 @@ def laplace_evidence(B, y, offsets, Q, a):
     rows = _Rows(np.sqrt(a) * B)
     v, mb, _, _, curv = sparse_map(rows, y, offsets, Q)
     counts = transition_counts(y, offsets, Q)
-    nll, _, _, _, curv_bin = _chain_nll(rows.unary_mean(v), mb, offsets, np.eye(Q)[y], counts)
+    nll, _, _, _, curv_bin = CHAIN.map_objective(rows.unary_mean(v), mb, offsets, np.eye(Q)[y], counts)
     log_det = _log_det_terms(rows.B[0], curv) + float(np.sum(np.log1p(np.maximum(curv_bin, 0.0))))
     value = -nll - 0.5 * float(np.sum(v * v)) - 0.5 * float(np.sum(mb * mb)) - 0.5 * log_det
     return value, (v, mb)
@@ -73,7 +73,7 @@ def measure(task, split):
     out = dict(split=split, n_seq=n_seq, n_tok=int(y.size), evidence=[], test=[])
     for a in GRID:
         value, (v, mb) = laplace_evidence(B, y, off, Q, a)
-        node = map_marginals(_Rows(np.sqrt(a) * test[0]).unary_mean(v), mb, test[2], "chain")
+        node = map_marginals(_Rows(np.sqrt(a) * test[0]).unary_mean(v), mb, test[2], CHAIN)
         out["evidence"].append(value)
         out["test"].append(100 * float(np.mean(node.argmax(axis=1) != test[1])))
     for rule, folds in (("cv3", 3), ("cv10", 10), ("loo", n_seq)):
