@@ -35,7 +35,8 @@ from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
-from _lib.internals import _augment, cutting_plane, dlpw, exact_objective, pegasos_lp  # noqa: E402
+from _lib.dlpw_baselines import cutting_plane, dlpw, exact_objective, pegasos_lp  # noqa: E402
+from _lib.internals import _augment  # noqa: E402
 from sklearn_struct.datasets import load_scene, load_yeast
 from sklearn_struct.oracles.lp import icm, make_lp_graph
 

@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_struct import MLEStructMatcher
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
-from _lib.internals import MatchingSSVM  # noqa: E402
+from _lib.matching_baselines import MatchingSSVM  # noqa: E402
 from sklearn_struct.datasets import load_cmu_house_hotel
 from sklearn_struct.preprocessing import PointSetPairFeatures
 

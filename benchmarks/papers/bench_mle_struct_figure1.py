@@ -34,7 +34,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_struct import MLEStructMatcher
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
-from _lib.internals import exact_log_likelihood, exact_matching_mle  # noqa: E402
+from _lib.matching_baselines import exact_log_likelihood, exact_matching_mle  # noqa: E402
 from sklearn_struct.oracles.matching import sample_matchings
 
 RESULTS = results_dir("mle_struct_figure1")

@@ -39,7 +39,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_struct import MLEStructMatcher
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
-from _lib.internals import _bp_likelihood, _true_features, double_loop_bethe_mle  # noqa: E402
+from _lib.matching_baselines import _bp_likelihood, _true_features, double_loop_bethe_mle  # noqa: E402
 from _lib.matching import training_set  # noqa: E402
 
 RESULTS = results_dir("mle_struct_single_double")

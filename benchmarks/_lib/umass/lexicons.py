@@ -35,6 +35,7 @@ from ..name_lexicons import load_name_lexicons
 from sklearn_struct import NonLocalCRF
 from ..internals import fit_energy, in_sample_thetas
 from sklearn_struct.constraint_learning import ConstraintFamily, kept_constraints
+from sklearn_struct.metrics import segment_error_events
 from .errors import analyse
 
 DEV_PATH = B.RESULTS / "umass_table1_lexicons_dev.json"
@@ -109,9 +110,7 @@ def family_grid(base, X, y, data, out, log):
 
 def swallowed_coverage(y_dev, pred, words, lexicons):
     """In the author lists the base CRF reads as a non-name field: name tokens (>= 2 letters) and those in a list."""
-    from ..internals import segment_events
-
-    events, _ = segment_events([list(v) for v in y_dev], [list(v) for v in pred])
+    events, _ = segment_error_events([list(v) for v in y_dev], [list(v) for v in pred])
     out = {"events": 0, "tokens": 0, "in_either": 0, "examples": []}
     for e in events:
         if not (e["type"] == "merged" and any(f.startswith("person") for f, _, _ in e["gold"])
