@@ -25,7 +25,7 @@ Systems, per fold:
     objective), run to L-BFGS's own stop (``max_iter=None``: CRFsuite's stopping rule,
     relative objective change over 10 iterations below ``tol`` = 1e-5 or gradient test
     ``epsilon`` = 1e-5; the same as ``bench_umass_table1.py --grobid --to-convergence`` and
-    ``_umass_grobid_ceiling.py``). ``c2`` chosen on an 80/20 split of the fold's training
+    ``studies/bench_umass_grobid_ceiling.py``). ``c2`` chosen on an 80/20 split of the fold's training
     part (grid ``C2_GRID``), never on the test fold, its fits also run to the stop (see
     :func:`tune_c2`). It is exactly the base model of the next row (same fitted ``theta``).
     Before this rerun every fit stopped at ``CAPPED_MAX_ITER`` = 100 L-BFGS iterations (the
@@ -245,7 +245,7 @@ NOTES = """## Notes
 - **Run to the stop, the gain nearly vanishes.** With every CRF fitted to L-BFGS's stop the base
   CRF gains about 4 points over the capped run's, and the constraints' gain falls from +0.30 to
   about +0.05: most of the capped run's gain made up for the under-fitted base (the same as
-  `bench_umass_table1.py --grobid --to-convergence` and `--grobid-ceiling` found). They still
+  `bench_umass_table1.py --grobid --to-convergence` and `bench_umass_grobid_ceiling.py` found). They still
   remove split fields (references with a field in several segments, last column), about as many
   as the gold has.
 - **Why the gain is small here.** Most remaining errors are whole fields given the wrong label

@@ -13,7 +13,7 @@ Anzaroot et al.'s constraints are written over ("#first names - #last names").
 Metric: segment F1 of the MAP labelling (conlleval rules on the BIO tags,
 ``chunk_precision_recall_f1(scheme="IOB2")``), micro over all fields, and per field.
 
-Features (every system): the CRFsuite-style token dicts of ``benchmarks/_citation_features.py``
+Features (every system): the CRFsuite-style token dicts of ``benchmarks/_lib/citation_features.py``
 (word with and without trailing punctuation, shape, prefixes and suffixes, year / initial /
 page-range / URL flags, digits, case, punctuation, position, the words, shapes and flags of
 the tokens within +-3, the previous-word bigram), through ``SequenceVectorizer(min_freq=2)``
@@ -301,7 +301,9 @@ def report(out, grobid):
     cpath = RESULTS / "umass_table1_grobid_converged.json"
     if cpath.exists():
         L += grobid_converged_report(json.loads(cpath.read_text()))
-    L += ["Script: `benchmarks/bench_umass_table1.py`; numbers: `umass_table1.json`."]
+    L += ["Script: `benchmarks/papers/bench_umass_table1.py`; numbers: `umass_table1.json`. What limits the learned "
+          "family (oracle ceilings, the perceptron, the sampled gate, a selector, new candidate kinds, name lexicons, "
+          "segment errors): the studies `benchmarks/studies/bench_umass_*.py`."]
     (RESULTS / "umass_table1.md").write_text("\n".join(L) + "\n")
     print("\n".join(L))
     plot(out)

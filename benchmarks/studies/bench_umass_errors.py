@@ -24,7 +24,7 @@ Run::
 
     SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/studies/bench_umass_errors.py
 
-Output: ``benchmarks/results/umass_errors.{md,json}`` (and the json files above).
+Output: ``benchmarks/results/umass_errors/umass_errors.{md,json}`` (and the json files above).
 """
 
 import argparse

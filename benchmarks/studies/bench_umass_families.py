@@ -101,9 +101,9 @@ def run_families(saved, log, only=None):
 
 
 def families_report(fam):
-    """The ``--families`` section: dev ceilings of the hierarchical and input-dependent candidate kinds."""
+    """The study's table: dev ceilings of the hierarchical and input-dependent candidate kinds."""
     L = ["## New candidate kinds: hierarchical groups and input-dependent counts (dev ceilings)", "",
-         f"`--families`: the base CRF refitted (its dev F1 per row: refits differ by ~0.1), the family at min_support {fam['min_support']} with "
+         f"`bench_umass_families.py`: the base CRF refitted (its dev F1 per row: refits differ by ~0.1), the family at min_support {fam['min_support']} with "
          "the new kinds added; for each, the oracle ceiling on dev (each reference keeps the candidates its gold "
          f"satisfies, psi={CEILING_STRENGTHS[0]}) and one psi fitted by the perceptron on dev's own gold and scored "
          f"there (in-sample, {IN_SAMPLE_EPOCHS[0]} epochs, step 3, no L1): what one psi vector can do at most. "
@@ -138,6 +138,7 @@ def main():
                      lambda msg: print(f"[{time.perf_counter() - start:7.0f}s] {msg}", flush=True), args.names)
     L = families_report(json.loads(PATH.read_text()))
     L[0] = "# " + L[0].removeprefix("## ")
+    L += ["Script: `benchmarks/studies/bench_umass_families.py`; numbers: `umass_families.json`.", ""]
     (RESULTS / "umass_families.md").write_text("\n".join(L))
     print("\n".join(L))
 

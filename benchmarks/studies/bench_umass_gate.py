@@ -138,7 +138,7 @@ def report(out, grobid=None):
     """Markdown section of ``umass_gate.md``."""
     t, dev0 = out["test"], out["base_dev"]
     gain, ungain = t["gated"]["f1"] - t["base"]["f1"], t["ungated"]["f1"] - t["base"]["f1"]
-    L = ["## The sampled gate (`--gate`): each reference chooses its candidates", "",
+    L = ["## The sampled gate: each reference chooses its candidates", "",
          f"`NonLocalCRF(psi_gate=\"probability\")`: candidate k acts on reference i with weight psi_k * p_ik, p_ik "
          "the share of 100 exact samples of the base CRF on reference i that satisfy it. A refitted base CRF "
          f"(c2 {out['c2']}, cap {out['max_iter']}; dev {dev0:.2f}), everything chosen on dev, testing once.", "",
@@ -206,7 +206,7 @@ def paper_report(out):
     g = {k: t[k]["f1"] - t["base"]["f1"] for k in ("ungated", "gated")}
     best = max(out["cv_gate"], key=lambda r: r["cv_dev"])
     ungated_cv = max(r["cv_dev"] for r in json.loads(pp.PATH.read_text())["cv_psi"])
-    return [f"The paper's protocol (a) through the gate (`--gate-paper`): psi by Algorithm 3 on the dev references "
+    return [f"The paper's protocol (a) through the gate (`--paper`): psi by Algorithm 3 on the dev references "
             f"through the gate, theta fixed, the setting by 3-fold CV inside dev over {len(out['cv_gate'])} settings "
             f"(min_support, psi_init, psi_l1, step; CV dev {best['cv_dev']:.2f}, without the gate "
             f"{ungated_cv:.2f}, base dev {out['base_dev']:.2f}) -> "
@@ -245,6 +245,8 @@ def main():
     if PAPER_PATH.exists() and "test" in json.loads(PAPER_PATH.read_text()):
         L += paper_report(json.loads(PAPER_PATH.read_text()))
     L[0] = "# " + L[0].removeprefix("## ")
+    L += ["Script: `benchmarks/studies/bench_umass_gate.py`; numbers: `umass_gate.json`, `umass_gate_grobid.json`, "
+          "`umass_gate_paper.json`.", ""]
     (RESULTS / "umass_gate.md").write_text("\n".join(L))
     print("\n".join(L))
 

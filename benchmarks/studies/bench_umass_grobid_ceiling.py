@@ -119,7 +119,7 @@ def report(rows):
               lambda r, i=i: r["in_sample"][i]["f1"]) for i, e in enumerate(bt.IN_SAMPLE_EPOCHS)]
     alg3 = [r for r in rows if "in_sample_alg3" in r]
     base = np.array([r["base"] for r in rows])
-    L = ["## GROBID: what limits the learned family (`--grobid-ceiling`)", "",
+    L = ["## GROBID: what limits the learned family (oracle and in-sample ceilings)", "",
          f"Folds {[r['fold'] for r in rows]}, base CRFs to CRFsuite's stop "
          f"({', '.join(str(r['base_n_iter']) for r in rows)} L-BFGS iterations), the UMass-dev family setting "
          f"{rows[0]['family_setting']} ({', '.join(str(r['n_candidates']) for r in rows)} candidates); IO segment "
@@ -152,6 +152,7 @@ def main():
         run(args.folds, lambda msg: print(f"[{time.perf_counter() - start:7.0f}s] {msg}", flush=True))
     L = report(json.loads(PATH.read_text()))
     L[0] = "# " + L[0].removeprefix("## ")
+    L += ["Script: `benchmarks/studies/bench_umass_grobid_ceiling.py`; numbers: `umass_grobid_ceiling.json`.", ""]
     (RESULTS / "umass_grobid_ceiling.md").write_text("\n".join(L))
     print("\n".join(L))
 

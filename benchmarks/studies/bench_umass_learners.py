@@ -97,11 +97,11 @@ def run_in_sample(saved, log):
 
 
 def learners_report(lr, t):
-    """The ``--learners`` section: the perceptron psi learner and the candidates' oracle ceiling."""
+    """The study's table: the perceptron psi learner and the candidates' oracle ceiling."""
     pt = lr["perceptron_test"]["f1"]
     ceil = lr["ceiling"]
     L = ["## What limits the learned family: the perceptron learner and the candidates' ceiling", "",
-         f"A second run (`--learners`): the base CRF refitted at c2={lr['c2']} (test {lr['base_test']:.2f}, dev "
+         f"A second run (`bench_umass_learners.py`): the base CRF refitted at c2={lr['c2']} (test {lr['base_test']:.2f}, dev "
          f"{lr['base_dev']:.2f}), the family at min_support {lr['min_support']}, psi by Anzaroot et al.'s "
          "structured perceptron (`psi_gradient=\"perceptron\"`: decode at the current psi, step by the "
          "violations of the prediction minus the gold's, L1 prox, averaged), its step and L1 on dev: "
@@ -165,6 +165,7 @@ def main():
         PATH.write_text(json.dumps(run_learners(saved, log)))
     L = learners_report(json.loads(PATH.read_text()), saved["test"])
     L[0] = "# " + L[0].removeprefix("## ")
+    L += ["Script: `benchmarks/studies/bench_umass_learners.py`; numbers: `umass_learners.json`.", ""]
     (RESULTS / "umass_learners.md").write_text("\n".join(L))
     print("\n".join(L))
 

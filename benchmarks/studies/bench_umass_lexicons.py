@@ -242,7 +242,7 @@ def coverage(data, lexicons, fields=("person-first", "person-last", "title", "jo
 
 
 def _earlier(main, lr, err):
-    """The earlier runs' dev numbers without lexicons (main run, ``--learners``, ``bench_umass_errors``) in one dict."""
+    """The earlier runs' dev numbers without lexicons (main run, ``bench_umass_learners``, ``bench_umass_errors``) in one dict."""
     fam0 = max(main["family_dev"], key=lambda r: r["dev"])
     return {"c2_dev": main["c2_dev"], "c2": main["c2"], "base_dev": main["c2_dev"][str(main["c2"])],
             "family_best_dev": fam0["dev"], "ceiling_dev": {k.split()[1]: v for k, v in lr["ceiling"].items()
@@ -271,7 +271,7 @@ ROW_NAMES = ["base CRF, c2 grid", "base CRF (chosen c2)", "+ learned family, psi
 
 
 def _converged_rows(cols):
-    """Rows of the base CRFs run to L-BFGS's stop (``--lexicons converged``), where a run has them."""
+    """Rows of the base CRFs run to L-BFGS's stop (``bench_umass_lexicons.py converged``), where a run has them."""
     def cell(d, fn):
         return fn(d["converged"]) if "converged" in d else ""
 
@@ -296,14 +296,14 @@ def report(dev, test=None):
         cols["without lexicons (control, this code)"] = json.loads(CONTROL_PATH.read_text())
     cols["with lexicons"] = dev
     cells = {k: _rows(d) for k, d in cols.items()}
-    L = ["# UMass Table 1 with name lexicons in the base CRF (dev; `bench_umass_table1.py --lexicons`)", "",
-         "Features: `_citation_features.py` plus the US Census 1990 first- and last-name lists (public domain, read "
-         "from the PyPI package `names`, MIT; `_name_lexicons.py`): in the first / last / both lists, frequency-rank "
+    L = ["# UMass Table 1 with name lexicons in the base CRF (dev; `bench_umass_lexicons.py`)", "",
+         "Features: `_lib/citation_features.py` plus the US Census 1990 first- and last-name lists (public domain, read "
+         "from the PyPI package `names`, MIT; `_lib/name_lexicons.py`): in the first / last / both lists, frequency-rank "
          "bins, the same with the token's case, for the token and those at +-1 / +-2, and the pair (token, next). "
          f"{dev['n_features']} feature columns (without: {main['n_features']}). Same protocol as the main run: "
          f"c2 from {list(B.C2_GRID)} on dev, {B.MAX_ITER} L-BFGS iterations, the family grid on dev, psi on 3-fold "
          "cross-fitted training marginals. Testing was not used for any row here. The earlier column assembles the "
-         "main run (base, family), `--learners` / `--in-sample` (ceilings, over their own refit base) and "
+         "main run (base, family), `bench_umass_learners.py` (ceilings, over their own refit base) and "
          "`bench_umass_errors.py` (its own refit at c2 0.1); the control reruns the lexicon run's steps without "
          "lexicons with the same code.", "",
          "| dev segment F1 | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
@@ -340,8 +340,7 @@ def report(dev, test=None):
           "already learn, not the international author names left (`Gethin`, `Pnueli`, `Piterman`), and hold 18% of "
           "the title tokens. By the rule set before the run (test only if dev's gain is clearly above +0.40), "
           "testing was not run with lexicons.", ""]
-    L += ["Script: `benchmarks/bench_umass_table1.py --lexicons` (`_umass_lexicons.py`); numbers: "
-          "`umass_table1_lexicons_dev.json`."]
+    L += ["Script: `benchmarks/studies/bench_umass_lexicons.py`; numbers: `umass_lexicons_dev.json`."]
     (RESULTS / "umass_lexicons.md").write_text("\n".join(L) + "\n")
     print("\n".join(L))
 

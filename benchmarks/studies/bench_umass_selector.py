@@ -139,7 +139,7 @@ def grobid_report(rows):
         return np.mean([next(x for x in r[key] if all(x[a] == b for a, b in match.items()))["f1"] - r["base"]
                         for r in rows])
 
-    L = [f"GROBID folds {[r['fold'] for r in rows]} (`--selector-grobid`, held back; base CRFs to CRFsuite's stop, "
+    L = [f"GROBID folds {[r['fold'] for r in rows]} (`--grobid`, held back; base CRFs to CRFsuite's stop, "
          f"{', '.join(str(r['n_candidates']) for r in rows)} candidates, IO segment F1): mean gain over the base "
          f"CRF ({np.mean([r['base'] for r in rows]):.2f}); {sum(r['n_helpful'] for r in rows)} helpful and "
          f"{sum(r['n_harmful'] for r in rows)} harmful pairs in all, the gate's ROC area "
@@ -169,7 +169,7 @@ def _gain(row, base):
 
 def report(out):
     """Markdown section: the degraded oracle's gain over the base CRF, and the gate's operating points."""
-    L = ["## How good must a per-reference selector be? (`--selector`, reads the gold: a diagnostic)", "",
+    L = ["## How good must a per-reference selector be? (reads the gold: a diagnostic)", "",
          f"The main run's base CRF (c2 {out['c2']}, cap {out['max_iter']}) and family (min_support "
          f"{out['min_support']}, {out['n_candidates']} candidates). A candidate changes a reference only if the "
          "base decoding breaks it; of those pairs, *helpful* ones are kept by the gold (keeping the candidate can "
@@ -221,6 +221,8 @@ def main():
         PATH.write_text(json.dumps(dict(res, elapsed=time.perf_counter() - start)))
     L = report(json.loads(PATH.read_text()))
     L[0] = "# " + L[0].removeprefix("## ")
+    L += ["Script: `benchmarks/studies/bench_umass_selector.py`; numbers: `umass_selector.json`, "
+          "`umass_selector_grobid.json`.", ""]
     (RESULTS / "umass_selector.md").write_text("\n".join(L))
     print("\n".join(L))
 
