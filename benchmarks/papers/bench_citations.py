@@ -11,7 +11,7 @@ There is no official split: 5-fold cross-validation over references (``KFold(5,
 shuffle=True, random_state=0)``), every fold tested once.
 
 Features (the same for every system): CRFsuite-style token dicts
-(``benchmarks/_citation_features.py``): lower-cased word with and without trailing
+(``benchmarks/_lib/citation_features.py``): lower-cased word with and without trailing
 punctuation, word shape, prefixes and suffixes, year / initial / page-range / URL flags,
 digit count, case, punctuation characters, relative and absolute position, the words,
 shapes and flags of the tokens within +-3, and the previous-word bigram. Our CRF gets them
@@ -69,7 +69,7 @@ Run::
 ``--folds 0 1`` runs a subset of folds; ``--report-only`` rewrites the table from the JSON
 (``--merge citations citations_f3 ...`` joins folds run by separate processes; the whole-run
 time is then the sum of the processes' times).
-Output: ``benchmarks/results/citations.{md,json,png}``.
+Output: ``benchmarks/results/citations/citations.{md,json,png}``.
 """
 
 import argparse
@@ -341,7 +341,7 @@ def report(folds, elapsed):
               f"{PSI_HOLDOUT} cross-fitting CRFs + psi) / CRFsuite's fit: {fit_ratio:.1f}x; per fold (s): "
               + ", ".join(f"{f['fit_constrained_s']:.0f} / {f['fit_crfsuite_s']:.0f}" for f in folds) + "."]
     lines += previous_run()
-    lines += ["", "Per-fold numbers: `citations.json`. Script: `benchmarks/bench_citations.py`.", "", NOTES]
+    lines += ["", "Per-fold numbers: `citations.json`. Script: `benchmarks/papers/bench_citations.py`.", "", NOTES]
     (RESULTS / f"{OUT}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     plot(folds)

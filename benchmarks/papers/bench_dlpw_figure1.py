@@ -16,9 +16,9 @@ HiGHS) or by HiGHS (4-state set). Reported: time for each method to come within 
 method reaches, and the ratios to DLPW. Every method gets the same time budget per set (stated in the table).
 
 Run: ``python benchmarks/papers/bench_dlpw_figure1.py [--sets yeast scene reuters synthetic] [--scale 1.0]``
-(writes results/dlpw_figure1.{md,json,png}; ``--scale`` multiplies the time budgets). The committed
+(writes results/dlpw_figure1/dlpw_figure1.{md,json,png}; ``--scale`` multiplies the time budgets). The committed
 results: all sets at scale 1, then yeast again at scale 3 (``--sets yeast --scale 3 --out
-dlpw_figure1_yeast_long``) merged in with ``--merge results/dlpw_figure1_yeast_long.json``.
+dlpw_figure1_yeast_long``) merged in with ``--merge results/dlpw_figure1/dlpw_figure1_yeast_long.json``.
 """
 
 import sys

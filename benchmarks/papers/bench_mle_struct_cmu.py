@@ -14,7 +14,7 @@ Both methods run in the same process on the same features and splits: ``MLEStruc
 BCFW, line search, default tol) and the structured SVM baseline (Caetano's "linear + learning": margin
 rescaling with the normalised Hamming loss, BCFW). The paper's numbers (read off Fig. 4) are beside.
 
-Run: ``python benchmarks/papers/bench_mle_struct_cmu.py`` (about 2-4 minutes; writes results/mle_struct_cmu.*).
+Run: ``python benchmarks/papers/bench_mle_struct_cmu.py`` (about 2-4 minutes; writes results/mle_struct_cmu/mle_struct_cmu.*).
 """
 
 import json

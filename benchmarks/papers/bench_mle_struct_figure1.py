@@ -15,7 +15,7 @@ the upper bound). (c)/(d): the optimal values of the exact and approximate objec
 Bethe and RW optima are bracketed by the dual objective minus its duality gap and the dual objective,
 and should sandwich the exact optimum, ``L_RW* <= L* <= L_Bethe*`` (eqs. 12-13).
 
-Run: ``python benchmarks/papers/bench_mle_struct_figure1.py`` (a few minutes; writes results/mle_struct_figure1.*).
+Run: ``python benchmarks/papers/bench_mle_struct_figure1.py`` (a few minutes; writes results/mle_struct_figure1/mle_struct_figure1.*).
 """
 
 import sys

@@ -48,7 +48,7 @@ iterations; Figure 2: iterations to converge at the cap of 40.
 tuning on GROBID), on folds of ``bench_citations.py``'s 5-fold split of the GROBID set
 (13 Cora fields, IO labels), next to the base CRF and the 18 hand-written templates there,
 each fold's ``c2`` as chosen by ``bench_citations.py``'s capped run (``GROBID_C2``:
-``results/citations_cap100.json``, the c2 with which every GROBID result here was made; its
+``results/citations/citations_cap100.json``, the c2 with which every GROBID result here was made; its
 converged rerun, ``citations.json``, may pick otherwise). GROBID played no part in
 designing the family: it is the held-back citation data.
 

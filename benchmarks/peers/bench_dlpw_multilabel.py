@@ -18,11 +18,11 @@ seen in training); see ``benchmarks/_lib/dlpw_baselines.py``.
 The cost goal ("the sparse graph at most 3x BR's fit on a 50-label set") is measured on a generated set
 (``make_multilabel_pairwise``, 2000 x 50 features, 50 labels), default settings (``--cost``).
 
-Results are cached row by row in ``results/dlpw_multilabel.json`` (2 shared cores: a rerun only fits
+Results are cached row by row in ``results/dlpw_multilabel/dlpw_multilabel.json`` (2 shared cores: a rerun only fits
 the rows that are missing; ``--force NAME`` refits the rows whose method contains NAME).
 
 Run: ``python benchmarks/peers/bench_dlpw_multilabel.py [--cost | --cost-only] [--force NAME] [--set yeast|scene]``
-(writes results/dlpw_multilabel.{md,json}).
+(writes results/dlpw_multilabel/dlpw_multilabel.{md,json}).
 """
 
 import json

@@ -20,7 +20,7 @@ method needs to first reach ``L >= L_ref - eps |L_ref|``, with ``L_ref`` the dou
 objective ``h`` of the single loop is an upper bound on the optimum and brackets it.
 Also reported: wall time of a default ``MLEStructMatcher(alpha=1, n_jobs=2).fit`` on this set.
 
-Run: ``python benchmarks/studies/bench_mle_struct_single_double.py`` (writes results/mle_struct_single_double.*).
+Run: ``python benchmarks/studies/bench_mle_struct_single_double.py`` (writes results/mle_struct_single_double/mle_struct_single_double.*).
 """
 
 import sys
