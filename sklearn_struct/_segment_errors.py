@@ -69,8 +69,10 @@ def segment_error_events(y_true, y_pred):
     >>> y_true = [["B-title", "I-title", "B-year", "O"]]
     >>> y_pred = [["B-title", "B-title", "B-venue", "O"]]
     >>> events, totals = segment_error_events(y_true, y_pred)
-    >>> [(e["type"], e["gold"], e["pred"]) for e in events]
-    [('split', [('title', 0, 2)], [('title', 0, 1), ('title', 1, 2)]), ('wrong label', [('year', 2, 3)], [('venue', 2, 3)])]
+    >>> for e in events:
+    ...     print(e["type"], e["gold"], e["pred"])
+    split [('title', 0, 2)] [('title', 0, 1), ('title', 1, 2)]
+    wrong label [('year', 2, 3)] [('venue', 2, 3)]
     >>> totals
     {'tp': 0, 'n_gold': 2, 'n_pred': 3}
     """
@@ -183,10 +185,12 @@ def _check_totals(totals):
 
 def _check_events(events):
     if not isinstance(events, (list, tuple)):
-        raise TypeError(f"events must be a list of the dicts segment_error_events returns, got {type(events).__name__}.")
+        raise TypeError(f"events must be a list of the dicts segment_error_events returns, "
+                        f"got {type(events).__name__}.")
     for i, e in enumerate(events):
         if not isinstance(e, dict) or not {"type", "gold", "pred"} <= set(e):
-            raise TypeError(f"events[{i}] is not an event of segment_error_events (a dict with 'type', 'gold', 'pred').")
+            raise TypeError(f"events[{i}] is not an event of segment_error_events "
+                            "(a dict with 'type', 'gold', 'pred').")
     return events
 
 

@@ -458,8 +458,8 @@ def probe_segment_errors(p):
         return len(ev)
 
     p.valid("segment_error_events", known)
-    bad_seqs = [("empty", [], False), ("none", None, False), ("number", 3, False), ("not-bio", [["B-a", "x", "O", "O"]], True),
-                ("short", [["B-a", "O", "O"]], True), ("more-sequences", yt * 2, False),
+    bad_seqs = [("empty", [], False), ("none", None, False), ("number", 3, False),
+                ("not-bio", [["B-a", "x", "O", "O"]], True), ("short", [["B-a", "O", "O"]], True), ("more-sequences", yt * 2, False),
                 ("empty-sequence", [[]], True), ("2d-labels", [[["B-a"]] * 4], True)]
     for arg in ("y_true", "y_pred"):
         p.mutate("segment_error_events", segment_error_events, {"y_true": yt, "y_pred": yp}, arg, bad_seqs,

@@ -92,8 +92,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for
 from _lib import citations as bc  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.umass import paper_protocol as pp  # noqa: E402
-from _lib.umass.protocol import (C2_GRID, CAPS, cross_fitted, FAMILY_FIXED, FAMILY_GRID, GROBID_C2, load_features,  # noqa: E402
-                                 MAX_ITER, per_field, quiet, REPORT_FIELDS, RESULTS, seg_f1, timed, with_energy)
+from _lib.umass.protocol import (C2_GRID, CAPS, cross_fitted, FAMILY_FIXED, FAMILY_GRID,  # noqa: E402
+                                 GROBID_C2, load_features, MAX_ITER, per_field, quiet, REPORT_FIELDS, RESULTS,
+                                 seg_f1, timed, with_energy)
 
 from sklearn_struct import NonLocalCRF  # noqa: E402
 from sklearn_struct.constraint_learning import ConstraintFamily, kept_constraints  # noqa: E402

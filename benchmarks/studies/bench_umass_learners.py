@@ -29,9 +29,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.internals import fit_energy, in_sample_thetas  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
-from _lib.umass.protocol import (CEILING_STRENGTHS, cross_fitted, IN_SAMPLE_EPOCHS, load_features, MAX_ITER,  # noqa: E402
-                                 oracle_ceiling, per_field, PERCEPTRON_FIXED, quiet, RESULTS as MAIN, seg_f1, timed,
-                                 with_energy)
+from _lib.umass.protocol import (CEILING_STRENGTHS, cross_fitted, IN_SAMPLE_EPOCHS, load_features,  # noqa: E402
+                                 MAX_ITER, oracle_ceiling, per_field, PERCEPTRON_FIXED, quiet, RESULTS as MAIN,
+                                 seg_f1, timed, with_energy)
 
 from sklearn_struct import NonLocalCRF  # noqa: E402
 from sklearn_struct.constraint_learning import ConstraintFamily, kept_constraints  # noqa: E402
