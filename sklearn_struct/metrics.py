@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from sklearn.metrics import make_scorer
 from sklearn.utils._param_validation import StrOptions, validate_params
 
+from ._segment_errors import segment_error_events, segment_error_table, segment_f1_if_fixed
 from .utils.validation import _as_list, check_sequence_labels
 
 __all__ = [
@@ -24,6 +25,9 @@ __all__ = [
     "chunk_precision_recall_f1",
     "chunk_f1_score",
     "segment_report",
+    "segment_error_events",
+    "segment_error_table",
+    "segment_f1_if_fixed",
     "hamming_loss_multilabel",
     "subset_accuracy",
     "matching_error",

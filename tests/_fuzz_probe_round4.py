@@ -17,6 +17,9 @@ or a NaN-free result.
   ``LabelScore``; ``ModelFileError``.
 * ``round4_dlpw``: ``DLPWClassifierCV`` on tiny data (cv=2, two values of C) and
   ``oracles.lp_learning.sets_epoch``.
+* ``segment_errors``: ``metrics.segment_error_events`` (checked against a hand-worked answer),
+  ``segment_error_table`` and ``segment_f1_if_fixed``: non-BIO tags, ragged and mismatched
+  sequences, foreign events and totals, a key that is not callable.
 """
 
 import itertools
@@ -441,9 +444,47 @@ def probe_round4_dlpw(p):
               ("wrong-n-labels", Ym[:, :-1], False)], ("y", "label", "sample", "target", "samples"))
 
 
+# ---------------------------------------------------------------------- segment errors
+
+def probe_segment_errors(p):
+    from sklearn_struct.metrics import segment_error_events, segment_error_table, segment_f1_if_fixed
+
+    yt, yp = [["B-a", "I-a", "O", "B-b"]], [["B-a", "B-a", "O", "B-c"]]
+    events, totals = segment_error_events(yt, yp)
+
+    def known():
+        ev, tot = segment_error_events(yt, yp)
+        assert [e["type"] for e in ev] == ["split", "wrong label"] and tot == {"tp": 0, "n_gold": 2, "n_pred": 3}
+        return len(ev)
+
+    p.valid("segment_error_events", known)
+    bad_seqs = [("empty", [], False), ("none", None, False), ("number", 3, False),
+                ("not-bio", [["B-a", "x", "O", "O"]], True), ("short", [["B-a", "O", "O"]], True), ("more-sequences", yt * 2, False),
+                ("empty-sequence", [[]], True), ("2d-labels", [[["B-a"]] * 4], True)]
+    for arg in ("y_true", "y_pred"):
+        p.mutate("segment_error_events", segment_error_events, {"y_true": yt, "y_pred": yp}, arg, bad_seqs,
+                 (arg, "y_true", "y_pred", "sequence", "Sequence"))
+    p.valid("segment_f1_if_fixed", lambda: segment_f1_if_fixed(events, totals),
+            lambda out: abs(out - 100.0) < 1e-9)
+    p.valid("segment_error_table", lambda: segment_error_table(events, totals),
+            lambda out: out["split"][0] == 1 and out["merged"] == (0, 0.0))
+    bad_events = [("none", None, False), ("string", "split", False), ("list-of-ints", [1, 2], True),
+                  ("dict-without-type", [{"gold": []}], True)]
+    bad_totals = [("none", None, False), ("missing-key", {"tp": 0}, False),
+                  ("negative", {"tp": 0, "n_gold": -1, "n_pred": 3}, False),
+                  ("tp-too-large", {"tp": 5, "n_gold": 2, "n_pred": 3}, False),
+                  ("float-count", {"tp": 0.5, "n_gold": 2, "n_pred": 3}, False)]
+    for name, func in (("segment_f1_if_fixed", segment_f1_if_fixed), ("segment_error_table", segment_error_table)):
+        p.mutate(name, func, {"events": events, "totals": totals}, "events", bad_events, ("events",))
+        p.mutate(name, func, {"events": events, "totals": totals}, "totals", bad_totals, ("totals",))
+    p.mutate("segment_error_table", segment_error_table, {"events": events, "totals": totals}, "key",
+             [("string", "type", False), ("number", 3, False)], ("key",))
+
+
 SECTIONS = {
     "chain_constrained": probe_chain_constrained,
     "shards": probe_shards,
     "explain": probe_explain,
     "round4_dlpw": probe_round4_dlpw,
+    "segment_errors": probe_segment_errors,
 }

@@ -1,13 +1,20 @@
-"""Figure 1 baselines (Pegasos with an exact LP, 1-slack cutting plane) on the DLPW model code."""
+"""The DLPW benchmarks' baselines (``benchmarks/_lib/dlpw_baselines.py``): Pegasos with an exact LP, 1-slack
+cutting plane, label powerset and the chain ensemble, on the DLPW model code."""
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from sklearn_struct._dlpw_baselines import _project, _solve_qp, cutting_plane, dlpw, exact_objective, pegasos_lp
 from sklearn_struct.datasets import make_multilabel_pairwise
 from sklearn_struct.dlpw import _augment
 from sklearn_struct.oracles.lp import make_lp_graph
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from _lib.dlpw_baselines import (_project, _solve_qp, ChainEnsemble, cutting_plane, dlpw, exact_objective,  # noqa: E402
+                                 LabelPowerset, pegasos_lp)
 
 
 def test_qp_solver_matches_slsqp():
@@ -51,8 +58,6 @@ def test_three_solvers_reach_the_same_eq7_optimum():
 
 def test_label_powerset_and_chain_ensemble():
     from sklearn.linear_model import LogisticRegression
-
-    from sklearn_struct._dlpw_baselines import ChainEnsemble, LabelPowerset
 
     X, Y = make_multilabel_pairwise(150, n_features=4, n_labels=4, noise=0.3, random_state=0)
     lp = LabelPowerset(C=0.5).fit(X[:100], Y[:100])

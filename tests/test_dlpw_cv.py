@@ -1,5 +1,8 @@
 """DLPWClassifierCV: the warm-started path over C against separate fits."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -7,10 +10,12 @@ from sklearn.metrics import make_scorer
 from sklearn.model_selection import KFold
 
 from sklearn_struct import DLPWClassifier, DLPWClassifierCV
-from sklearn_struct._dlpw_baselines import exact_objective
 from sklearn_struct.datasets import make_multilabel_pairwise
 from sklearn_struct.dlpw import _augment, _Model
 from sklearn_struct.metrics import hamming_loss_multilabel
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from _lib.dlpw_baselines import exact_objective  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,12 @@
-"""Segment error events by type (sklearn_struct._segment_errors), worked out by hand."""
+"""Segment error events by type (sklearn_struct.metrics.segment_error_*), worked out by hand."""
 
 import pytest
 
-from sklearn_struct._segment_errors import bio_segments, error_table, f1_fixed, segment_events
+from sklearn_struct._segment_errors import _bio_segments as bio_segments
 from sklearn_struct.metrics import chunk_precision_recall_f1
+from sklearn_struct.metrics import segment_error_events as segment_events
+from sklearn_struct.metrics import segment_error_table as error_table
+from sklearn_struct.metrics import segment_f1_if_fixed as f1_fixed
 
 GOLD = [["B-a", "I-a", "O", "B-b", "I-b", "B-c", "B-d", "I-d", "I-d", "B-e", "B-f", "I-f", "O"],
         ["B-a", "B-b", "I-b", "B-c", "I-c", "O", "B-d"]]
@@ -44,3 +47,22 @@ def test_bad_input_names_the_sequence():
         segment_events(GOLD, [PRED[0], PRED[1][:-1]])
     with pytest.raises(ValueError, match="2 sequences, y_pred 1"):
         segment_events(GOLD, PRED[:1])
+
+
+def test_table_lists_every_type_and_checks_its_input():
+    events, totals = segment_events(GOLD, PRED)
+    table = error_table(events, totals)
+    assert list(table)[:3] == ["boundary", "wrong label", "label+boundary"] and len(table) == 8
+    assert table["merged"] == (0, 0.0) and table["many-to-many"] == (0, 0.0)
+    by_seq = error_table(events, totals, key=lambda e: e["seq"])
+    assert sorted(by_seq) == [0, 1] and sum(n for n, _ in by_seq.values()) == len(events)
+    with pytest.raises(TypeError, match="key must be a callable"):
+        error_table(events, totals, key="type")
+    with pytest.raises(TypeError, match="events"):
+        f1_fixed(None, totals)
+    with pytest.raises(TypeError, match="totals"):
+        f1_fixed(events, {"tp": 1})
+    with pytest.raises(ValueError, match="tp <= n_gold"):
+        f1_fixed([], {"tp": 3, "n_gold": 2, "n_pred": 5})
+    with pytest.raises(ValueError, match="y_pred sequence 0: tag 'x' at token 1"):
+        segment_events([["O", "O"]], [["O", "x"]])

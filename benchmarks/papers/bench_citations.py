@@ -11,7 +11,7 @@ There is no official split: 5-fold cross-validation over references (``KFold(5,
 shuffle=True, random_state=0)``), every fold tested once.
 
 Features (the same for every system): CRFsuite-style token dicts
-(``benchmarks/_citation_features.py``): lower-cased word with and without trailing
+(``benchmarks/_lib/citation_features.py``): lower-cased word with and without trailing
 punctuation, word shape, prefixes and suffixes, year / initial / page-range / URL flags,
 digit count, case, punctuation characters, relative and absolute position, the words,
 shapes and flags of the tokens within +-3, and the previous-word bigram. Our CRF gets them
@@ -25,7 +25,7 @@ Systems, per fold:
     objective), run to L-BFGS's own stop (``max_iter=None``: CRFsuite's stopping rule,
     relative objective change over 10 iterations below ``tol`` = 1e-5 or gradient test
     ``epsilon`` = 1e-5; the same as ``bench_umass_table1.py --grobid --to-convergence`` and
-    ``_umass_grobid_ceiling.py``). ``c2`` chosen on an 80/20 split of the fold's training
+    ``studies/bench_umass_grobid_ceiling.py``). ``c2`` chosen on an 80/20 split of the fold's training
     part (grid ``C2_GRID``), never on the test fold, its fits also run to the stop (see
     :func:`tune_c2`). It is exactly the base model of the next row (same fitted ``theta``).
     Before this rerun every fit stopped at ``CAPPED_MAX_ITER`` = 100 L-BFGS iterations (the
@@ -69,7 +69,7 @@ Run::
 ``--folds 0 1`` runs a subset of folds; ``--report-only`` rewrites the table from the JSON
 (``--merge citations citations_f3 ...`` joins folds run by separate processes; the whole-run
 time is then the sum of the processes' times).
-Output: ``benchmarks/results/citations.{md,json,png}``.
+Output: ``benchmarks/results/citations/citations.{md,json,png}``.
 """
 
 import argparse
@@ -245,7 +245,7 @@ NOTES = """## Notes
 - **Run to the stop, the gain nearly vanishes.** With every CRF fitted to L-BFGS's stop the base
   CRF gains about 4 points over the capped run's, and the constraints' gain falls from +0.30 to
   about +0.05: most of the capped run's gain made up for the under-fitted base (the same as
-  `bench_umass_table1.py --grobid --to-convergence` and `--grobid-ceiling` found). They still
+  `bench_umass_table1.py --grobid --to-convergence` and `bench_umass_grobid_ceiling.py` found). They still
   remove split fields (references with a field in several segments, last column), about as many
   as the gold has.
 - **Why the gain is small here.** Most remaining errors are whole fields given the wrong label
@@ -341,7 +341,7 @@ def report(folds, elapsed):
               f"{PSI_HOLDOUT} cross-fitting CRFs + psi) / CRFsuite's fit: {fit_ratio:.1f}x; per fold (s): "
               + ", ".join(f"{f['fit_constrained_s']:.0f} / {f['fit_crfsuite_s']:.0f}" for f in folds) + "."]
     lines += previous_run()
-    lines += ["", "Per-fold numbers: `citations.json`. Script: `benchmarks/bench_citations.py`.", "", NOTES]
+    lines += ["", "Per-fold numbers: `citations.json`. Script: `benchmarks/papers/bench_citations.py`.", "", NOTES]
     (RESULTS / f"{OUT}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     plot(folds)

@@ -15,9 +15,9 @@ number of training samples (about 1000 per CV fold).
 Data: MULAN yeast (Elisseeff & Weston 2001) and scene (Boutell et al. 2004), from the MULAN repository
 (see data/multilabel/*/PROVENANCE.txt for licences).
 
-Run: ``python benchmarks/papers/bench_dlpw_accuracy.py`` (writes results/dlpw_accuracy.{md,json}); with
+Run: ``python benchmarks/papers/bench_dlpw_accuracy.py`` (writes results/dlpw_accuracy/dlpw_accuracy.{md,json}); with
 ``--diagnostic``: the same protocol for DLPW without label edges and for ``MultiOutputClassifier(LinearSVC)``
-(writes results/dlpw_accuracy_diagnostic.{md,json}).
+(writes results/dlpw_accuracy/dlpw_accuracy_diagnostic.{md,json}).
 """
 
 import json

@@ -16,9 +16,9 @@ HiGHS) or by HiGHS (4-state set). Reported: time for each method to come within 
 method reaches, and the ratios to DLPW. Every method gets the same time budget per set (stated in the table).
 
 Run: ``python benchmarks/papers/bench_dlpw_figure1.py [--sets yeast scene reuters synthetic] [--scale 1.0]``
-(writes results/dlpw_figure1.{md,json,png}; ``--scale`` multiplies the time budgets). The committed
+(writes results/dlpw_figure1/dlpw_figure1.{md,json,png}; ``--scale`` multiplies the time budgets). The committed
 results: all sets at scale 1, then yeast again at scale 3 (``--sets yeast --scale 3 --out
-dlpw_figure1_yeast_long``) merged in with ``--merge results/dlpw_figure1_yeast_long.json``.
+dlpw_figure1_yeast_long``) merged in with ``--merge results/dlpw_figure1/dlpw_figure1_yeast_long.json``.
 """
 
 import sys
@@ -35,7 +35,8 @@ from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
-from _lib.internals import _augment, cutting_plane, dlpw, exact_objective, pegasos_lp  # noqa: E402
+from _lib.dlpw_baselines import cutting_plane, dlpw, exact_objective, pegasos_lp  # noqa: E402
+from _lib.internals import _augment  # noqa: E402
 from sklearn_struct.datasets import load_scene, load_yeast
 from sklearn_struct.oracles.lp import icm, make_lp_graph
 

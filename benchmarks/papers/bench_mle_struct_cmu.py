@@ -14,7 +14,7 @@ Both methods run in the same process on the same features and splits: ``MLEStruc
 BCFW, line search, default tol) and the structured SVM baseline (Caetano's "linear + learning": margin
 rescaling with the normalised Hamming loss, BCFW). The paper's numbers (read off Fig. 4) are beside.
 
-Run: ``python benchmarks/papers/bench_mle_struct_cmu.py`` (about 2-4 minutes; writes results/mle_struct_cmu.*).
+Run: ``python benchmarks/papers/bench_mle_struct_cmu.py`` (about 2-4 minutes; writes results/mle_struct_cmu/mle_struct_cmu.*).
 """
 
 import json
@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_struct import MLEStructMatcher
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
-from _lib.internals import MatchingSSVM  # noqa: E402
+from _lib.matching_baselines import MatchingSSVM  # noqa: E402
 from sklearn_struct.datasets import load_cmu_house_hotel
 from sklearn_struct.preprocessing import PointSetPairFeatures
 

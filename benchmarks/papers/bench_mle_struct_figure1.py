@@ -15,7 +15,7 @@ the upper bound). (c)/(d): the optimal values of the exact and approximate objec
 Bethe and RW optima are bracketed by the dual objective minus its duality gap and the dual objective,
 and should sandwich the exact optimum, ``L_RW* <= L* <= L_Bethe*`` (eqs. 12-13).
 
-Run: ``python benchmarks/papers/bench_mle_struct_figure1.py`` (a few minutes; writes results/mle_struct_figure1.*).
+Run: ``python benchmarks/papers/bench_mle_struct_figure1.py`` (a few minutes; writes results/mle_struct_figure1/mle_struct_figure1.*).
 """
 
 import sys
@@ -34,7 +34,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_struct import MLEStructMatcher
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
-from _lib.internals import exact_log_likelihood, exact_matching_mle  # noqa: E402
+from _lib.matching_baselines import exact_log_likelihood, exact_matching_mle  # noqa: E402
 from sklearn_struct.oracles.matching import sample_matchings
 
 RESULTS = results_dir("mle_struct_figure1")

@@ -16,7 +16,7 @@ needs to first reach error <= eps:
 Ratios are BP time / FW time (> 1: FW is faster), per graph, then averaged (geometric mean) over
 graphs, beside the paper's. Same process, one thread each; absolute times are not reported as results.
 
-Run: ``python benchmarks/papers/bench_mle_struct_table2.py`` (a few minutes; writes results/mle_struct_table2.*).
+Run: ``python benchmarks/papers/bench_mle_struct_table2.py`` (a few minutes; writes results/mle_struct_table2/mle_struct_table2.*).
 """
 
 import json

@@ -11,7 +11,7 @@ psi learned by Algorithm 3 (one shared weight), the base CRF trained to CRFsuite
 convergence tolerance 1e-4 on the node marginals. Without the data it falls back to a
 generated dictionary task (``--generated``).
 
-Outputs ``benchmarks/results/nonlocal_iterations.md`` (tables) and ``.png`` (both figures).
+Outputs ``benchmarks/results/nonlocal_iterations/nonlocal_iterations.md`` (tables) and ``.png`` (both figures).
 
 Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/papers/bench_nonlocal_iterations.py``
 """

@@ -62,7 +62,7 @@ Run::
 ``--folds 0 1`` runs a subset of folds; ``--models`` a subset of rows; ``--threads`` sets numba's
 threads (default 1: Algorithm 3 makes thousands of oracle calls on small batches, where
 thread start-up costs more than it saves, badly so on a loaded machine). Output:
-``benchmarks/results/ocr_table4.{md,csv,png}``; about 20-35 minutes on 2 cores. ``--append``
+``benchmarks/results/ocr_table4/ocr_table4.{md,csv,png}``; about 20-35 minutes on 2 cores. ``--append``
 reruns only the given ``--models`` / ``--folds`` and merges them into the existing CSV;
 ``--report-only`` rewrites the table from the CSV.
 """
@@ -495,7 +495,7 @@ def markdown(summary, fold_ids, total_s, notes=()):
         "shared weight (single-weight rows); inference iterations and converged: Bethe-RDA on the "
         "test words (tolerance 1e-4 on the node marginals). With --append the run time is the sum "
         "of the runs.",
-        "Per-fold numbers: `ocr_table4.csv`. Script: `benchmarks/bench_ocr_table4.py`.",
+        "Per-fold numbers: `ocr_table4.csv`. Script: `benchmarks/papers/bench_ocr_table4.py`.",
     ]
     lines += list(notes) or [NOTES]
     return "\n".join(lines) + "\n"

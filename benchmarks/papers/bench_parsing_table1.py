@@ -24,7 +24,7 @@ marginals) trained the same way; full-BP message throughput beside loopy BP's on
 grid; Figure 2 analogue (factors kept, time, speed-up and error against sentence length).
 
 Run: ``python benchmarks/papers/bench_parsing_table1.py [--epochs 3] [--languages dutch italian english]``
-(writes results/parsing_table1.{md,csv,json,png} and parsing_table1_sentences.csv). Run from the
+(writes results/parsing_table1/parsing_table1.{md,csv,json,png} and parsing_table1_sentences.csv). Run from the
 repository root with the worktree importable (e.g. ``PYTHONPATH=.``). About 10 minutes on 2 cores.
 """
 

@@ -20,7 +20,7 @@ folding; full and pruned runs are timed back to back on each image (best of REPE
 thread. The "against the goal" line reports, per variant, the fastest setting whose mean error
 is <= 0.01.
 
-Run: ``python benchmarks/papers/bench_pruned_bp_figure1.py [--n-noisy 5]`` (writes results/pruned_bp_figure1.*).
+Run: ``python benchmarks/papers/bench_pruned_bp_figure1.py [--n-noisy 5]`` (writes results/pruned_bp_figure1/pruned_bp_figure1.*).
 """
 
 import sys

@@ -8,7 +8,7 @@ components that mix cycles and dangling paths, so TRW's bound can fail), or the 
 ``trw_edge_probabilities(kept_edges, method="auto")`` (effective resistances, covering forests for
 2-core components above 64 nodes; valid for any graph). Times include computing rho.
 
-Run: ``python benchmarks/papers/bench_pruned_bp_trw_rho.py [--n-noisy 5]`` (writes results/pruned_bp_trw_rho.md).
+Run: ``python benchmarks/papers/bench_pruned_bp_trw_rho.py [--n-noisy 5]`` (writes results/pruned_bp_trw_rho/pruned_bp_trw_rho.md).
 """
 
 import sys

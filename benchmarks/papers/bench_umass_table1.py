@@ -13,7 +13,7 @@ Anzaroot et al.'s constraints are written over ("#first names - #last names").
 Metric: segment F1 of the MAP labelling (conlleval rules on the BIO tags,
 ``chunk_precision_recall_f1(scheme="IOB2")``), micro over all fields, and per field.
 
-Features (every system): the CRFsuite-style token dicts of ``benchmarks/_citation_features.py``
+Features (every system): the CRFsuite-style token dicts of ``benchmarks/_lib/citation_features.py``
 (word with and without trailing punctuation, shape, prefixes and suffixes, year / initial /
 page-range / URL flags, digits, case, punctuation, position, the words, shapes and flags of
 the tokens within +-3, the previous-word bigram), through ``SequenceVectorizer(min_freq=2)``
@@ -48,45 +48,34 @@ iterations; Figure 2: iterations to converge at the cap of 40.
 tuning on GROBID), on folds of ``bench_citations.py``'s 5-fold split of the GROBID set
 (13 Cora fields, IO labels), next to the base CRF and the 18 hand-written templates there,
 each fold's ``c2`` as chosen by ``bench_citations.py``'s capped run (``GROBID_C2``:
-``results/citations_cap100.json``, the c2 with which every GROBID result here was made; its
+``results/citations/citations_cap100.json``, the c2 with which every GROBID result here was made; its
 converged rerun, ``citations.json``, may pick otherwise). GROBID played no part in
 designing the family: it is the held-back citation data.
 
-``--learners`` (after the main run): the same base CRF refitted, psi by Anzaroot et al.'s
-structured perceptron (``psi_gradient="perceptron"``, step and L1 on dev) beside Algorithm 3,
-and the candidates' oracle ceiling: each reference keeps, at a fixed weight, exactly the
-candidates its own gold satisfies, which bounds what any single psi over the family can do.
-``--families [NAME ...]`` (after the main run): the dev ceilings (oracle per-reference psi,
-and one psi fitted by the perceptron on dev's own gold) of the family with the hierarchical
-groups of the UMass label tree and the input-dependent "conditional" counts added
-(``umass_table1_families.json``).
 ``--paper-protocol`` (after the main run): the paper's protocol (sec. 8.1), psi (and with
 ``learn_theta=True`` theta) by Algorithm 3 on the dev references, every setting chosen by 3-fold
-CV inside dev, with the same-data controls (``benchmarks/_umass_paper_protocol.py``,
+CV inside dev, with the same-data controls (``benchmarks/_lib/umass/paper_protocol.py``,
 ``umass_table1_paper.json``).
-``--lexicons [STEP ...]``: every dev measurement above (base CRF's c2, error classes, ceilings,
-the family's held-out gain) with name-lexicon features (US Census 1990 lists,
-``_name_lexicons.py``) in the base CRF, testing untouched; ``--lexicons --test`` scores the
-pickled models chosen on dev on testing once (``benchmarks/_umass_lexicons.py``,
-``umass_table1_lexicons*.json``).
-``--grobid-ceiling FOLD ...``: on GROBID folds with the base CRFs to convergence, the learned
-family beside its oracle ceiling and one psi fitted in-sample on the test fold's gold
-(``benchmarks/_umass_grobid_ceiling.py``, ``umass_table1_grobid_ceiling.json``).
-``--gate`` / ``--gate-grobid FOLD ...``: the learned family through the sampled gate
-(``NonLocalCRF(psi_gate="probability")``; dev grid, testing once; then the UMass-dev choice on
-GROBID folds; ``benchmarks/_umass_gate.py``, ``umass_table1_gate*.json``).
 ``--to-convergence`` (with ``--grobid``): base CRFs to CRFsuite's stop instead of
 ``bench_citations``' cap of 100 iterations.
+
+The research diagnostics that followed (what limits the learned family) are scripts of their own in
+``benchmarks/studies/``, each rewriting its table from its saved results with ``--report-only``:
+``bench_umass_learners.py`` (the perceptron learner, the oracle ceiling, one psi in-sample),
+``bench_umass_families.py`` (new candidate kinds), ``bench_umass_grobid_ceiling.py`` (the ceilings on
+GROBID), ``bench_umass_gate.py`` (the sampled gate), ``bench_umass_selector.py`` (how good a
+per-reference selector must be), ``bench_umass_lexicons.py`` (name lexicons) and
+``bench_umass_errors.py`` (the base CRF's segment errors); their page is ``doc/studies/umass_table1.md``.
 
 Run::
 
     SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/papers/bench_umass_table1.py
     SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/papers/bench_umass_table1.py --grobid 0 1
-    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/papers/bench_umass_table1.py --learners
     SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/papers/bench_umass_table1.py --paper-protocol
+    python benchmarks/papers/bench_umass_table1.py --report-only   # tables and figure from the saved results
 
-Output: ``benchmarks/results/umass_table1.{md,json,png}`` (``umass_table1_grobid*.json``,
-``umass_table1_learners.json``).
+Output: ``benchmarks/results/umass_table1/umass_table1.{md,json,png}`` (``umass_table1_grobid*.json``,
+``umass_table1_paper*.json``).
 """
 
 import argparse
@@ -100,26 +89,20 @@ import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
-from _lib.citation_features import citation_features  # noqa: E402
+from _lib import citations as bc  # noqa: E402
+from _lib.results import results_dir  # noqa: E402
+from _lib.umass import paper_protocol as pp  # noqa: E402
+from _lib.umass.protocol import (C2_GRID, CAPS, cross_fitted, FAMILY_FIXED, FAMILY_GRID,  # noqa: E402
+                                 GROBID_C2, load_features, MAX_ITER, per_field, quiet, REPORT_FIELDS, RESULTS,
+                                 seg_f1, timed, with_energy)
 
 from sklearn_struct import NonLocalCRF  # noqa: E402
-from _lib.internals import (bethe_inference, bind, fit_energy, fit_gate, in_sample_thetas, learn_psi, predict_unary)  # noqa: E402
-from sklearn_struct.constraint_learning import ConstraintFamily, hierarchy_groups, kept_constraints  # noqa: E402
+from sklearn_struct.constraint_learning import ConstraintFamily, kept_constraints  # noqa: E402
 from sklearn_struct.constraints import AtLeastSegments, AtMostSegments, MutuallyExclusive  # noqa: E402
-from sklearn_struct.datasets import load_umass_citations  # noqa: E402
-from sklearn_struct.metrics import chunk_precision_recall_f1, segment_report  # noqa: E402
-from sklearn_struct.oracles.chain import viterbi  # noqa: E402
-from sklearn_struct.preprocessing import SequenceVectorizer  # noqa: E402
-from sklearn_struct.utils.packing import unpack_sequences  # noqa: E402
-from _lib import citations as bc  # noqa: E402
-from _lib.umass import (gate as ug, grobid_ceiling as gc, lexicons as lx, paper_protocol as pp, selector as us)  # noqa: E402
-from _lib.umass.protocol import (C2_GRID, CAPS, CEILING_STRENGTHS, cross_fitted, FAMILY_FIXED, FAMILY_GRID, GROBID_C2,  # noqa: E402
-                                 IN_SAMPLE_EPOCHS, load_features, MAX_ITER, oracle_ceiling, per_field,
-                                 PERCEPTRON_FIXED, quiet, REPORT_FIELDS, RESULTS, seg_f1, timed, with_energy)
 
 PAPER = {"base": 94.47, "constrained": 95.47, "anzaroot_base": 94.41, "soft_dd": 95.39}
 HAND_SETTINGS = dict(psi_init=1.0, learning_rate=3.0, n_epochs=3, batch_size=16)
-PERCEPTRON_GRID = [dict(psi_l1=l1, learning_rate=lr) for l1 in (0.0, 0.003) for lr in (1.0, 3.0)]
+LEARNERS = results_dir("umass_learners") / "umass_learners.json"  # the perceptron's iterations, Figure 2
 
 
 def _seg(field):
@@ -223,121 +206,6 @@ def run_umass(out, log):
     return out
 
 
-def run_learners(saved, log):
-    """The perceptron psi learner (Anzaroot et al.) beside Algorithm 3, and the candidates' oracle ceiling.
-
-    Same base CRF (``c2`` as chosen on dev in the main run), same cross-fitted marginals and
-    the family of the main run's choice; the perceptron's step and L1 penalty on dev.
-    """
-    X, y, data, _ = load_features()
-    out = {"c2": saved["c2"], "min_support": saved["family_choice"]["min_support"]}
-    base = timed(out, "fit_base_s", quiet, NonLocalCRF(c2=saved["c2"], max_iter=MAX_ITER, random_state=0).fit,
-                 X["train"], y["train"])
-    y_enc = [np.searchsorted(base.classes_, v) for v in y["train"]]
-    thetas = timed(out, "cross_fit_s", cross_fitted, base, X["train"], y_enc)
-    out["base_dev"] = seg_f1(y["dev"], base.predict(X["dev"]))
-    fam = ConstraintFamily(min_support=out["min_support"]).fit(data["train"].labels)
-    out["perceptron_dev"], best = [], None
-    for setting in PERCEPTRON_GRID:
-        t0 = time.perf_counter()
-        model = with_energy(base, fam.constraints_, thetas, X["train"], y_enc, **PERCEPTRON_FIXED, **setting)
-        f1 = seg_f1(y["dev"], model.predict(X["dev"]))
-        out["perceptron_dev"].append(dict(setting, dev=f1, n_kept=int(np.sum(model.psi_ > 0)),
-                                          seconds=time.perf_counter() - t0))
-        log(f"perceptron {setting}: dev {f1:.2f}, kept {out['perceptron_dev'][-1]['n_kept']}/{len(model.psi_)}")
-        if best is None or f1 > best[0]:
-            best = (f1, setting, model)
-    _, out["perceptron_choice"], model = best
-    res = model.infer(X["test"])
-    out["perceptron_test"] = {"f1": seg_f1(y["test"], res.labels), "fields": per_field(y["test"], res.labels)}
-    out["perceptron_n_iter"], out["perceptron_converged"] = res.n_iter.tolist(), res.converged.tolist()
-    out["perceptron_kept"] = [(c.name, w) for c, w in kept_constraints(model)]
-    energy = fit_energy(fam.constraints_, y_enc, base.classes_)
-    out["ceiling"] = {f"{split} {w}": oracle_ceiling(base, energy, X[split], y[split], w)
-                      for split in ("dev", "test") for w in CEILING_STRENGTHS}
-    out["base_test"] = seg_f1(y["test"], base.predict(X["test"]))
-    log(f"perceptron test {out['perceptron_test']['f1']:.2f}; ceilings {out['ceiling']}")
-    return out
-
-
-def run_in_sample(saved, log):
-    """What one psi can do at most: the perceptron fitted on dev's own gold, scored on dev (in-sample)."""
-    X, y, data, _ = load_features()
-    base = quiet(NonLocalCRF(c2=saved["c2"], max_iter=MAX_ITER, random_state=0).fit, X["train"], y["train"])
-    fam = ConstraintFamily(min_support=saved["family_choice"]["min_support"]).fit(data["train"].labels)
-    y_dev = [np.searchsorted(base.classes_, v) for v in y["dev"]]
-    theta = (base.coef_, base.intercept_, base.transition_)
-    out = {"base_dev": seg_f1(y["dev"], base.predict(X["dev"])), "in_sample": []}
-    for n_epochs in IN_SAMPLE_EPOCHS:
-        settings = dict(PERCEPTRON_FIXED, psi_l1=0.0, learning_rate=3.0, n_epochs=n_epochs)
-        model = with_energy(base, fam.constraints_, in_sample_thetas(theta, len(y_dev)), X["dev"], y_dev, **settings)
-        out["in_sample"].append(dict(n_epochs=n_epochs, dev=seg_f1(y["dev"], model.predict(X["dev"]))))
-        log(f"perceptron psi fitted on dev, scored on dev ({n_epochs} epochs): {out['in_sample'][-1]['dev']:.2f} "
-            f"(base {out['base_dev']:.2f})")
-    return out
-
-
-# token patterns of the "conditional" candidates: feature columns of the vectorised token itself
-PATTERNS = {"year-like token": ("year",), "pp./pages": ("w=pp", "w=pages", "pagerange"), "In": ("w=in",),
-            "Proc": ("w=proc", "w=proceedings"), "et al": ("w=al",), "vol": ("w=vol", "w=volume"),
-            "eds": ("w=ed", "w=eds", "w=editor", "w=editors"), "url": ("url",)}
-
-
-class ColumnPattern:
-    """Is any of the feature columns ``cols`` on at some token of the sequence."""
-
-    def __init__(self, cols):
-        self.cols = list(cols)
-
-    def __call__(self, x):
-        return bool(x[:, self.cols].sum() > 0) if self.cols else False
-
-
-def family_variants(data, vec):
-    names = {n: j for j, n in enumerate(vec.get_feature_names_out())}
-    patterns = {p: ColumnPattern([names[c] for c in cols if c in names]) for p, cols in PATTERNS.items()}
-    groups = hierarchy_groups(data["train"].paths)
-    cond = ("count", "difference", "exclusive", "implies", "conditional")
-    return {"leaf (Anzaroot et al.'s four kinds)": {}, "+ hierarchy": dict(groups=groups),
-            "+ conditional": dict(kinds=cond, patterns=patterns),
-            "+ hierarchy + conditional": dict(groups=groups, kinds=cond, patterns=patterns)}
-
-
-def run_families(saved, log, only=None):
-    """Each candidate kind's ceiling on dev: the oracle per-reference psi and one psi fitted on dev's gold.
-
-    ``only``: the variants to run (their rows replace those of an earlier run's file)."""
-    X, y, data, vec = load_features()
-    ms = saved["family_choice"]["min_support"]
-    base = quiet(NonLocalCRF(c2=saved["c2"], max_iter=MAX_ITER, random_state=0).fit, X["train"], y["train"])
-    y_dev = [np.searchsorted(base.classes_, v) for v in y["dev"]]
-    theta = (base.coef_, base.intercept_, base.transition_)
-    fpath = RESULTS / "umass_table1_families.json"
-    out = {"min_support": ms, "base_dev": seg_f1(y["dev"], base.predict(X["dev"])), "families": []}
-    if only and fpath.exists():  # each row keeps the base of its own run (refits differ by ~0.1 on dev)
-        old = json.loads(fpath.read_text())
-        out["families"] = [dict(r, base_dev=r.get("base_dev", old["base_dev"])) for r in old["families"]
-                           if r["family"] not in only]
-    log(f"base dev {out['base_dev']:.2f}")
-    for name, kw in family_variants(data, vec).items():
-        if only and name not in only:
-            continue
-        fam = ConstraintFamily(min_support=ms, **kw).fit(data["train"].labels, X["train"])
-        energy = fit_energy(fam.constraints_, y_dev, base.classes_)
-        row = {"family": name, "n_candidates": len(fam.constraints_), "base_dev": out["base_dev"],
-               "kinds": {k: fam.kinds_.count(k) for k in sorted(set(fam.kinds_))},
-               "ceiling_dev": oracle_ceiling(base, energy, X["dev"], y["dev"], CEILING_STRENGTHS[0])}
-        settings = dict(PERCEPTRON_FIXED, psi_l1=0.0, learning_rate=3.0, n_epochs=IN_SAMPLE_EPOCHS[0])
-        model = with_energy(base, fam.constraints_, in_sample_thetas(theta, len(y_dev)), X["dev"], y_dev, **settings)
-        row["in_sample_dev"] = seg_f1(y["dev"], model.predict(X["dev"]))
-        row["in_sample_kept"] = [(c.name, w) for c, w in kept_constraints(model)][:30]
-        out["families"].append(row)
-        log(f"{name}: {row['n_candidates']} candidates {row['kinds']}, dev ceiling (psi {CEILING_STRENGTHS[0]}) "
-            f"{row['ceiling_dev'][0] - out['base_dev']:+.2f}, in-sample {row['in_sample_dev'] - out['base_dev']:+.2f}")
-        fpath.write_text(json.dumps(out))
-    return out
-
-
 def run_grobid(folds, choice, log, converge=False):
     """The UMass-dev choice of the learned family on GROBID folds (bench_citations' split and features)."""
     from sklearn.model_selection import KFold
@@ -434,22 +302,9 @@ def report(out, grobid):
     cpath = RESULTS / "umass_table1_grobid_converged.json"
     if cpath.exists():
         L += grobid_converged_report(json.loads(cpath.read_text()))
-    if gc.PATH.exists():
-        L += gc.report(json.loads(gc.PATH.read_text()))
-    lpath = RESULTS / "umass_table1_learners.json"
-    if lpath.exists():
-        L += learners_report(json.loads(lpath.read_text()), t)
-    if ug.PATH.exists():
-        L += ug.report(json.loads(ug.PATH.read_text()),
-                       json.loads(ug.GROBID_PATH.read_text()) if ug.GROBID_PATH.exists() else None)
-    if ug.PAPER_PATH.exists() and "test" in json.loads(ug.PAPER_PATH.read_text()):
-        L += ug.paper_report(json.loads(ug.PAPER_PATH.read_text()))
-    if us.PATH.exists():
-        L += us.report(json.loads(us.PATH.read_text()))
-    fpath = RESULTS / "umass_table1_families.json"
-    if fpath.exists():
-        L += families_report(json.loads(fpath.read_text()))
-    L += ["Script: `benchmarks/bench_umass_table1.py`; numbers: `umass_table1.json`."]
+    L += ["Script: `benchmarks/papers/bench_umass_table1.py`; numbers: `umass_table1.json`. What limits the learned "
+          "family (oracle ceilings, the perceptron, the sampled gate, a selector, new candidate kinds, name lexicons, "
+          "segment errors): the studies `benchmarks/studies/bench_umass_*.py`."]
     (RESULTS / "umass_table1.md").write_text("\n".join(L) + "\n")
     print("\n".join(L))
     plot(out)
@@ -483,80 +338,6 @@ def grobid_converged_report(rows):
             f"({gain.mean():+.2f}; goal >= +0.5: {'met' if gain.mean() >= 0.5 else 'NOT met'}).", ""]
 
 
-def learners_report(lr, t):
-    """The ``--learners`` section: the perceptron psi learner and the candidates' oracle ceiling."""
-    pt = lr["perceptron_test"]["f1"]
-    ceil = lr["ceiling"]
-    L = ["## What limits the learned family: the perceptron learner and the candidates' ceiling", "",
-         f"A second run (`--learners`): the base CRF refitted at c2={lr['c2']} (test {lr['base_test']:.2f}, dev "
-         f"{lr['base_dev']:.2f}), the family at min_support {lr['min_support']}, psi by Anzaroot et al.'s "
-         "structured perceptron (`psi_gradient=\"perceptron\"`: decode at the current psi, step by the "
-         "violations of the prediction minus the gold's, L1 prox, averaged), its step and L1 on dev: "
-         + "; ".join(f"psi_l1 {r['psi_l1']}, step {r['learning_rate']}: {r['dev']:.2f} ({r['n_kept']} kept)"
-                     for r in lr["perceptron_dev"]) + f" -> {lr['perceptron_choice']}.", "",
-         "| model | test segment F1 | over base |", "|---|---:|---:|",
-         f"| learned family, Algorithm 3 (main run) | {t['learned']['f1']:.2f} | {t['learned']['f1'] - t['base']['f1']:+.2f} |",
-         f"| learned family, perceptron | {pt:.2f} | {pt - lr['base_test']:+.2f} |"]
-    for key, (f1, conv) in ceil.items():
-        split, w = key.split()
-        base = lr["base_dev"] if split == "dev" else lr["base_test"]
-        L.append(f"| oracle ceiling on {split}: each reference keeps the candidates its gold satisfies, psi={w} "
-                 f"({100 * conv:.0f}% converged) | {f1:.2f} | {f1 - base:+.2f} |")
-        if split == "dev":
-            L[-1] = L[-1].replace(f"| {f1:.2f} |", f"| (dev) {f1:.2f} |")
-    if "in_sample" in lr:
-        ins = lr["in_sample"]
-        L.append(f"| one psi fitted on dev's own gold by the perceptron, scored on dev (in-sample; base dev "
-                 f"{ins['base_dev']:.2f}) | (dev) " + " / ".join(f"{r['dev']:.2f}" for r in ins["in_sample"])
-                 + f" ({' / '.join(str(r['n_epochs']) for r in ins['in_sample'])} epochs) | "
-                 + " / ".join(f"{r['dev'] - ins['base_dev']:+.2f}" for r in ins["in_sample"]) + " |")
-    it = np.array(lr["perceptron_n_iter"])
-    L += ["", f"Inference at the perceptron's psi (test, cap 40): {100 * np.mean(lr['perceptron_converged']):.1f}% "
-          f"converged, mean {it.mean():.1f} iterations, median {np.median(it):.0f}. Kept by the perceptron, largest "
-          "first: " + "; ".join(f"`{n}` {w:.2f}" for n, w in lr["perceptron_kept"][:12]) + "; ..."]
-    share = ""
-    if "in_sample" in lr:
-        best_in = max(r["dev"] for r in lr["in_sample"]["in_sample"]) - lr["in_sample"]["base_dev"]
-        dev_ceil = ceil[f"dev {CEILING_STRENGTHS[0]}"][0] - lr["base_dev"]
-        share = (f"; one psi vector fitted on the very references it is scored on gets {best_in:+.2f} of the dev "
-                 f"ceiling's {dev_ceil:+.2f} (its own training set), so a held-out psi over this family will hardly reach +1.0: the "
-                 "candidates, not the learner, are the limit")
-    L += ["", "The ceiling is an oracle one psi vector over these candidates can hardly pass (not a strict bound: "
-          "its weights are one fixed strength): it knows, per "
-          "reference, which rules the truth keeps (a diagnostic that reads the gold, not a model)" + share + ". On test the "
-          "+1.0 goal is all of the ceiling at psi=3 and 70% of it at psi=10; both learners reach a third of it. "
-          "The two runs' base CRFs differ (same c2, both stopped at the cap of "
-          f"{MAX_ITER} L-BFGS iterations): the main run predates ChainCRF's L-BFGS in NonLocalCRF; each gain is "
-          "over its own run's base.", ""]
-    return L
-
-
-def families_report(fam):
-    """The ``--families`` section: dev ceilings of the hierarchical and input-dependent candidate kinds."""
-    L = ["## New candidate kinds: hierarchical groups and input-dependent counts (dev ceilings)", "",
-         f"`--families`: the base CRF refitted (its dev F1 per row: refits differ by ~0.1), the family at min_support {fam['min_support']} with "
-         "the new kinds added; for each, the oracle ceiling on dev (each reference keeps the candidates its gold "
-         f"satisfies, psi={CEILING_STRENGTHS[0]}) and one psi fitted by the perceptron on dev's own gold and scored "
-         f"there (in-sample, {IN_SAMPLE_EPOCHS[0]} epochs, step 3, no L1): what one psi vector can do at most. "
-         "Hierarchy: `hierarchy_groups` of the training paths (authors, person, date, venue; a leaf joins a "
-         "parent holding >= 90% of its tokens), each group one more field counted as runs of its members. "
-         "Conditional: `#f >= k` / `#f <= k` where a token pattern is present or absent (" + ", ".join(PATTERNS)
-         + "), tighter than f's count bounds.", "",
-         "| family | candidates | base dev | dev ceiling (oracle) | one psi, in-sample dev |", "|---|---|---:|---:|---:|"]
-    order = ["leaf (Anzaroot et al.'s four kinds)", "+ hierarchy", "+ conditional", "+ hierarchy + conditional"]
-    for r in sorted(fam["families"], key=lambda r: order.index(r["family"]) if r["family"] in order else 99):
-        b = r.get("base_dev", fam["base_dev"])
-        kinds = ", ".join(f"{k} {n}" for k, n in r["kinds"].items())
-        L.append(f"| {r['family']} | {r['n_candidates']} ({kinds}) | {b:.2f} | {r['ceiling_dev'][0]:.2f} "
-                 f"({r['ceiling_dev'][0] - b:+.2f}) | {r['in_sample_dev']:.2f} ({r['in_sample_dev'] - b:+.2f}) |")
-    L += ["", "Neither kind raises what one psi can do (the in-sample column; +1.0 would be needed there before a "
-          "held-out psi could reach +1.0 on test): the hierarchy adds <= 0.1 to the oracle ceiling and the "
-          "conditional counts nothing; both stay opt-in (`ConstraintFamily(groups=..., patterns=...)`), outside the "
-          "main run's family, and testing was not run with them. The errors left (author names labelled title, "
-          "boundary shifts) seem to need evidence at the token, not rules over a reference's counts.", ""]
-    return L
-
-
 def plot(out):
     import matplotlib
 
@@ -571,9 +352,8 @@ def plot(out):
     ax[0].set_title("Figure 1 (UMass): F1 vs inference cap")
     ax[0].legend()
     ax[1].hist(out["n_iter"], bins=np.arange(0, 42, 1), label="Algorithm 3's psi")
-    lpath = RESULTS / "umass_table1_learners.json"
-    if lpath.exists():
-        ax[1].hist(json.loads(lpath.read_text())["perceptron_n_iter"], bins=np.arange(0, 42, 1), histtype="step",
+    if LEARNERS.exists():
+        ax[1].hist(json.loads(LEARNERS.read_text())["perceptron_n_iter"], bins=np.arange(0, 42, 1), histtype="step",
                    color="k", label="perceptron's psi")
     ax[1].legend()
     ax[1].set_xlabel("iterations to converge (cap 40)")
@@ -588,65 +368,24 @@ def main():
     parser.add_argument("--grobid", type=int, nargs="*", help="GROBID folds for the learned family (after UMass)")
     parser.add_argument("--choice", help="with --grobid before the UMass run has finished: the family setting "
                         "as JSON, e.g. chosen on UMass dev in an exploration")
-    parser.add_argument("--learners", action="store_true", help="after the main run: the perceptron psi "
-                        "learner on its base CRF and the candidates' oracle ceiling (umass_table1_learners.json)")
     parser.add_argument("--to-convergence", action="store_true", help="with --grobid: base CRFs to CRFsuite's "
                         "stop instead of bench_citations' cap (umass_table1_grobid[_perceptron]_converged.json)")
-    parser.add_argument("--grobid-ceiling", type=int, nargs="*", help="GROBID folds, base CRFs to convergence: "
-                        "the learned family beside its oracle and in-sample ceilings (umass_table1_grobid_ceiling.json)")
-    parser.add_argument("--in-sample", action="store_true", help="after --learners: the perceptron's psi fitted "
-                        "on dev and scored on dev, the most one psi vector over the family can do")
-    parser.add_argument("--families", nargs="*", help="after the main run: the dev ceilings of the hierarchical "
-                        "and input-dependent candidate kinds (umass_table1_families.json); names: only those variants")
     parser.add_argument("--paper-protocol", action="store_true", help="after the main run: the paper's protocol, "
                         "psi (and theta) by Algorithm 3 on dev, settings by CV inside dev (umass_table1_paper.json)")
-    parser.add_argument("--lexicons", nargs="*", help="name-lexicon features in the base CRF, dev only "
-                        "(umass_table1_lexicons_dev.json); steps: base errors ceilings family coverage (default all), or report; "
-                        "'control': the same steps without lexicons (umass_table1_lexicons_control_dev.json)")
-    parser.add_argument("--test", action="store_true", help="with --lexicons: the pickled lexicon models chosen "
-                        "on dev, scored on testing once (umass_table1_lexicons_test.json)")
-    parser.add_argument("--cache", default="/tmp/umass_lexicons", help="with --lexicons: pickles of the fitted models")
-    ug.add_arguments(parser)
-    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the tables and figure from the saved "
+                        "results")
     args = parser.parse_args()
     numba.set_num_threads(1)
-    RESULTS.mkdir(exist_ok=True)
     path, gpath = RESULTS / "umass_table1.json", RESULTS / "umass_table1_grobid.json"
-    lpath = RESULTS / "umass_table1_learners.json"
     start = time.perf_counter()
 
     def log(msg):
         print(f"[{time.perf_counter() - start:7.0f}s] {msg}", flush=True)
 
-    if args.lexicons is not None:
-        if args.test:
-            lx.run_test(json.loads(lx.DEV_PATH.read_text()), log, args.cache)
-        elif args.lexicons != ["report"]:
-            steps = [s for s in args.lexicons if s != "control"]
-            lx.run_dev(log, args.cache, *([tuple(steps)] if steps else []), control="control" in args.lexicons)
-        lx.report(json.loads(lx.DEV_PATH.read_text()),
-                  json.loads(lx.TEST_PATH.read_text()) if lx.TEST_PATH.exists() else None)
-        return
-    if ug.run_requested(args, json.loads(path.read_text()) if path.exists() else None, log):
-        args.report_only = True
-    if args.grobid_ceiling:
-        gc.run(args.grobid_ceiling, log)
-        args.report_only = True
-    if args.families is not None:
-        run_families(json.loads(path.read_text()), log, args.families)
-        args.report_only = True
     if args.paper_protocol:
         res = pp.run_paper_protocol(json.loads(path.read_text()), log)
         res["elapsed"] = time.perf_counter() - start
         pp.PATH.write_text(json.dumps(res))
-        args.report_only = True
-    if args.learners:
-        lpath.write_text(json.dumps(run_learners(json.loads(path.read_text()), log)))
-        args.report_only = True
-    if args.in_sample:
-        learners = json.loads(lpath.read_text())
-        learners["in_sample"] = run_in_sample(json.loads(path.read_text()), log)
-        lpath.write_text(json.dumps(learners))
         args.report_only = True
     if args.report_only:
         report(json.loads(path.read_text()), json.loads(gpath.read_text()) if gpath.exists() else None)

@@ -154,7 +154,7 @@ def markdown(out):
     lines = [
         "# sklearn-crfsuite's tutorial on CoNLL-2000: sklearn_struct.crfsuite vs sklearn-crfsuite",
         "",
-        f"`benchmarks/bench_crfsuite_tutorial.py`; {out['n_train']} training / {out['n_test']} test sentences, "
+        f"`benchmarks/peers/bench_crfsuite_tutorial.py`; {out['n_train']} training / {out['n_test']} test sentences, "
         f"the tutorial's `word2features` and `CRF({', '.join(f'{k}={v!r}' for k, v in out['settings'].items())})`; "
         f"one thread each, same process ({out['machine']}). Flat F1: `flat_f1_score(average='weighted')` over all "
         "labels but 'O' (the tutorial's score); chunk F1: conlleval.",

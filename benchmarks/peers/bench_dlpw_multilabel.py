@@ -13,16 +13,16 @@ and the fit's CPU seconds (process time of ``fit``, including the search when tu
 one thread). Baselines (``LogisticRegression(max_iter=2000)``): binary relevance
 (``MultiOutputClassifier``), an ensemble of 10 ``ClassifierChain`` with random label orders
 (probabilities averaged, threshold 0.5) and label powerset (one multinomial model over the label sets
-seen in training); see ``sklearn_struct/_dlpw_baselines.py``.
+seen in training); see ``benchmarks/_lib/dlpw_baselines.py``.
 
 The cost goal ("the sparse graph at most 3x BR's fit on a 50-label set") is measured on a generated set
 (``make_multilabel_pairwise``, 2000 x 50 features, 50 labels), default settings (``--cost``).
 
-Results are cached row by row in ``results/dlpw_multilabel.json`` (2 shared cores: a rerun only fits
+Results are cached row by row in ``results/dlpw_multilabel/dlpw_multilabel.json`` (2 shared cores: a rerun only fits
 the rows that are missing; ``--force NAME`` refits the rows whose method contains NAME).
 
 Run: ``python benchmarks/peers/bench_dlpw_multilabel.py [--cost | --cost-only] [--force NAME] [--set yeast|scene]``
-(writes results/dlpw_multilabel.{md,json}).
+(writes results/dlpw_multilabel/dlpw_multilabel.{md,json}).
 """
 
 import json
@@ -47,7 +47,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
-from _lib.internals import ChainEnsemble, LabelPowerset  # noqa: E402
+from _lib.dlpw_baselines import ChainEnsemble, LabelPowerset  # noqa: E402
 from sklearn_struct import DLPWClassifier, DLPWClassifierCV  # noqa: E402
 from sklearn_struct.datasets import load_scene, load_yeast, make_multilabel_pairwise  # noqa: E402
 from sklearn_struct.metrics import hamming_loss_multilabel, subset_accuracy  # noqa: E402

@@ -10,7 +10,7 @@ quick tour (``python -m sklearn_struct``, every estimator and its baseline) unde
 measured the same way (a fresh process with an empty cache, then one with the cache it left).
 
 Run: ``python benchmarks/product/bench_cold_start.py [--repeats 2]``; writes
-``benchmarks/results/cold_start.md`` and ``.json``.
+``benchmarks/results/cold_start/cold_start.md`` and ``.json``.
 """
 
 import argparse

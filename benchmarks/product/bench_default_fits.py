@@ -18,8 +18,8 @@ Data: ``$SKLEARN_STRUCT_DATA`` (see ../shared/data/README.md); the loaders' stan
 
 Run: ``python benchmarks/product/bench_default_fits.py [--only NAME[,NAME]] [--quick]``. NAMEs: chain,
 nonlocal, pruned_bp, dlpw, mle, parser, gp, crfsuite (or the class names). Rows are merged into
-results/default_fits.{md,json} by (estimator, data), so a rerun of one estimator updates its rows only;
-``--quick`` (small subsamples, a smoke test) writes results/default_fits_quick.* instead; ``--pending
+results/default_fits/default_fits.{md,json} by (estimator, data), so a rerun of one estimator updates its rows only;
+``--quick`` (small subsamples, a smoke test) writes results/default_fits/default_fits_quick.* instead; ``--pending
 REASON`` writes a pending row for the ``--only`` estimators without fitting (a row that could not run).
 """
 

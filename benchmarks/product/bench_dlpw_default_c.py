@@ -6,7 +6,7 @@ standardised features and ``DLPWClassifier(C=C)`` (other settings at their defau
 3-fold CV subset accuracy for each C of the grid. Each set's scores are divided by that set's best,
 and the default is the C with the largest mean relative score (ties: the smaller C, the cheaper fit).
 
-Run: ``python benchmarks/product/bench_dlpw_default_c.py`` (writes results/dlpw_default_c.{md,json}).
+Run: ``python benchmarks/product/bench_dlpw_default_c.py`` (writes results/dlpw_default_c/dlpw_default_c.{md,json}).
 """
 
 import json

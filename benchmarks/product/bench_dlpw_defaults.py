@@ -12,7 +12,7 @@ once on the test split (subset accuracy, Hamming loss); "standardised" puts ``St
 ``Pipeline`` in front of both sides. CPU seconds are process time of fit + predict (numba compiled
 before the first measurement).
 
-Run: ``python benchmarks/product/bench_dlpw_defaults.py`` (writes results/dlpw_defaults.{md,json}).
+Run: ``python benchmarks/product/bench_dlpw_defaults.py`` (writes results/dlpw_defaults/dlpw_defaults.{md,json}).
 """
 
 import json

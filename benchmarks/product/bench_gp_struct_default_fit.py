@@ -7,7 +7,7 @@ Two fits, each ``GPStructClassifier(random_state=0)`` with nothing else set:
 - the papers' protocol, split 0 (150 training sentences of the pool, the other 150 test; the
   train.data feature dictionary, see ``_lib.gp_struct.paper_split``).
 
-A ConvergenceWarning is recorded, not raised. Writes ``results/gp_struct_default_fit.{md,json}``::
+A ConvergenceWarning is recorded, not raised. Writes ``results/gp_struct_default_fit/gp_struct_default_fit.{md,json}``::
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/product/bench_gp_struct_default_fit.py
 """

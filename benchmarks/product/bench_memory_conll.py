@@ -11,7 +11,7 @@ Two fresh processes, each reporting its own peak resident set size (``ru_maxrss`
 
 The baseline of a process that only imports sklearn_struct (numpy, scipy, numba) is
 measured the same way and reported beside them. Writes
-``benchmarks/results/memory_conll.md``. Needs ``SKLEARN_STRUCT_DATA`` (CoNLL-2000, from the
+``benchmarks/results/memory_conll/memory_conll.md``. Needs ``SKLEARN_STRUCT_DATA`` (CoNLL-2000, from the
 CoNLL-2000 shared task site; see the data README for its licence terms).
 Run: ``python benchmarks/product/bench_memory_conll.py``.
 """

@@ -20,7 +20,7 @@ evaluations and once the L-BFGS memories are filled (6 pairs), so a full fit wou
 The corpus is CoNLL-2000's training set (211,727 tokens) and the same list of sentences 4 times
 (847k tokens; sentences repeated by reference, so the input costs no more to hold).
 
-Writes ``benchmarks/results/memory_per_token.{md,json}``. Goal (issue #33): our peak per token at
+Writes ``benchmarks/results/memory_per_token/memory_per_token.{md,json}``. Goal (issue #33): our peak per token at
 most 1.2x sklearn-crfsuite's. Needs ``SKLEARN_STRUCT_DATA`` (CoNLL-2000) and sklearn-crfsuite.
 Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/product/bench_memory_per_token.py [--factors 1 4]``.
 """

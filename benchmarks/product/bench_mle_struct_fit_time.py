@@ -6,7 +6,7 @@ The set is the first 100 CMU house frame pairs at gap 10 with PointSetPairFeatur
 after a compile run), since the shared machine's load changes wall times several-fold, plus the training
 matching accuracy and whether the duality-gap rule stopped the solver before ``max_iter``.
 
-Run: ``python benchmarks/product/bench_mle_struct_fit_time.py`` (writes results/mle_struct_fit_time.md).
+Run: ``python benchmarks/product/bench_mle_struct_fit_time.py`` (writes results/mle_struct_fit_time/mle_struct_fit_time.md).
 """
 
 import sys

@@ -16,7 +16,7 @@ builds them, the chain likelihood), for each amplitude of the wider grid 4^-2 ..
 random_state=split)``, all else at its defaults; METHOD gp-var-s / gp-var-p: Table 1's settings of that
 variant, ``_lib.gp_struct.GP_PAPER``) at one fixed amplitude: a diagnostic of what a larger
 amplitude would give, not a setting chosen on training data. Writes
-``results/gp_struct_amplitude_range.{md,json}``::
+``results/gp_struct_amplitude_range/gp_struct_amplitude_range.{md,json}``::
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_amplitude_range.py [TASKS]
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_amplitude_range.py fit 1024 JapaneseNE
@@ -146,7 +146,7 @@ def run_fits(amplitude, task, splits, method="gp-var-b"):
 
 def report(out):
     lines = ["# GP-struct: the sparse MAP over a wider amplitude grid (papers' protocol)", "",
-             "Script: `benchmarks/bench_gp_struct_amplitude_range.py` (its docstring says what is measured). "
+             "Script: `benchmarks/studies/bench_gp_struct_amplitude_range.py` (its docstring says what is measured). "
              "Chain likelihood, M = 500 SVD inducing inputs; mean over splits 0-4 of the held-out token error % "
              "in 3-fold CV inside the training half (what `amplitude=\"cv\"` sees) and of the test error % of the "
              "MAP fitted on the whole training half (outcome only). The estimator's grid is "

@@ -18,7 +18,7 @@ the sparse MAP fitted on the whole training half at that amplitude (outcome only
   estimator's Laplace start, ``_gp_struct_optim.sparse_map``).
 
 CV picks the lowest held-out token error (the smallest amplitude among ties), as the estimator
-does. Writes ``results/gp_struct_amplitude_rules.{md,json}``::
+does. Writes ``results/gp_struct_amplitude_rules/gp_struct_amplitude_rules.{md,json}``::
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_amplitude_rules.py [TASKS]
 """
@@ -95,7 +95,7 @@ def pick(row, rule):
 
 def report(out):
     lines = ["# GP-struct: training-only rules for the kernel amplitude (papers' protocol)", "",
-             "Script: `benchmarks/bench_gp_struct_amplitude_rules.py` (its docstring says what each rule is). "
+             "Script: `benchmarks/studies/bench_gp_struct_amplitude_rules.py` (its docstring says what each rule is). "
              "Chain sparse MAP, M = 500 SVD inducing inputs, amplitude grid 4^-2 ... 4^8, splits 0-4. Each cell: "
              "the amplitudes picked on the five splits, then the mean test error % of the MAP at those picks "
              "(outcome only; nothing here is chosen on it). Last column: the best single amplitude in "

@@ -16,7 +16,7 @@ measures, on the papers' protocol (``_lib.gp_struct.paper_split``):
   (``gp-var-s`` / ``gp-var-p``) runs that variant at Table 1's settings (``GP_PAPER``) instead, and an
   optional AMPLITUDE after it fixes the amplitude (a diagnostic of what would pass, not a rule).
 
-Writes ``results/gp_struct_inducing.{md,json}``::
+Writes ``results/gp_struct_inducing/gp_struct_inducing.{md,json}``::
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_inducing.py ktil
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_inducing.py fit JapaneseNE 1500 0,1,2,3,4
@@ -74,7 +74,7 @@ def fit(task, n_inducing, split, method="gp-var-b", amplitude="cv"):
 
 def report(out):
     lines = ["# GP-struct: the residual variance of the sparse GP, and the number of inducing inputs (papers' protocol)",
-             "", "Script: `benchmarks/bench_gp_struct_inducing.py` (its docstring says what is measured).", ""]
+             "", "Script: `benchmarks/studies/bench_gp_struct_inducing.py` (its docstring says what is measured).", ""]
     if out.get("ktil"):
         lines += ["Mean prior variance k(x, x) of a token's unary score and mean residual variance K~ (amplitude 1; "
                   "scaled by the amplitude in the model), M = 500 SVD inducing inputs, split 0:", "",

@@ -21,7 +21,7 @@ amplitude the piecewise model's CV picks with that decoder), and, only as the ou
 error of each decoder on the MAP fitted on the whole training half at amplitude 1 and at that
 decoder's CV amplitude; the chain MAP decoded by the chain (gp-var-b's start) at amplitude 1 for
 reference. Papers' protocol (``_lib.gp_struct.paper_split``), M = 500 SVD inducing inputs
-as ``GPStructClassifier()`` builds them. Writes ``results/gp_struct_piecewise.{md,json}``::
+as ``GPStructClassifier()`` builds them. Writes ``results/gp_struct_piecewise/gp_struct_piecewise.{md,json}``::
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_piecewise.py [splits] [tasks]
     python benchmarks/studies/bench_gp_struct_piecewise.py report   # the table from the stored json
@@ -122,7 +122,7 @@ def report(rows, splits):
              "mutual information, `pmi_transitions`). CV columns: 3-fold CV inside each training half (the choice "
              "is made on these); test columns: the outcome only. 'CV amplitude': each decoder's amplitude of lowest CV "
              "error (the grid 1/16 ... 256), the MAP refitted on the whole training half there. "
-             "Script: `benchmarks/bench_gp_struct_piecewise.py`.", "",
+             "Script: `benchmarks/studies/bench_gp_struct_piecewise.py`.", "",
              "| task | " + " | ".join(f"CV {d} @1" for d in DECODERS) + " | "
              + " | ".join(f"CV {d} @CV amp." for d in DECODERS) + " | "
              + " | ".join(f"test {d} @1" for d in DECODERS) + " | "
@@ -164,7 +164,7 @@ def _per_split_choice(sel):
 
 
 def fits_lines():
-    """The table of :func:`fitted_decoders` (``results/gp_struct_piecewise_fits.json``), if it was run."""
+    """The table of :func:`fitted_decoders` (``results/gp_struct_piecewise/gp_struct_piecewise_fits.json``), if it was run."""
     path = RESULTS / "gp_struct_piecewise_fits.json"
     if not path.exists():
         return []

@@ -6,8 +6,8 @@ sparse MAP it starts from (7.27 against 6.72). This runs the default fit at ``n_
 and a larger S on the papers' protocol (``_lib.gp_struct.paper_split``), same seed
 (``random_state=split``), same process, and reports test error, the final ELBO (each fit's own
 common-random-numbers estimate), iterations and CPU seconds. Writes
-``results/gp_struct_samples_{task}_splits{...}.json`` per run and merges every run of the task
-into ``results/gp_struct_samples_{task}.{md,json}`` (``report TASK`` merges again)::
+``results/gp_struct_samples/gp_struct_samples_{task}_splits{...}.json`` per run and merges every run of the task
+into ``results/gp_struct_samples/gp_struct_samples_{task}.{md,json}`` (``report TASK`` merges again)::
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_samples.py chunking 0,1,2,3,4 100,1000
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_samples.py JapaneseNE 3,4 100,1000
@@ -58,7 +58,7 @@ def report(task, rows, sizes, method="gp-var-b"):
     paper_s = "10,000" if method == "gp-var-b" else "4,000"
     lines = [f"# {method} on {name}: S = {' / '.join(map(str, sizes))} Monte-Carlo samples (papers' protocol)", "",
              f"{setting}; same splits, seeds "
-             f"and process. Paper {method} (S = {paper_s}): {paper:.2f}. Script: `benchmarks/bench_gp_struct_samples.py`.",
+             f"and process. Paper {method} (S = {paper_s}): {paper:.2f}. Script: `benchmarks/studies/bench_gp_struct_samples.py`.",
              "", "| S | splits | test error % mean (per split) | final ELBO per split | iterations | stop | "
              "fit CPU s mean / max |", "|---|---|---|---|---|---|---|"]
     for s in sizes:

@@ -13,7 +13,7 @@ on test data.
 ``run TASK METHOD GRID SPLITS`` is the same rule for another task and variant (Table 1's settings of
 METHOD, ``_lib.gp_struct.GP_PAPER``), self-contained: the CV, then the fit on the whole
 training half at the pick and its test error, as ``GridSearchCV(refit=True)`` would do it (scored by
-pooled token error). Writes ``results/gp_struct_self_cv.md``, the per-split json files and a Table 1
+pooled token error). Writes ``results/gp_struct_self_cv/gp_struct_self_cv.md``, the per-split json files and a Table 1
 part file per task and variant (the row "METHOD, amplitude by its own 3-fold CV")::
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_self_cv.py SPLIT [SPLIT ...]
@@ -158,7 +158,7 @@ def report():
     rows = [r for r in rows if all(str(a) in r["cv"] for a in GRID)]  # splits whose grid is complete
     fixed, table1_fits = _fits()
     L = ["# GP-struct: gp-var-b's own 3-fold CV for the kernel amplitude (Japanese NE, papers' protocol)", "",
-         "Script: `benchmarks/bench_gp_struct_self_cv.py` (its docstring says what is measured). Held-out token "
+         "Script: `benchmarks/studies/bench_gp_struct_self_cv.py` (its docstring says what is measured). Held-out token "
          "error % of gp-var-b in 3-fold CV inside the training half at each amplitude; the test error of "
          "gp-var-b fitted on the whole training half at the amplitude the estimator's rule picks (the sparse MAP's "
          "CV, Table 1) and at 1,024 (outcome only).", "",

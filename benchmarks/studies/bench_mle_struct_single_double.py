@@ -20,7 +20,7 @@ method needs to first reach ``L >= L_ref - eps |L_ref|``, with ``L_ref`` the dou
 objective ``h`` of the single loop is an upper bound on the optimum and brackets it.
 Also reported: wall time of a default ``MLEStructMatcher(alpha=1, n_jobs=2).fit`` on this set.
 
-Run: ``python benchmarks/studies/bench_mle_struct_single_double.py`` (writes results/mle_struct_single_double.*).
+Run: ``python benchmarks/studies/bench_mle_struct_single_double.py`` (writes results/mle_struct_single_double/mle_struct_single_double.*).
 """
 
 import sys
@@ -39,7 +39,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_struct import MLEStructMatcher
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
-from _lib.internals import _bp_likelihood, _true_features, double_loop_bethe_mle  # noqa: E402
+from _lib.matching_baselines import _bp_likelihood, _true_features, double_loop_bethe_mle  # noqa: E402
 from _lib.matching import training_set  # noqa: E402
 
 RESULTS = results_dir("mle_struct_single_double")

@@ -2,7 +2,7 @@
 
 The base CRF of ``bench_umass_table1.py`` (c2=0.1, L-BFGS capped at 150 iterations, same
 features), its MAP labelling of the dev references, and the error events of
-:mod:`sklearn_struct._segment_errors` (boundary shift, wrong label on the right span,
+:func:`sklearn_struct.metrics.segment_error_events` (boundary shift, wrong label on the right span,
 split, merged, missed, spurious, ...), each with the F1 points fixing it is worth. An event
 is *count-visible* when fixing it changes some field's number of segments in its reference:
 only those can a constraint over segment counts (Anzaroot et al.'s family, however learned)
@@ -24,7 +24,7 @@ Run::
 
     SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/studies/bench_umass_errors.py
 
-Output: ``benchmarks/results/umass_errors.{md,json}`` (and the json files above).
+Output: ``benchmarks/results/umass_errors/umass_errors.{md,json}`` (and the json files above).
 """
 
 import argparse
@@ -41,7 +41,9 @@ from _lib.results import results_dir  # noqa: E402
 from _lib.umass import protocol as B  # noqa: E402
 
 from sklearn_struct import NonLocalCRF  # noqa: E402
-from _lib.internals import TYPES, error_table, f1_fixed, segment_events  # noqa: E402
+from _lib.umass.errors import TYPES  # noqa: E402
+from sklearn_struct.metrics import segment_error_events as segment_events  # noqa: E402
+from sklearn_struct.metrics import segment_f1_if_fixed as f1_fixed  # noqa: E402
 from _lib.umass.errors import analyse  # noqa: E402
 
 RESULTS = results_dir("umass_errors")

@@ -1,4 +1,5 @@
-"""The UMass citations protocol (``protocol``) and the studies built on it (gate, selector, GROBID ceiling,
-name lexicons, the paper's protocol, error analysis), shared by ``papers/bench_umass_table1.py`` and
-``studies/bench_umass_errors.py``. Layered, no circle: ``protocol`` <- ``errors``, ``grobid_ceiling``,
-``paper_protocol`` <- ``selector`` <- ``gate``; ``lexicons`` uses ``protocol`` and ``errors``."""
+"""The UMass citations protocol shared by ``papers/bench_umass_table1.py`` and the UMass studies
+(``studies/bench_umass_*.py``): ``protocol`` (splits, features, settings chosen on dev, psi over a fitted
+base CRF, the oracle ceiling), ``paper_protocol`` (the paper's protocol: psi learned on dev, settings by CV
+inside dev), ``grobid`` (the held-back GROBID folds) and ``errors`` (the segment-error analysis). Layered,
+no circle: ``protocol`` <- ``paper_protocol``, ``grobid``, ``errors``."""

@@ -1,7 +1,15 @@
 """Segment-error analysis of the UMass base CRF (``studies/bench_umass_errors.py``, the lexicon study)."""
 from collections import Counter
 
-from ..internals import error_table, f1_fixed, segment_events
+from sklearn_struct.metrics import segment_error_events as segment_events
+from sklearn_struct.metrics import segment_error_table, segment_f1_if_fixed as f1_fixed
+
+TYPES = ("boundary", "wrong label", "label+boundary", "split", "merged", "many-to-many", "missed", "spurious")
+
+
+def error_table(events, totals, key=lambda e: e["type"]):
+    """``{group: (n_events, F1 gain)}`` over the groups that occur (``segment_error_table`` with a key)."""
+    return segment_error_table(events, totals, key=key)
 
 
 def analyse(y_true, y_pred, words):

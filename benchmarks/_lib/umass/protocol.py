@@ -111,7 +111,7 @@ def timed(out, key, fn, *args, **kw):
 def load_features(lexicons=None):
     """UMass splits, vectorised (fitted on training): (X, y, data, vectorizer).
 
-    ``lexicons``: name lexicons for ``citation_features`` (``--lexicons``); None, the main run's features."""
+    ``lexicons``: name lexicons for ``citation_features`` (``studies/bench_umass_lexicons.py``); None, the main run's features."""
     data = {s: load_umass_citations(s) for s in ("train", "dev", "test")}
     vec = SequenceVectorizer(min_freq=2)
     X = {"train": vec.fit_transform([citation_features(w, lexicons) for w in data["train"].words])}

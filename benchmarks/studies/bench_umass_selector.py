@@ -1,6 +1,6 @@
-"""``--selector``: how good must a per-reference choice of constraints be to reach +1.0? (issue #23)
+"""How good must a per-reference choice of constraints be for learned constraints to reach +1.0?
 
-The oracle ceiling (``--learners``) lets every reference keep exactly the candidates its own gold
+Issue #23. The oracle ceiling (``bench_umass_learners.py``) lets every reference keep exactly the candidates its own gold
 satisfies; it reaches +1.5 / +1.8 on dev (psi 3 / 10) and +1.1 / +1.4 on test, and every
 realizable learner gets a third of it. A candidate can only change a reference whose base
 decoding breaks it, so the choice that matters is made on those (reference, candidate) pairs:
@@ -16,28 +16,43 @@ base CRF and family (UMass dev and test; the gold is read: a diagnostic, not a m
 Beside it, the sampled gate (``psi_gate="probability"``, 100 exact samples of the base CRF per
 reference) as the selector everywhere: keep a pair when its satisfaction probability is at least
 ``t``, its measured shares on the same pairs, its ROC area there, and its gain at the same
-strengths. Output: ``results/umass_table1_selector.json``.
+strengths. Output: ``umass_selector.json``.
 
-``--selector-grobid FOLD ...``: the same on the held-back GROBID folds (``_umass_grobid_ceiling``'s
+``--grobid FOLD ...``: the same on the held-back GROBID folds (``bench_umass_grobid_ceiling.py``'s
 base CRFs run to CRFsuite's stop, the family from each training fold's labels at the UMass-dev
-``min_support``, IO segment F1), ``results/umass_table1_selector_grobid.json``.
+``min_support``, IO segment F1), ``umass_selector_grobid.json``.
+
+Run (after ``papers/bench_umass_table1.py``'s main run)::
+
+    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/studies/bench_umass_selector.py
+    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/studies/bench_umass_selector.py --grobid 0 1 2 3 4
+    python benchmarks/studies/bench_umass_selector.py --report-only   # the tables from the saved results
+
+Output: ``benchmarks/results/umass_selector/umass_selector.md`` and the json above.
 """
 
+import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
+import numba
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from . import protocol as bt
-from sklearn_struct import NonLocalCRF
-from ..internals import satisfaction_probability
-from ..internals import fit_energy
-from sklearn_struct.constraint_learning import ConstraintFamily
-from . import grobid_ceiling as gc
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.internals import fit_energy, satisfaction_probability  # noqa: E402
+from _lib.results import results_dir  # noqa: E402
+from _lib.umass import grobid as gc  # noqa: E402
+from _lib.umass import protocol as bt  # noqa: E402
 
-PATH = bt.RESULTS / "umass_table1_selector.json"
-GROBID_PATH = bt.RESULTS / "umass_table1_selector_grobid.json"
+from sklearn_struct import NonLocalCRF  # noqa: E402
+from sklearn_struct.constraint_learning import ConstraintFamily  # noqa: E402
+
+RESULTS = results_dir("umass_selector")
+PATH = RESULTS / "umass_selector.json"
+GROBID_PATH = RESULTS / "umass_selector_grobid.json"
 KEEP_HELPFUL = (1.0, 0.75, 0.5, 0.25)
 KEEP_HARMFUL = (0.0, 0.05, 0.1, 0.25, 0.5)
 THRESHOLDS = (0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.9)
@@ -124,7 +139,7 @@ def grobid_report(rows):
         return np.mean([next(x for x in r[key] if all(x[a] == b for a, b in match.items()))["f1"] - r["base"]
                         for r in rows])
 
-    L = [f"GROBID folds {[r['fold'] for r in rows]} (`--selector-grobid`, held back; base CRFs to CRFsuite's stop, "
+    L = [f"GROBID folds {[r['fold'] for r in rows]} (`--grobid`, held back; base CRFs to CRFsuite's stop, "
          f"{', '.join(str(r['n_candidates']) for r in rows)} candidates, IO segment F1): mean gain over the base "
          f"CRF ({np.mean([r['base'] for r in rows]):.2f}); {sum(r['n_helpful'] for r in rows)} helpful and "
          f"{sum(r['n_harmful'] for r in rows)} harmful pairs in all, the gate's ROC area "
@@ -154,7 +169,7 @@ def _gain(row, base):
 
 def report(out):
     """Markdown section: the degraded oracle's gain over the base CRF, and the gate's operating points."""
-    L = ["## How good must a per-reference selector be? (`--selector`, reads the gold: a diagnostic)", "",
+    L = ["## How good must a per-reference selector be? (reads the gold: a diagnostic)", "",
          f"The main run's base CRF (c2 {out['c2']}, cap {out['max_iter']}) and family (min_support "
          f"{out['min_support']}, {out['n_candidates']} candidates). A candidate changes a reference only if the "
          "base decoding breaks it; of those pairs, *helpful* ones are kept by the gold (keeping the candidate can "
@@ -185,3 +200,32 @@ def report(out):
     if GROBID_PATH.exists():
         L += grobid_report(json.loads(GROBID_PATH.read_text()))
     return L
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--grobid", type=int, nargs="*", help="the same on GROBID folds, base CRFs to "
+                        "convergence (umass_selector_grobid.json)")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the tables from the saved results")
+    args = parser.parse_args()
+    numba.set_num_threads(1)
+    start = time.perf_counter()
+
+    def log(msg):
+        print(f"[{time.perf_counter() - start:7.0f}s] {msg}", flush=True)
+
+    if args.grobid and not args.report_only:
+        run_grobid(args.grobid, log)
+    elif not args.report_only:
+        res = run(json.loads((bt.RESULTS / "umass_table1.json").read_text()), log)
+        PATH.write_text(json.dumps(dict(res, elapsed=time.perf_counter() - start)))
+    L = report(json.loads(PATH.read_text()))
+    L[0] = "# " + L[0].removeprefix("## ")
+    L += ["Script: `benchmarks/studies/bench_umass_selector.py`; numbers: `umass_selector.json`, "
+          "`umass_selector_grobid.json`.", ""]
+    (RESULTS / "umass_selector.md").write_text("\n".join(L))
+    print("\n".join(L))
+
+
+if __name__ == "__main__":
+    main()

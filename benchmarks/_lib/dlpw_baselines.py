@@ -9,12 +9,12 @@
   set (a small dense QP: HiGHS's QP solver, or accelerated projected gradient, :func:`_solve_qp`).
 * :func:`dlpw`: Algorithm 1 with the same callback protocol, for side-by-side timing.
 * :class:`LabelPowerset`, :class:`ChainEnsemble`: the multi-label baselines a user compares against
-  (``bench_dlpw_multilabel.py``), on ``LogisticRegression``.
+  (``peers/bench_dlpw_multilabel.py``), on ``LogisticRegression``.
 
 All three minimise eq. 7, ``1/2 ||w||^2 + C/n sum_m max_{mu in M_L} mu . theta_m(w)`` with the
 normalised Hamming loss, and call ``callback(model, seconds)`` at checkpoints; the time spent in
-the callback (objective evaluation) is excluded from ``seconds``. Private: used by the benchmarks
-and tests, not part of the public API.
+the callback (objective evaluation) is excluded from ``seconds``. Used by the benchmarks
+(``papers/bench_dlpw_figure1.py``, ``peers/bench_dlpw_multilabel.py``) and, as oracles, by the tests.
 """
 
 import time
@@ -25,9 +25,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.multioutput import ClassifierChain
 
-from .dlpw import _Model, loss_augmented
-from .oracles.lp import LocalPolytopeLP, _highspy, lp_map, primal_values
-from .oracles.lp_learning import dlpw_epoch, pegasos_step
+from sklearn_struct.dlpw import loss_augmented
+from sklearn_struct.oracles.lp import LocalPolytopeLP, lp_map, primal_values
+from sklearn_struct.oracles.lp_learning import dlpw_epoch, pegasos_step
+
+from .internals import _highspy, _Model
 
 __all__ = ["pegasos_lp", "cutting_plane", "dlpw", "exact_objective", "LabelPowerset", "ChainEnsemble"]
 

@@ -1,41 +1,59 @@
-"""``--gate`` / ``--gate-grobid FOLD ...``: the learned family with the sampled gate.
+"""The learned family on citations through the sampled gate: each reference chooses its candidates.
 
 One psi vector over Anzaroot et al.'s candidates gets about a third of what the candidates can
-do when each reference may choose its own (the oracle ceiling, ``--learners``), because the
+do when each reference may choose its own (the oracle ceiling, ``bench_umass_learners.py``), because the
 gold of most references breaks some candidate. ``NonLocalCRF(psi_gate="probability")`` lets
 each reference choose without reading the gold: term ``k`` acts on reference ``i`` with weight
 ``psi_k * p_ik``, ``p_ik`` the share of 100 exact samples of the base CRF on ``x_i`` that satisfy
 it (``sklearn_struct._psi_gate``).
 
-``--gate`` (UMass, after the main run): the main run's protocol. The base CRF of training at
+Default (UMass, after ``papers/bench_umass_table1.py``'s main run): the main run's protocol. The base CRF of training at
 the main run's c2 and cap; the candidate family from the training labels; every setting chosen
 on dev; testing once. Dev grid: the family's ``min_support`` (0.9, 0.95) x psi either flat
 (every candidate at ``psi_init`` in FLAT, no psi learning: ``n_epochs=0``) or learned by
 Algorithm 3 through the gate (LEARNED, on 3-fold cross-fitted training marginals, each
 training reference's gate under the base CRF that did not see it). Beside it, on the same base,
 the ungated learned family at the main run's choice (the Table 1 model). Output:
-``results/umass_table1_gate.json``.
+``umass_gate.json``.
 
-``--gate-grobid FOLD ...`` (held-back data): GROBID folds of ``bench_citations.py``, base CRFs
-run to CRFsuite's stop (as ``--grobid-ceiling``), the family from each training fold's labels
-(IO), the UMass-dev choice applied unchanged. Output: ``results/umass_table1_gate_grobid.json``.
+``--grobid FOLD ...`` (held-back data, after the default run): GROBID folds of ``bench_citations.py``,
+base CRFs run to CRFsuite's stop (as ``bench_umass_grobid_ceiling.py``), the family from each training
+fold's labels (IO), the UMass-dev choice applied unchanged. Output: ``umass_gate_grobid.json``.
+
+``--paper`` (after ``bench_umass_table1.py --paper-protocol``): the paper's protocol (a) through the
+gate. Output: ``umass_gate_paper.json``.
+
+Run::
+
+    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/studies/bench_umass_gate.py
+    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/studies/bench_umass_gate.py --grobid 0 1 2 3 4
+    python benchmarks/studies/bench_umass_gate.py --report-only   # the tables from the saved results
+
+Output: ``benchmarks/results/umass_gate/umass_gate.md`` and the json above.
 """
 
+import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
+import numba
 import numpy as np
 
-from . import protocol as bt
-from sklearn_struct import NonLocalCRF
-from ..internals import in_sample_thetas
-from sklearn_struct.constraint_learning import ConstraintFamily
-from . import grobid_ceiling as gc
-from . import paper_protocol as pp
-from . import selector as us
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.internals import in_sample_thetas  # noqa: E402
+from _lib.results import results_dir  # noqa: E402
+from _lib.umass import grobid as gc  # noqa: E402
+from _lib.umass import paper_protocol as pp  # noqa: E402
+from _lib.umass import protocol as bt  # noqa: E402
 
-PATH = bt.RESULTS / "umass_table1_gate.json"
-GROBID_PATH = bt.RESULTS / "umass_table1_gate_grobid.json"
+from sklearn_struct import NonLocalCRF  # noqa: E402
+from sklearn_struct.constraint_learning import ConstraintFamily  # noqa: E402
+
+RESULTS = results_dir("umass_gate")
+PATH = RESULTS / "umass_gate.json"
+GROBID_PATH = RESULTS / "umass_gate_grobid.json"
 MIN_SUPPORT = (0.9, 0.95)
 FLAT = (2.0, 3.0, 5.0)
 LEARNED = [dict(psi_init=3.0, learning_rate=3.0, psi_l1=l1) for l1 in (0.0, 0.003)]
@@ -117,10 +135,10 @@ def run_grobid(folds, choice, log):
 
 
 def report(out, grobid=None):
-    """Markdown section of ``umass_table1.md``."""
+    """Markdown section of ``umass_gate.md``."""
     t, dev0 = out["test"], out["base_dev"]
     gain, ungain = t["gated"]["f1"] - t["base"]["f1"], t["ungated"]["f1"] - t["base"]["f1"]
-    L = ["## The sampled gate (`--gate`): each reference chooses its candidates", "",
+    L = ["## The sampled gate: each reference chooses its candidates", "",
          f"`NonLocalCRF(psi_gate=\"probability\")`: candidate k acts on reference i with weight psi_k * p_ik, p_ik "
          "the share of 100 exact samples of the base CRF on reference i that satisfy it. A refitted base CRF "
          f"(c2 {out['c2']}, cap {out['max_iter']}; dev {dev0:.2f}), everything chosen on dev, testing once.", "",
@@ -152,13 +170,13 @@ def report(out, grobid=None):
 
 
 # ---------------------------------------------------------------- the paper's protocol (a) through the gate
-PAPER_PATH = bt.RESULTS / "umass_table1_gate_paper.json"
+PAPER_PATH = RESULTS / "umass_gate_paper.json"
 PAPER_GRID = [dict(min_support=ms, psi_init=init, psi_l1=l1, learning_rate=lr, n_epochs=3, psi_gate="probability")
               for ms in (0.85, 0.9) for init in (0.0, 3.0) for l1 in (0.0003, 0.003) for lr in (3.0, 30.0)]
 
 
 def run_paper(saved, saved_pp, log):
-    """``--gate-paper``: protocol (a) of ``--paper-protocol`` (psi by Algorithm 3 on the dev references under
+    """``--paper``: protocol (a) of ``--paper-protocol`` (psi by Algorithm 3 on the dev references under
     the base CRF of training, theta fixed, settings by 3-fold CV inside dev) with the gate, beside (a)
     without it at ``--paper-protocol``'s choice, on the same base; testing once."""
     from sklearn.model_selection import KFold
@@ -188,7 +206,7 @@ def paper_report(out):
     g = {k: t[k]["f1"] - t["base"]["f1"] for k in ("ungated", "gated")}
     best = max(out["cv_gate"], key=lambda r: r["cv_dev"])
     ungated_cv = max(r["cv_dev"] for r in json.loads(pp.PATH.read_text())["cv_psi"])
-    return [f"The paper's protocol (a) through the gate (`--gate-paper`): psi by Algorithm 3 on the dev references "
+    return [f"The paper's protocol (a) through the gate (`--paper`): psi by Algorithm 3 on the dev references "
             f"through the gate, theta fixed, the setting by 3-fold CV inside dev over {len(out['cv_gate'])} settings "
             f"(min_support, psi_init, psi_l1, step; CV dev {best['cv_dev']:.2f}, without the gate "
             f"{ungated_cv:.2f}, base dev {out['base_dev']:.2f}) -> "
@@ -198,36 +216,40 @@ def paper_report(out):
             ""]
 
 
-# ---------------------------------------------------------------- command line (bench_umass_table1.py)
-def add_arguments(parser):
-    parser.add_argument("--gate", action="store_true", help="after the main run: the learned family through the "
-                        "sampled gate, psi_gate='probability' (umass_table1_gate.json)")
-    parser.add_argument("--gate-grobid", type=int, nargs="*", help="after --gate: its UMass-dev choice on GROBID "
-                        "folds, base CRFs to convergence (umass_table1_gate_grobid.json)")
-    parser.add_argument("--gate-paper", action="store_true", help="after --paper-protocol: its protocol (a) "
-                        "through the sampled gate (umass_table1_gate_paper.json)")
-    parser.add_argument("--selector", action="store_true", help="after the main run: the oracle ceiling degraded "
-                        "by a selector's errors, beside the gate as a selector (umass_table1_selector.json)")
-    parser.add_argument("--selector-grobid", type=int, nargs="*", help="the same on GROBID folds, base CRFs to "
-                        "convergence (umass_table1_selector_grobid.json)")
+# ---------------------------------------------------------------- command line
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--grobid", type=int, nargs="*", help="after the default run: its UMass-dev choice on "
+                        "GROBID folds, base CRFs to convergence (umass_gate_grobid.json)")
+    parser.add_argument("--paper", action="store_true", help="after bench_umass_table1.py --paper-protocol: its "
+                        "protocol (a) through the sampled gate (umass_gate_paper.json)")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the tables from the saved results")
+    args = parser.parse_args()
+    numba.set_num_threads(1)
+    start = time.perf_counter()
+
+    def log(msg):
+        print(f"[{time.perf_counter() - start:7.0f}s] {msg}", flush=True)
+
+    if not args.report_only:
+        saved = json.loads((bt.RESULTS / "umass_table1.json").read_text())  # the main run's choices
+        if args.paper:
+            res = run_paper(saved, json.loads(pp.PATH.read_text()), log)
+            PAPER_PATH.write_text(json.dumps(dict(res, elapsed=time.perf_counter() - start)))
+        elif args.grobid:
+            run_grobid(args.grobid, json.loads(PATH.read_text())["choice"], log)
+        else:
+            res = run_umass(saved, log)
+            PATH.write_text(json.dumps(dict(res, elapsed=time.perf_counter() - start)))
+    L = report(json.loads(PATH.read_text()), json.loads(GROBID_PATH.read_text()) if GROBID_PATH.exists() else None)
+    if PAPER_PATH.exists() and "test" in json.loads(PAPER_PATH.read_text()):
+        L += paper_report(json.loads(PAPER_PATH.read_text()))
+    L[0] = "# " + L[0].removeprefix("## ")
+    L += ["Script: `benchmarks/studies/bench_umass_gate.py`; numbers: `umass_gate.json`, `umass_gate_grobid.json`, "
+          "`umass_gate_paper.json`.", ""]
+    (RESULTS / "umass_gate.md").write_text("\n".join(L))
+    print("\n".join(L))
 
 
-def run_requested(args, saved, log):
-    """Run the ``--gate*`` steps asked for (``saved``: the main run's results); True if any ran."""
-    if args.gate_paper:
-        t0 = time.perf_counter()
-        res = run_paper(saved, json.loads(pp.PATH.read_text()), log)
-        PAPER_PATH.write_text(json.dumps(dict(res, elapsed=time.perf_counter() - t0)))
-    if args.gate:
-        t0 = time.perf_counter()
-        res = run_umass(saved, log)
-        PATH.write_text(json.dumps(dict(res, elapsed=time.perf_counter() - t0)))
-    if args.gate_grobid:
-        run_grobid(args.gate_grobid, json.loads(PATH.read_text())["choice"], log)
-    if args.selector:
-        t0 = time.perf_counter()
-        res = us.run(saved, log)
-        us.PATH.write_text(json.dumps(dict(res, elapsed=time.perf_counter() - t0)))
-    if args.selector_grobid:
-        us.run_grobid(args.selector_grobid, log)
-    return bool(args.gate_paper or args.gate or args.gate_grobid or args.selector or args.selector_grobid)
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,7 @@
-"""``--grobid-ceiling FOLD ...``: what limits the learned family on the held-back GROBID folds.
+"""What limits the learned family on the held-back GROBID folds: the oracle and in-sample ceilings.
 
 On each fold of ``bench_citations.py``'s 5-fold split, the base CRF run to CRFsuite's stop
-(``NonLocalCRF(c2=fold's c2, max_iter=None)``, as ``--grobid --to-convergence``) and, on the
+(``NonLocalCRF(c2=fold's c2, max_iter=None)``, as ``bench_umass_table1.py --grobid --to-convergence``) and, on the
 test fold:
 
 - ``base``: the base CRF;
@@ -12,33 +12,37 @@ test fold:
 - ``in_sample``: one psi vector fitted by the perceptron on the test fold's own gold and scored
   on the same fold (a **ceiling** for one psi over the family, in-sample by construction).
 
-Every segment F1 with GROBID's IO scheme. Output: ``results/umass_table1_grobid_ceiling.json``.
+Every segment F1 with GROBID's IO scheme; the family setting is the main run's choice on UMass dev
+(``results/umass_table1/umass_table1.json``: run ``papers/bench_umass_table1.py`` first).
+
+Run::
+
+    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/studies/bench_umass_grobid_ceiling.py 0 1 2 3 4
+    python benchmarks/studies/bench_umass_grobid_ceiling.py --report-only   # the table from the saved folds
+
+Output: ``benchmarks/results/umass_grobid_ceiling/umass_grobid_ceiling.{md,json}``.
 """
 
+import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
+import numba
 import numpy as np
 
-from . import protocol as bt
-from sklearn_struct import NonLocalCRF
-from ..internals import fit_energy, in_sample_thetas
-from sklearn_struct.constraint_learning import ConstraintFamily
-from .. import citations as bc
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.internals import fit_energy, in_sample_thetas  # noqa: E402
+from _lib.results import results_dir  # noqa: E402
+from _lib.umass import protocol as bt  # noqa: E402
+from _lib.umass.grobid import fold_data, SCHEME  # noqa: E402
 
-PATH = bt.RESULTS / "umass_table1_grobid_ceiling.json"
-SCHEME = "IO"
+from sklearn_struct import NonLocalCRF  # noqa: E402
+from sklearn_struct.constraint_learning import ConstraintFamily  # noqa: E402
 
-
-def fold_data(k):
-    """Fold ``k`` of ``bench_citations``' split: (Xtr, ytr, Xte, yte, c2), c2 from ``bt.GROBID_C2``."""
-    from sklearn.model_selection import KFold
-
-    saved = {f["fold"]: f for f in json.loads(bt.GROBID_C2.read_text())["folds"]}
-    feats, y = bc.load()
-    train, test = list(KFold(5, shuffle=True, random_state=0).split(feats))[k]
-    Xtr, Xte = bc.vectorize(feats, train, test)
-    return Xtr, [y[i] for i in train], Xte, [y[i] for i in test], saved[k]["c2_ours"]
+RESULTS = results_dir("umass_grobid_ceiling")
+PATH = RESULTS / "umass_grobid_ceiling.json"
 
 
 def learned_f1(row, base, fam, Xtr, ytr, Xte, yte, choice):
@@ -115,7 +119,7 @@ def report(rows):
               lambda r, i=i: r["in_sample"][i]["f1"]) for i, e in enumerate(bt.IN_SAMPLE_EPOCHS)]
     alg3 = [r for r in rows if "in_sample_alg3" in r]
     base = np.array([r["base"] for r in rows])
-    L = ["## GROBID: what limits the learned family (`--grobid-ceiling`)", "",
+    L = ["## GROBID: what limits the learned family (oracle and in-sample ceilings)", "",
          f"Folds {[r['fold'] for r in rows]}, base CRFs to CRFsuite's stop "
          f"({', '.join(str(r['base_n_iter']) for r in rows)} L-BFGS iterations), the UMass-dev family setting "
          f"{rows[0]['family_setting']} ({', '.join(str(r['n_candidates']) for r in rows)} candidates); IO segment "
@@ -135,3 +139,23 @@ def report(rows):
     L += ["", "Oracle inference (cap " + str(bt.CEILING_MAX_ITER) + "): "
           + ", ".join(f"psi = {w:g}: {c:.0f}% of test references converged" for w, c in conv.items()) + "."]
     return L + [""]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("folds", type=int, nargs="*", help="GROBID folds to run (0-4)")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the table from the saved folds")
+    args = parser.parse_args()
+    numba.set_num_threads(1)
+    start = time.perf_counter()
+    if args.folds and not args.report_only:
+        run(args.folds, lambda msg: print(f"[{time.perf_counter() - start:7.0f}s] {msg}", flush=True))
+    L = report(json.loads(PATH.read_text()))
+    L[0] = "# " + L[0].removeprefix("## ")
+    L += ["Script: `benchmarks/studies/bench_umass_grobid_ceiling.py`; numbers: `umass_grobid_ceiling.json`.", ""]
+    (RESULTS / "umass_grobid_ceiling.md").write_text("\n".join(L))
+    print("\n".join(L))
+
+
+if __name__ == "__main__":
+    main()

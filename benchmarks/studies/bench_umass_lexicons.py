@@ -1,45 +1,61 @@
-"""UMass Table 1 with name-lexicon features in the base CRF (``bench_umass_table1.py --lexicons``).
+"""UMass Table 1 with name-lexicon features in the base CRF: what the lists fix, on dev.
 
 Anzaroot et al. (2014)'s base CRF has lexicons (names, journals, publishers); ours had none.
 The error analysis of the base CRF on dev (``bench_umass_errors.py``) found the largest error
 class to be author lists with full first names read as part of the title, which a name
 lexicon addresses at the token, where count constraints cannot. Here every model uses the
 features of ``bench_umass_table1.py`` plus the US Census 1990 name lists
-(``_name_lexicons.py``; ``citation_features(words, lexicons)``: first / last / both, frequency
+(``_lib/name_lexicons.py``; ``citation_features(words, lexicons)``: first / last / both, frequency
 bins, the case, the same for the tokens at +-1 / +-2).
 
-``--lexicons`` (dev only, testing untouched): the base CRF at ``C2_GRID`` on dev; the error
+Default (dev only, testing untouched): the base CRF at ``C2_GRID`` on dev; the error
 analysis's "author list read as title" class on its dev predictions; the learned family's
 dev ceilings (oracle per-reference psi, one perceptron psi fitted on dev's own gold); the
 family's held-out dev gain as in the main protocol (psi by Algorithm 3 on 3-fold cross-fitted
 training marginals, ``FAMILY_GRID`` on dev); the lists' coverage of dev's gold name and
 title tokens, and of those not seen in training. The fitted base and chosen model are pickled in
-``--cache`` so that ``--lexicons --test`` scores exactly them on testing, once.
-``--lexicons control``: the same steps without lexicons by the same code (refits of the capped
+``--cache`` so that ``--test`` scores exactly them on testing, once.
+``control``: the same steps without lexicons by the same code (refits of the capped
 base move dev F1 by a few tenths between code versions, so the lexicons are compared with it);
-``--lexicons converged [control]``: the base CRF at the chosen c2 run to L-BFGS's stop.
-Output: ``results/umass_table1_lexicons_dev.json``, ``umass_table1_lexicons_control_dev.json``,
-``umass_table1_lexicons.md`` (and ``umass_table1_lexicons_test.json`` after ``--test``).
+``converged [control]``: the base CRF at the chosen c2 run to L-BFGS's stop.
+
+Run (after ``papers/bench_umass_table1.py``'s main run and ``bench_umass_learners.py``, whose dev numbers
+the table shows beside these)::
+
+    SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/studies/bench_umass_lexicons.py [STEP ...]
+    python benchmarks/studies/bench_umass_lexicons.py --report-only   # the table from the saved results
+
+Output: ``benchmarks/results/umass_lexicons/umass_lexicons_dev.json``, ``umass_lexicons_control_dev.json``,
+``umass_lexicons.md`` (and ``umass_lexicons_test.json`` after ``--test``).
 """
 
+import argparse
+import json
 import pickle
+import sys
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 
-from . import protocol as B
-from ..citation_features import _NOT_LETTER
-from ..results import results_dir
-from ..name_lexicons import load_name_lexicons
-from sklearn_struct import NonLocalCRF
-from ..internals import fit_energy, in_sample_thetas
-from sklearn_struct.constraint_learning import ConstraintFamily, kept_constraints
-from .errors import analyse
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.citation_features import _NOT_LETTER  # noqa: E402
+from _lib.internals import fit_energy, in_sample_thetas  # noqa: E402
+from _lib.name_lexicons import load_name_lexicons  # noqa: E402
+from _lib.results import results_dir  # noqa: E402
+from _lib.umass import protocol as B  # noqa: E402
+from _lib.umass.errors import analyse  # noqa: E402
 
-DEV_PATH = B.RESULTS / "umass_table1_lexicons_dev.json"
-CONTROL_PATH = B.RESULTS / "umass_table1_lexicons_control_dev.json"  # the same run without lexicons, same code
-TEST_PATH = B.RESULTS / "umass_table1_lexicons_test.json"
+from sklearn_struct import NonLocalCRF  # noqa: E402
+from sklearn_struct.constraint_learning import ConstraintFamily, kept_constraints  # noqa: E402
+from sklearn_struct.metrics import segment_error_events  # noqa: E402
+
+RESULTS = results_dir("umass_lexicons")
+DEV_PATH = RESULTS / "umass_lexicons_dev.json"
+CONTROL_PATH = RESULTS / "umass_lexicons_control_dev.json"  # the same run without lexicons, same code
+TEST_PATH = RESULTS / "umass_lexicons_test.json"
+LEARNERS = results_dir("umass_learners") / "umass_learners.json"
 
 
 def _authors_as_title(y_dev, pred, words):
@@ -51,8 +67,6 @@ def _authors_as_title(y_dev, pred, words):
 
 
 def _dump(out, path):
-    import json
-
     path.write_text(json.dumps(out, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
 
 
@@ -109,9 +123,7 @@ def family_grid(base, X, y, data, out, log):
 
 def swallowed_coverage(y_dev, pred, words, lexicons):
     """In the author lists the base CRF reads as a non-name field: name tokens (>= 2 letters) and those in a list."""
-    from ..internals import segment_events
-
-    events, _ = segment_events([list(v) for v in y_dev], [list(v) for v in pred])
+    events, _ = segment_error_events([list(v) for v in y_dev], [list(v) for v in pred])
     out = {"events": 0, "tokens": 0, "in_either": 0, "examples": []}
     for e in events:
         if not (e["type"] == "merged" and any(f.startswith("person") for f, _, _ in e["gold"])
@@ -149,8 +161,6 @@ def run_dev(log, cache, steps=("base", "fields", "errors", "ceilings", "family",
 
     ``steps``: a subset of the default (without ``"base"``, the earlier run's pickled base and json are reused).
     ``control``: the same steps without lexicons (today's code and refits, ``CONTROL_PATH``)."""
-    import json
-
     path, tag = (CONTROL_PATH, "ctl") if control else (DEV_PATH, "lex")
     cache = Path(cache)
     cache.mkdir(parents=True, exist_ok=True)
@@ -232,7 +242,7 @@ def coverage(data, lexicons, fields=("person-first", "person-last", "title", "jo
 
 
 def _earlier(main, lr, err):
-    """The earlier runs' dev numbers without lexicons (main run, ``--learners``, ``bench_umass_errors``) in one dict."""
+    """The earlier runs' dev numbers without lexicons (main run, ``bench_umass_learners``, ``bench_umass_errors``) in one dict."""
     fam0 = max(main["family_dev"], key=lambda r: r["dev"])
     return {"c2_dev": main["c2_dev"], "c2": main["c2"], "base_dev": main["c2_dev"][str(main["c2"])],
             "family_best_dev": fam0["dev"], "ceiling_dev": {k.split()[1]: v for k, v in lr["ceiling"].items()
@@ -261,7 +271,7 @@ ROW_NAMES = ["base CRF, c2 grid", "base CRF (chosen c2)", "+ learned family, psi
 
 
 def _converged_rows(cols):
-    """Rows of the base CRFs run to L-BFGS's stop (``--lexicons converged``), where a run has them."""
+    """Rows of the base CRFs run to L-BFGS's stop (``bench_umass_lexicons.py converged``), where a run has them."""
     def cell(d, fn):
         return fn(d["converged"]) if "converged" in d else ""
 
@@ -276,25 +286,24 @@ def _converged_rows(cols):
 
 
 def report(dev, test=None):
-    """``results/umass_table1_lexicons.md``: the lexicon base and the family over it on dev, beside the runs without."""
-    import json
-
+    """``results/umass_lexicons/umass_lexicons.md``: the lexicon base and the family over it on dev, beside the runs
+    without."""
     main = json.loads((B.RESULTS / "umass_table1.json").read_text())
-    earlier = _earlier(main, json.loads((B.RESULTS / "umass_table1_learners.json").read_text()),
+    earlier = _earlier(main, json.loads(LEARNERS.read_text()),
                        json.loads((results_dir("umass_errors") / "umass_errors.json").read_text())["dev"])
     cols = {"without lexicons (earlier runs, older code)": earlier}
     if CONTROL_PATH.exists() and "family_best_dev" in json.loads(CONTROL_PATH.read_text()):
         cols["without lexicons (control, this code)"] = json.loads(CONTROL_PATH.read_text())
     cols["with lexicons"] = dev
     cells = {k: _rows(d) for k, d in cols.items()}
-    L = ["# UMass Table 1 with name lexicons in the base CRF (dev; `bench_umass_table1.py --lexicons`)", "",
-         "Features: `_citation_features.py` plus the US Census 1990 first- and last-name lists (public domain, read "
-         "from the PyPI package `names`, MIT; `_name_lexicons.py`): in the first / last / both lists, frequency-rank "
+    L = ["# UMass Table 1 with name lexicons in the base CRF (dev; `bench_umass_lexicons.py`)", "",
+         "Features: `_lib/citation_features.py` plus the US Census 1990 first- and last-name lists (public domain, read "
+         "from the PyPI package `names`, MIT; `_lib/name_lexicons.py`): in the first / last / both lists, frequency-rank "
          "bins, the same with the token's case, for the token and those at +-1 / +-2, and the pair (token, next). "
          f"{dev['n_features']} feature columns (without: {main['n_features']}). Same protocol as the main run: "
          f"c2 from {list(B.C2_GRID)} on dev, {B.MAX_ITER} L-BFGS iterations, the family grid on dev, psi on 3-fold "
          "cross-fitted training marginals. Testing was not used for any row here. The earlier column assembles the "
-         "main run (base, family), `--learners` / `--in-sample` (ceilings, over their own refit base) and "
+         "main run (base, family), `bench_umass_learners.py` (ceilings, over their own refit base) and "
          "`bench_umass_errors.py` (its own refit at c2 0.1); the control reruns the lexicon run's steps without "
          "lexicons with the same code.", "",
          "| dev segment F1 | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
@@ -331,7 +340,33 @@ def report(dev, test=None):
           "already learn, not the international author names left (`Gethin`, `Pnueli`, `Piterman`), and hold 18% of "
           "the title tokens. By the rule set before the run (test only if dev's gain is clearly above +0.40), "
           "testing was not run with lexicons.", ""]
-    L += ["Script: `benchmarks/bench_umass_table1.py --lexicons` (`_umass_lexicons.py`); numbers: "
-          "`umass_table1_lexicons_dev.json`."]
-    (B.RESULTS / "umass_table1_lexicons.md").write_text("\n".join(L) + "\n")
+    L += ["Script: `benchmarks/studies/bench_umass_lexicons.py`; numbers: `umass_lexicons_dev.json`."]
+    (RESULTS / "umass_lexicons.md").write_text("\n".join(L) + "\n")
     print("\n".join(L))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("steps", nargs="*", help="dev steps: base fields errors ceilings family coverage (default "
+                        "all), converged; 'control': the same steps without lexicons (umass_lexicons_control_dev.json)")
+    parser.add_argument("--test", action="store_true", help="the pickled lexicon models chosen on dev, scored on "
+                        "testing once (umass_lexicons_test.json)")
+    parser.add_argument("--cache", default="/tmp/umass_lexicons", help="pickles of the fitted models")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the table from the saved results")
+    args = parser.parse_args()
+    numba.set_num_threads(1)
+    start = time.perf_counter()
+
+    def log(msg):
+        print(f"[{time.perf_counter() - start:7.0f}s] {msg}", flush=True)
+
+    if args.test and not args.report_only:
+        run_test(json.loads(DEV_PATH.read_text()), log, args.cache)
+    elif not args.report_only:
+        steps = [s for s in args.steps if s != "control"]
+        run_dev(log, args.cache, *([tuple(steps)] if steps else []), control="control" in args.steps)
+    report(json.loads(DEV_PATH.read_text()), json.loads(TEST_PATH.read_text()) if TEST_PATH.exists() else None)
+
+
+if __name__ == "__main__":
+    main()

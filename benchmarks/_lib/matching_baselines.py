@@ -1,4 +1,4 @@
-"""Reference learners for matching models, used by tests and benchmarks next to ``MLEStructMatcher``.
+"""Reference learners for matching models, used by the benchmarks and tests next to ``MLEStructMatcher``.
 
 - :class:`MatchingSSVM`: structured SVM (Caetano et al. 2009 "linear + learning": margin rescaled by
   the normalised Hamming loss) trained by block-coordinate Frank-Wolfe (Lacoste-Julien et al. 2013,
@@ -22,16 +22,16 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
-from .mle_struct import _LinearMatcherMixin
-from .oracles.matching import (
+from sklearn_struct.oracles.matching import (
     assignment,
     bethe_free_energy,
     bp_matching_marginals,
     exact_marginals,
     fw_bethe_marginals,
 )
-from .utils._params import atomic_fit, store_init_params
-from .utils.validation import check_matchings
+from sklearn_struct.utils.validation import check_matchings
+
+from .internals import _LinearMatcherMixin, atomic_fit, store_init_params
 
 __all__ = ["MatchingSSVM", "bethe_log_likelihood", "double_loop_bethe_mle", "exact_log_likelihood", "exact_matching_mle"]
 
@@ -56,14 +56,6 @@ class MatchingSSVM(_LinearMatcherMixin, BaseEstimator):
     tol : float, default=1e-4
         Stop when the summed block duality gaps fall below ``tol``.
     random_state : int or None, default=None
-
-    Examples
-    --------
-    >>> from sklearn_struct.datasets import make_matchings
-    >>> from sklearn_struct._matching_baselines import MatchingSSVM
-    >>> X, y = make_matchings(n_samples=20, n_nodes=6, n_features=3, noise=0.3, random_state=0)
-    >>> MatchingSSVM(random_state=0).fit(X[:15], y[:15]).score(X[15:], y[15:]) > 0.8
-    True
     """
 
     _parameter_constraints = {
