@@ -24,7 +24,8 @@ set when it falls.
 
 import numpy as np
 
-from ._gp_struct_model import _per_sequence, _seq_loglik, assemble_elbo, collect, score_parts
+from ._gp_struct_model import _per_sequence, assemble_elbo, collect, fixed_work, is_work
+from ._gp_struct_shards import resident, run_resident
 
 
 class FixedSamples:
@@ -33,8 +34,6 @@ class FixedSamples:
     and log-densities ``logq0[i]`` (K, S) under ``p``."""
 
     def __init__(self, prior, p, seqs, y, n_samples, seed, likelihood, n_jobs=None):
-        from ._gp_struct_shards import resident, run_resident
-
         self.seqs = np.asarray(seqs, dtype=np.int64)
         self.n_jobs = n_jobs
         self.shards = resident(prior, y, n_jobs)
@@ -48,47 +47,20 @@ class FixedSamples:
         self.logq0 = [r[2] for r in res]
 
 
-def fixed_work(p, seqs, y, offsets, likelihood):
-    """The per-sequence work of :class:`FixedSamples`: samples, their log-likelihoods and densities."""
-    def work(draw, i):
-        s = seqs[i]
-        return (draw.f, draw.fbin(p)), _seq_loglik(draw, p, y[offsets[s]:offsets[s + 1]], likelihood), draw.logq
-    return work
-
-
 def is_estimate(prior, p, fixed, grad=True):
     """Importance-weighted ELL of every fixed sequence under ``p`` and its exact gradient parts.
 
-    Returns the dict of :func:`~sklearn_struct._gp_struct_model.mc_estimate` with ``ell_var``
+    Returns the dict of :func:`~sklearn_struct._gp_struct_elbo.mc_estimate` with ``ell_var``
     replaced by ``ess``, each sequence's effective sample size as a fraction of S (mean over
     components). ``grad="pair"`` computes only the pairwise parts (the unary ones are the
     costly ``B^T U`` products).
     """
     if fixed.shards is not None:
-        from ._gp_struct_shards import run_resident
-
         res = run_resident(fixed.shards, p, "is", fixed.seqs, None, None, (fixed.token, grad))
         return collect(res, bool(grad), extra="ess")
     work = is_work(fixed.loglik, fixed.logq0, grad)
     res = _per_sequence(prior, p, fixed.seqs, None, None, fixed.n_jobs, work, samples=fixed.samples)
     return collect(res, bool(grad), extra="ess")
-
-
-def is_work(logliks, logq0s, grad):
-    """The per-sequence work of :func:`is_estimate` given the fixed samples' log-likelihoods and densities."""
-    def work(draw, i):
-        loglik = logliks[i]
-        K, S = loglik.shape
-        logw = draw.logq - logq0s[i]
-        wt = np.exp(logw - logw.max(axis=1, keepdims=True))
-        wt /= wt.sum(axis=1, keepdims=True)
-        ell_k = np.sum(wt * loglik, axis=1)
-        ess = float(np.mean(1.0 / np.sum(wt**2, axis=1))) / S
-        if not grad:
-            return (float(ell_k.mean()), ess), None
-        c = wt * (loglik - ell_k[:, None]) / K  # pi_k = 1 / K
-        return (float(ell_k.mean()), ess), score_parts(draw, c, unary=grad != "pair")
-    return work
 
 
 def is_elbo(prior, p, fixed, grad=True):

@@ -545,24 +545,6 @@ def collect(res, grad, extra="ell_var"):
     return out
 
 
-def mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, control_variate=True, n_jobs=None):
-    """MC expected log-likelihood of sequences ``seqs`` and its score-function gradient parts.
-
-    Returns a dict with ``ell`` (len(seqs),) and its Monte-Carlo variance ``ell_var``, and with ``grad``: ``gb`` (tokens, K, Q)
-    gradient w.r.t. the latent means, ``U`` (tokens, K, Q, M) with
-    ``dELL/dL_kj = 2 B^T U_kj``, and pairwise ``g_mb``, ``g_lsb`` (len(seqs), Q, Q).
-    """
-    seqs = np.asarray(seqs, dtype=np.int64)
-    from ._gp_struct_shards import resident, run_resident
-
-    shards = resident(prior, y, n_jobs)
-    if shards is not None:  # on a dask cluster: only the parameters travel
-        return collect(run_resident(shards, p, "mc", seqs, n_samples, seed, (likelihood, grad, control_variate)),
-                       grad)
-    work = estimate_work(p, seqs, y, prior.offsets, likelihood, grad, control_variate)
-    return collect(_per_sequence(prior, p, seqs, n_samples, seed, n_jobs, work), grad)
-
-
 def estimate_work(p, seqs, y, offsets, likelihood, grad, control_variate):
     """The per-sequence work of :func:`mc_estimate`: ``work(draw, i)`` for sequence ``seqs[i]``."""
     def work(draw, i):
@@ -571,11 +553,29 @@ def estimate_work(p, seqs, y, offsets, likelihood, grad, control_variate):
     return work
 
 
-def elbo(prior, p, seqs, y, n_samples, seed, likelihood, grad=True, control_variate=True, n_jobs=None):
-    """MC ELBO of the whole data (ELL of ``seqs`` + KL terms) and its gradient (unary vector, pairwise vector)."""
-    est = mc_estimate(prior, p, seqs, y, n_samples, seed, likelihood, grad=grad,
-                      control_variate=control_variate, n_jobs=n_jobs)
-    return assemble_elbo(prior, p, seqs, est, grad)
+def fixed_work(p, seqs, y, offsets, likelihood):
+    """The per-sequence work of :class:`~sklearn_struct._gp_struct_batch.FixedSamples`: samples, their log-likelihoods and densities."""
+    def work(draw, i):
+        s = seqs[i]
+        return (draw.f, draw.fbin(p)), _seq_loglik(draw, p, y[offsets[s]:offsets[s + 1]], likelihood), draw.logq
+    return work
+
+
+def is_work(logliks, logq0s, grad):
+    """The per-sequence work of :func:`~sklearn_struct._gp_struct_batch.is_estimate` given the fixed samples' log-likelihoods and densities."""
+    def work(draw, i):
+        loglik = logliks[i]
+        K, S = loglik.shape
+        logw = draw.logq - logq0s[i]
+        wt = np.exp(logw - logw.max(axis=1, keepdims=True))
+        wt /= wt.sum(axis=1, keepdims=True)
+        ell_k = np.sum(wt * loglik, axis=1)
+        ess = float(np.mean(1.0 / np.sum(wt**2, axis=1))) / S
+        if not grad:
+            return (float(ell_k.mean()), ess), None
+        c = wt * (loglik - ell_k[:, None]) / K  # pi_k = 1 / K
+        return (float(ell_k.mean()), ess), score_parts(draw, c, unary=grad != "pair")
+    return work
 
 
 def assemble_elbo(prior, p, seqs, est, grad):

@@ -23,7 +23,8 @@ import numpy as np
 
 from ._gp_likelihoods import CHAIN, Likelihood
 from ._gp_struct_batch import FixedSamples, trusted_elbo
-from ._gp_struct_model import SparsePrior, elbo, mc_estimate, pair_kl, token_rows, unary_data_grad, unary_kl
+from ._gp_struct_elbo import elbo, mc_estimate
+from ._gp_struct_model import SparsePrior, pair_kl, token_rows, unary_data_grad, unary_kl
 from .utils.optimize import lbfgs
 
 ESS_RESAMPLE, ESS_FLOOR = 0.5, 0.25  # gp-var-b: effective sample size fractions (new draw / infeasible step)

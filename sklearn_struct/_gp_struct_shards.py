@@ -14,8 +14,7 @@ import itertools
 
 import numpy as np
 
-from ._gp_struct_batch import fixed_work, is_work
-from ._gp_struct_model import VarParams, _per_sequence, estimate_work, sequence_seeds
+from ._gp_struct_model import VarParams, _per_sequence, estimate_work, fixed_work, is_work, sequence_seeds
 from .utils.parallel import even_chunks
 from .utils.shards import ResidentShards, ShardLostError, dask_client, n_shards
 

@@ -17,7 +17,8 @@ from sklearn_struct import GPStructClassifier
 from sklearn_struct import _gp_struct_amplitude as _amp
 from sklearn_struct._gp_likelihoods import CHAIN, LIKELIHOODS, PIECEWISE
 from sklearn_struct._gp_struct_batch import FixedSamples, is_elbo
-from sklearn_struct._gp_struct_model import SparsePrior, VarParams, elbo, gram, pair_kl, unary_kl
+from sklearn_struct._gp_struct_elbo import elbo
+from sklearn_struct._gp_struct_model import SparsePrior, VarParams, gram, pair_kl, unary_kl
 from sklearn_struct.datasets import make_chain_data
 
 

@@ -6,7 +6,8 @@ from sklearn_struct._bethe_inference import bethe_inference, nonlocal_objective 
 from sklearn_struct._chain_crf import ChainObjective, predict_unary  # noqa: F401
 from sklearn_struct._gp_struct_amplitude import AMPLITUDE_GRID, _Rows, _held_out_marginals, cv_amplitude  # noqa: F401
 from sklearn_struct._gp_likelihoods import CHAIN, LIKELIHOODS, token_marginals  # noqa: F401
-from sklearn_struct._gp_struct_model import (SparsePrior, VarParams, _per_sequence, elbo, init_inducing,  # noqa: F401
+from sklearn_struct._gp_struct_elbo import elbo  # noqa: F401
+from sklearn_struct._gp_struct_model import (SparsePrior, VarParams, _per_sequence, init_inducing,  # noqa: F401
                                              map_marginals, pmi_transitions)
 from sklearn_struct._gp_struct_optim import sparse_map, transition_counts  # noqa: F401
 from sklearn_struct._psi_gate import fit_gate, satisfaction_probability  # noqa: F401
