@@ -16,8 +16,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_score
 from ._chain_crf_fit import ALGORITHMS, check_solver_options, fit_chain_algorithm
-from ._chain_crf_constrained import (check_feasible, fixed_masks, has_unknown_labels, onehot_masks,
-                                     start_partial_fit, structure_from)
+from ._chain_crf_constrained import (check_feasible, fixed_masks, has_unknown_labels, log_proba_of_chain,
+                                     onehot_masks, start_partial_fit, structure_from, topk_of_chain)
 from ._chain_crf_partial import partial_fit_chain
 from ._chain_crf_weights import sequence_weights
 from .oracles.chain import forward_backward, viterbi
@@ -34,8 +34,7 @@ from .utils._model_file import (
     meta_number,
     save_model_file,
 )
-from .oracles.chain_constrained import (chain_scores, constrain_potentials, constrained_forward_backward,
-                                        constrained_viterbi, kbest_viterbi)
+from .oracles.chain_constrained import constrain_potentials, constrained_forward_backward, constrained_viterbi
 from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.packing import edge_offsets, unpack_sequences
 from .utils.validation import check_sequences, encode_sequence_labels
@@ -377,14 +376,7 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
         """
         data, unary, masks = self._constrained_unary(X, None)
         unary, trans = constrain_potentials(unary, self.transition_, data.offsets, **masks)
-        labels, scores = kbest_viterbi(unary, trans, data.offsets, k)
-        log_z, _, _ = forward_backward(unary, trans, data.offsets, edge_marginals="none")
-        y_topk, log_proba = [], []
-        for s, (lo, hi) in enumerate(zip(data.offsets[:-1], data.offsets[1:])):
-            found = np.isfinite(scores[s])
-            y_topk.append(self.classes_[labels[found, lo:hi]])
-            log_proba.append(np.minimum(scores[s, found] - log_z[s], 0.0))
-        return y_topk, log_proba
+        return topk_of_chain(unary, trans, data.offsets, k, self.classes_)
 
     def sequence_log_proba(self, X, y):
         """``log P(y_i | x_i)`` of given label sequences (python-crfsuite's ``Tagger.probability``, in logs).
@@ -396,13 +388,8 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
         log_proba : ndarray of shape (n_sequences,)
         """
         data, unary, masks = self._constrained_unary(X, None)
-        _, y = check_sequences(X, y)  # lengths against X
-        encoder = LabelEncoder()
-        encoder.classes_ = self.classes_
-        y_enc = np.concatenate(encode_sequence_labels(encoder, y))
         unary, trans = constrain_potentials(unary, self.transition_, data.offsets, **masks)
-        log_z, _, _ = forward_backward(unary, trans, data.offsets, edge_marginals="none")
-        return chain_scores(unary, trans, data.offsets, y_enc) - log_z
+        return log_proba_of_chain(unary, trans, data.offsets, X, y, self.classes_)
 
     def _constrained_unary(self, X, fixed):
         """Packed data, unary scores and the masks of ``allowed_transitions`` and ``fixed``."""
