@@ -73,17 +73,25 @@ def structure_from(allowed_transitions, classes):
         return _scheme_structure(allowed_transitions, classes)
     if isinstance(allowed_transitions, tuple) and len(allowed_transitions) == 3:  # (transitions, start, end)
         shapes = [(L, L), (L,), (L,)]
-        parts = [np.asarray(a) for a in allowed_transitions]
+        parts = [_as_mask_array(a) for a in allowed_transitions]
         if any(a.shape != sh or a.dtype != np.bool_ for a, sh in zip(parts, shapes)):
             raise ValueError(f"allowed_transitions as a tuple must be boolean arrays (transitions, start, end) of "
                              f"shapes ({L}, {L}), ({L},), ({L},); got {[(a.dtype.name, a.shape) for a in parts]}.")
         return Structure(*(a.copy() for a in parts))
-    mask = np.asarray(allowed_transitions)
+    mask = _as_mask_array(allowed_transitions)
     if mask.shape != (L, L) or mask.dtype != np.bool_:
         raise ValueError(f"allowed_transitions must be a scheme name ({sorted(SCHEMES)}) or a boolean array of "
                          f"shape (n_classes, n_classes) = ({L}, {L}) over classes_, got {mask.dtype} of shape "
                          f"{mask.shape}.")
     return Structure(mask.copy(), np.ones(L, dtype=bool), np.ones(L, dtype=bool))
+
+
+def _as_mask_array(value):
+    """``np.asarray(value)``, with a ValueError naming ``allowed_transitions`` for ragged nested lists."""
+    try:
+        return np.asarray(value)
+    except ValueError as exc:
+        raise ValueError(f"allowed_transitions must be a boolean array, got a ragged sequence ({exc}).") from None
 
 
 def _scheme_structure(name, classes):
