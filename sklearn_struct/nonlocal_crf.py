@@ -686,9 +686,10 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         even its single best labelling is NP-hard for constraint energies, so exact k-best
         lists or sequence probabilities of it are out of reach. What is exact is ``Q``, the
         chain with the final dual potentials ``theta_t`` of non-local inference: its Viterbi is
-        :meth:`predict` (row 0 here), its marginals are :meth:`predict_marginals` at a fixed point
-        of inference (Prop. 1; exactly for the last iterate of ``"rda"`` and ``"md"``), and its
-        log-likelihood is the surrogate that ``fit`` maximises (eq. 12). The k-best lists are
+        :meth:`predict` (row 0 here), its marginals are :meth:`predict_marginals` (exactly, at
+        every iteration, for the last iterate of ``"rda"`` and ``"md"``: ``mu_t = ORACLE(theta_t)``;
+        for averages and ``"accelerated"`` at the fixed point of Prop. 1), and at that fixed point
+        its log-likelihood is the surrogate that ``fit`` maximises (eq. 12). The k-best lists are
         exact k-best Viterbi in ``Q``
         (:func:`~sklearn_struct.oracles.chain_constrained.kbest_viterbi`), best first.
 
