@@ -705,6 +705,22 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
             Row ``r`` is the rank-``r`` labelling (``k_i < k`` when fewer labellings are allowed).
         log_proba : list of ndarray of shape (k_i,)
             ``log Q(y | x)`` of each row, non-increasing.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_struct import NonLocalCRF
+        >>> rng = np.random.RandomState(0)
+        >>> X = [np.eye(3)[[0, 1, 2, 2]] + rng.normal(scale=0.5, size=(4, 3)) for _ in range(20)]
+        >>> y = [np.array(["B-X", "I-X", "O", "O"])] * 20
+        >>> crf = NonLocalCRF(c2=0.1, allowed_transitions="BIO").fit(X, y)
+        >>> y_topk, log_proba = crf.predict_topk(X[:1], k=2)
+        >>> y_topk[0].tolist(), np.exp(log_proba[0]).round(3).tolist()
+        ([['B-X', 'I-X', 'O', 'O'], ['B-X', 'I-X', 'I-X', 'O']], [0.986, 0.009])
+        >>> crf.predict(X[:1], fixed=[["O", None, None, None]])[0].tolist()  # token 0 given: no I-X after O
+        ['O', 'B-X', 'I-X', 'O']
+        >>> crf.sequence_log_proba(X[:1], [["O", "I-X", "O", "O"]])
+        array([-inf])
         """
         res = self._dual_chain(X, psi_features, marginals=False)
         return topk_of_chain(res.dual_unary, res.dual_transition, res.offsets, k, self.classes_)
