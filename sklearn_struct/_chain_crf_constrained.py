@@ -28,7 +28,9 @@ import scipy.sparse as sp
 from ._chain_crf import ChainData, ChainObjective, _add_l2, unpack_params
 from .oracles.chain import expected_counts
 from .oracles._chain_weighted import weighted_expected_counts
-from .oracles.chain_constrained import constrain_potentials, constrained_forward_backward, constrained_viterbi
+from .oracles.chain import forward_backward
+from .oracles.chain_constrained import (chain_scores, constrain_potentials, constrained_forward_backward,
+                                        constrained_viterbi, kbest_viterbi)
 from .oracles.linear import state_pairs
 from .utils.packing import pack_sequences, row_slice, transition_pairs
 from .utils.parallel import even_chunks
@@ -36,7 +38,7 @@ from .utils.shards import ResidentShards
 from .utils.optimize import _dot
 
 __all__ = ["Structure", "SCHEMES", "structure_from", "has_unknown_labels", "token_masks", "check_feasible",
-           "ConstrainedChainObjective"]
+           "ConstrainedChainObjective", "masked_potentials", "topk_of_chain", "log_proba_of_chain"]
 
 # scheme name -> (prefix of a chunk's first, inside, last, single-token label); BIO has no last / single
 SCHEMES = {"BIO": "BI", "IOB2": "BI", "IOB": "BI", "BIOES": "BIES", "IOBES": "BIES", "BILOU": "BILU",
@@ -71,17 +73,25 @@ def structure_from(allowed_transitions, classes):
         return _scheme_structure(allowed_transitions, classes)
     if isinstance(allowed_transitions, tuple) and len(allowed_transitions) == 3:  # (transitions, start, end)
         shapes = [(L, L), (L,), (L,)]
-        parts = [np.asarray(a) for a in allowed_transitions]
+        parts = [_as_mask_array(a) for a in allowed_transitions]
         if any(a.shape != sh or a.dtype != np.bool_ for a, sh in zip(parts, shapes)):
             raise ValueError(f"allowed_transitions as a tuple must be boolean arrays (transitions, start, end) of "
                              f"shapes ({L}, {L}), ({L},), ({L},); got {[(a.dtype.name, a.shape) for a in parts]}.")
         return Structure(*(a.copy() for a in parts))
-    mask = np.asarray(allowed_transitions)
+    mask = _as_mask_array(allowed_transitions)
     if mask.shape != (L, L) or mask.dtype != np.bool_:
         raise ValueError(f"allowed_transitions must be a scheme name ({sorted(SCHEMES)}) or a boolean array of "
                          f"shape (n_classes, n_classes) = ({L}, {L}) over classes_, got {mask.dtype} of shape "
                          f"{mask.shape}.")
     return Structure(mask.copy(), np.ones(L, dtype=bool), np.ones(L, dtype=bool))
+
+
+def _as_mask_array(value):
+    """``np.asarray(value)``, with a ValueError naming ``allowed_transitions`` for ragged nested lists."""
+    try:
+        return np.asarray(value)
+    except ValueError as exc:
+        raise ValueError(f"allowed_transitions must be a boolean array, got a ragged sequence ({exc}).") from None
 
 
 def _scheme_structure(name, classes):
@@ -367,3 +377,45 @@ def onehot_masks(y_enc, n_labels):
     mask = np.zeros((y.shape[0], n_labels), dtype=bool)
     mask[np.arange(y.shape[0]), y] = True
     return mask
+
+
+def masked_potentials(unary, transition, offsets, structure=None, allowed=None):
+    """``(unary, transition)`` with ``-inf`` wherever ``structure`` (a :class:`Structure` or None) and the
+    token masks ``allowed`` (``(n_tokens, n_labels)`` or None) forbid a choice; unchanged without masks."""
+    masks = {} if structure is None else structure._asdict()
+    if allowed is not None:
+        masks["allowed"] = allowed
+    if not masks:
+        return unary, transition
+    return constrain_potentials(unary, transition, offsets, **masks)
+
+
+def topk_of_chain(unary, transition, offsets, k, classes):
+    """The ``k`` best label sequences of each chain and their log-probabilities, as lists per sequence.
+
+    ``unary`` / ``transition`` are the (masked) log-potentials of the chain distribution; returns
+    ``(y_topk, log_proba)`` as :meth:`ChainCRF.predict_topk <sklearn_struct.ChainCRF.predict_topk>`.
+    """
+    labels, scores = kbest_viterbi(unary, transition, offsets, k)
+    log_z, _, _ = forward_backward(unary, transition, offsets, edge_marginals="none")
+    y_topk, log_proba = [], []
+    for s, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
+        found = np.isfinite(scores[s])
+        y_topk.append(classes[labels[found, lo:hi]])
+        log_proba.append(np.minimum(scores[s, found] - log_z[s], 0.0))
+    return y_topk, log_proba
+
+
+def log_proba_of_chain(unary, transition, offsets, X, y, classes):
+    """``log P(y_i | x_i)`` under the chain distribution of the (masked) potentials; ``-inf`` where a
+    labelling is forbidden. ``y`` is validated against ``X`` and encoded over ``classes``."""
+    from sklearn.preprocessing import LabelEncoder
+
+    from .utils.validation import check_sequences, encode_sequence_labels
+
+    _, y = check_sequences(X, y)  # lengths against X
+    encoder = LabelEncoder()
+    encoder.classes_ = classes
+    y_enc = np.concatenate(encode_sequence_labels(encoder, y))
+    log_z, _, _ = forward_backward(unary, transition, offsets, edge_marginals="none")
+    return chain_scores(unary, transition, offsets, y_enc) - log_z

@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._chain_crf import predict_unary
+from ._chain_crf_constrained import masked_potentials
 from .oracles.chain import sample_chain
 
 __all__ = ["satisfaction_probability", "training_gate", "fit_gate"]
@@ -46,10 +47,11 @@ def satisfaction_probability(energy, unary, transition, offsets, n_samples, rand
     return p / draws.shape[0]
 
 
-def training_gate(energy, X, seqs, params, fold, n_samples, random_state):
+def training_gate(energy, X, seqs, params, fold, n_samples, random_state, structure=None):
     """The gate of the psi step's sequences ``seqs``, each under its base CRF ``params[fold]``.
 
     Returns ``(len(seqs), n_terms)`` in the order of ``seqs`` (as :func:`psi_thetas` gives them).
+    ``structure`` (or None): the allowed transitions, which the samples obey.
     """
     rng = check_random_state(random_state)
     gate = np.empty((len(seqs), energy.n_weights))
@@ -58,12 +60,13 @@ def training_gate(energy, X, seqs, params, fold, n_samples, random_state):
         if rows.size == 0:
             continue
         data, unary = predict_unary([X[i] for i in seqs[rows]], coef, intercept)
+        unary, trans = masked_potentials(unary, trans, data.offsets, structure)
         gate[rows] = satisfaction_probability(energy, unary, trans, data.offsets, n_samples, rng,
                                               index=np.asarray(seqs)[rows])
     return gate
 
 
-def fit_gate(energy, X, thetas, n_samples, random_state, n_epochs):
+def fit_gate(energy, X, thetas, n_samples, random_state, n_epochs, structure=None):
     """What ``NonLocalCRF.fit`` draws for the gate: ``(gate, seed)``.
 
     ``gate``: :func:`training_gate` of the psi step's sequences (``thetas = (seqs, params, fold)``),
@@ -72,5 +75,5 @@ def fit_gate(energy, X, thetas, n_samples, random_state, n_epochs):
     """
     rng = check_random_state(random_state)
     seed = int(rng.randint(2**31 - 1))
-    gate = training_gate(energy, X, *thetas, n_samples, rng) if n_epochs > 0 else None
+    gate = training_gate(energy, X, *thetas, n_samples, rng, structure) if n_epochs > 0 else None
     return gate, seed

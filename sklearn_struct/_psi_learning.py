@@ -16,6 +16,7 @@ from sklearn.utils import Bunch, check_random_state
 
 from ._bethe_inference import bethe_inference
 from ._chain_crf import ChainData
+from ._chain_crf_constrained import masked_potentials
 from ._psi_perceptron import learn_psi_perceptron
 from .constraints import ConstraintEnergy
 from .oracles.chain import forward_backward
@@ -89,7 +90,7 @@ def psi_values(phi, psi, psi_coef):
 # ---------------------------------------------------------------- Algorithm 3
 
 
-def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None, gate=None):
+def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None, gate=None, structure=None):
     """Algorithm 3 on the training sequences ``seqs``, each under the base CRF ``params[fold]``.
 
     ``est`` is the NonLocalCRF being fitted (its parameters: ``psi_init``, ``n_epochs``,
@@ -97,7 +98,9 @@ def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None, gat
     ``theta_learning_rate``, ``psi_gradient``, ``c2``, ``random_state`` and the inference settings), ``energy`` the
     fitted energy, ``phi`` the psi features of all training sequences (or None), ``gate`` the
     sampled gate of the sequences ``seqs`` (``(len(seqs), n_weights)``, :mod:`._psi_gate`; the
-    weights of sequence ``i`` are then ``psi * gate[i]``) or None. No epoch runs once
+    weights of sequence ``i`` are then ``psi * gate[i]``) or None, ``structure`` the
+    :class:`~sklearn_struct._chain_crf_constrained.Structure` of ``allowed_transitions`` (or None):
+    inference runs on the chain with its forbidden choices at ``-inf``. No epoch runs once
     ``progress`` (the fit's reporter) has been stopped.
 
     Each step is a projected (proximal) gradient-ascent step on the batch's mean surrogate
@@ -114,7 +117,8 @@ def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None, gat
         if phi is not None or est.learn_theta or gate is not None:
             raise ValueError("psi_gradient='perceptron' learns one psi vector with theta fixed: it takes no "
                              "psi_features / psi_featurizer, no psi_gate and no learn_theta=True.")
-        return learn_psi_perceptron(est, X, y_enc, energy, seqs, params, fold, stopped=progress.stopped)
+        return learn_psi_perceptron(est, X, y_enc, energy, seqs, params, fold, stopped=progress.stopped,
+                                    structure=structure)
     energy = bind(energy, X)
     L = len(est.classes_)
     K = energy.n_weights
@@ -167,7 +171,8 @@ def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None, gat
             if gate is not None:
                 psi_b = psi_b * gate[idx]
             paper_form = est.psi_gradient == "algorithm3"
-            res = bethe_inference(unary, trans, sub, energy, psi_b,
+            unary_m, trans_m = masked_potentials(unary, trans, sub, structure)  # forbidden choices at -inf
+            res = bethe_inference(unary_m, trans_m, sub, energy, psi_b,
                                   return_edges=uses_edges or (paper_form and est.learn_theta),
                                   energy_index=seqs[idx], **kwargs)
             n_iter[idx] = res.n_iter
@@ -175,7 +180,7 @@ def learn_psi(est, X, y_enc, energy, phi, seqs, params, fold, progress=None, gat
                 sur = _algorithm3_gradient(energy, res.node, res.edge, sub, y_all[tok], edge_from[etok],
                                            edge_to[etok], index=seqs[idx], edge_sum=est.learn_theta)
             else:
-                sur = _surrogate_gradient(energy, res.node, res.edge, unary, trans, sub, psi_b,
+                sur = _surrogate_gradient(energy, res.node, res.edge, unary_m, trans_m, sub, psi_b,
                                           y_all[tok], edge_from[etok], edge_to[etok], index=seqs[idx],
                                           edge_sum=est.learn_theta)
             g_psi, d_node, m_edge = sur.g_psi, sur.d_node, sur.m_edge

@@ -21,19 +21,20 @@ from sklearn.utils import Bunch, check_random_state
 
 from ._bethe_inference import bethe_inference
 from ._chain_crf import ChainData
+from ._chain_crf_constrained import masked_potentials
 from .oracles.chain import viterbi
 from .utils.packing import subset_sequences, unpack_sequences
 
 __all__ = ["learn_psi_perceptron"]
 
 
-def learn_psi_perceptron(est, X, y_enc, energy, seqs, params, fold, stopped=False):
+def learn_psi_perceptron(est, X, y_enc, energy, seqs, params, fold, stopped=False, structure=None):
     """Averaged structured perceptron for ``psi`` on the sequences ``seqs``, each under ``params[fold]``.
 
     ``est`` is the NonLocalCRF being fitted (``psi_init``, ``n_epochs``, ``batch_size``,
     ``learning_rate(_schedule)``, ``psi_l1``, ``random_state`` and the inference settings); ``energy``
     the fitted (unbound) :class:`~sklearn_struct.constraints.ConstraintEnergy`, which must
-    provide ``violations``. Each step: decode the batch at the current ``psi``, then
+    provide ``violations``; ``structure`` (or None) the allowed transitions decoding obeys. Each step: decode the batch at the current ``psi``, then
     ``psi <- max(0, psi + lr * (mean_i [v(y_hat_i) - v(y_i)] - psi_l1))``. Returns a Bunch
     with ``psi`` (the average of the iterates, so the L1 zeros of the late steps stay
     small), no epoch when ``stopped``; ``history`` (averaged psi after each epoch), ``n_iter`` (inference iterations of
@@ -67,7 +68,8 @@ def learn_psi_perceptron(est, X, y_enc, energy, seqs, params, fold, stopped=Fals
         wrong = 0
         for lo in range(0, n_seq, est.batch_size):
             idx = np.sort(order[lo : lo + est.batch_size])
-            pred, n_it = _decode(unary_all, trans_stack, offsets, lengths, fold, idx, bound, psi, seqs, kwargs)
+            pred, n_it = _decode(unary_all, trans_stack, offsets, lengths, fold, idx, bound, psi, seqs, kwargs,
+                                 structure)
             n_iter[idx] = n_it
             v_pred = energy.violations(pred, [X[i] for i in seqs[idx]])
             diff = v_pred - v_gold[idx]
@@ -86,7 +88,7 @@ def learn_psi_perceptron(est, X, y_enc, energy, seqs, params, fold, stopped=Fals
                  n_wrong=np.array(n_wrong), psi_coef=None, theta=None)
 
 
-def _decode(unary_all, trans_stack, offsets, lengths, fold, idx, bound, psi, seqs, kwargs):
+def _decode(unary_all, trans_stack, offsets, lengths, fold, idx, bound, psi, seqs, kwargs, structure=None):
     """Constrained MAP labels of the sequences ``idx`` (Bethe inference, then Viterbi on its duals)."""
     tok, _, sub = subset_sequences(offsets, idx)
     folds_b = fold[idx]
@@ -94,7 +96,7 @@ def _decode(unary_all, trans_stack, offsets, lengths, fold, idx, bound, psi, seq
         trans = trans_stack[folds_b[0]]
     else:
         trans = np.repeat(trans_stack[folds_b], lengths[idx] - 1, axis=0)
-    unary = unary_all[tok]
+    unary, trans = masked_potentials(unary_all[tok], trans, sub, structure)
     psi_b = np.broadcast_to(psi, (idx.shape[0], psi.shape[0]))
     res = bethe_inference(unary, trans, sub, bound, psi_b, return_edges=False, energy_index=seqs[idx], **kwargs)
     labels, _ = viterbi(res.dual_unary, res.dual_transition, sub)

@@ -16,8 +16,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_score
 from ._chain_crf_fit import ALGORITHMS, check_solver_options, fit_chain_algorithm
-from ._chain_crf_constrained import (check_feasible, fixed_masks, has_unknown_labels, onehot_masks,
-                                     start_partial_fit, structure_from)
+from ._chain_crf_constrained import (check_feasible, fixed_masks, has_unknown_labels, log_proba_of_chain,
+                                     onehot_masks, start_partial_fit, structure_from, topk_of_chain)
 from ._chain_crf_partial import partial_fit_chain
 from ._chain_crf_weights import sequence_weights
 from .oracles.chain import forward_backward, viterbi
@@ -34,8 +34,7 @@ from .utils._model_file import (
     meta_number,
     save_model_file,
 )
-from .oracles.chain_constrained import (chain_scores, constrain_potentials, constrained_forward_backward,
-                                        constrained_viterbi, kbest_viterbi)
+from .oracles.chain_constrained import constrain_potentials, constrained_forward_backward, constrained_viterbi
 from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.packing import edge_offsets, unpack_sequences
 from .utils.validation import check_sequences, encode_sequence_labels
@@ -43,7 +42,9 @@ from .utils.validation import check_sequences, encode_sequence_labels
 __all__ = ["ChainCRF"]
 
 _FORMAT = "sklearn_struct.ChainCRF"
-_FORMAT_VERSION = 3  # 2: with a checksum; 3: labels and parameters with their exact types. 1 and 2 still load
+_FORMAT_VERSION = 4  # 2: with a checksum; 3: labels and parameters with their exact types; 4: allowed_transitions
+# as arrays (a mask, or the (transitions, start, end) tuple). 1 to 3 still load
+_MASK_MEMBERS = {"mask": ("allowed_transitions",), "tuple": ("allowed_transitions", "allowed_start", "allowed_end")}
 
 
 class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
@@ -377,14 +378,7 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
         """
         data, unary, masks = self._constrained_unary(X, None)
         unary, trans = constrain_potentials(unary, self.transition_, data.offsets, **masks)
-        labels, scores = kbest_viterbi(unary, trans, data.offsets, k)
-        log_z, _, _ = forward_backward(unary, trans, data.offsets, edge_marginals="none")
-        y_topk, log_proba = [], []
-        for s, (lo, hi) in enumerate(zip(data.offsets[:-1], data.offsets[1:])):
-            found = np.isfinite(scores[s])
-            y_topk.append(self.classes_[labels[found, lo:hi]])
-            log_proba.append(np.minimum(scores[s, found] - log_z[s], 0.0))
-        return y_topk, log_proba
+        return topk_of_chain(unary, trans, data.offsets, k, self.classes_)
 
     def sequence_log_proba(self, X, y):
         """``log P(y_i | x_i)`` of given label sequences (python-crfsuite's ``Tagger.probability``, in logs).
@@ -396,13 +390,8 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
         log_proba : ndarray of shape (n_sequences,)
         """
         data, unary, masks = self._constrained_unary(X, None)
-        _, y = check_sequences(X, y)  # lengths against X
-        encoder = LabelEncoder()
-        encoder.classes_ = self.classes_
-        y_enc = np.concatenate(encode_sequence_labels(encoder, y))
         unary, trans = constrain_potentials(unary, self.transition_, data.offsets, **masks)
-        log_z, _, _ = forward_backward(unary, trans, data.offsets, edge_marginals="none")
-        return chain_scores(unary, trans, data.offsets, y_enc) - log_z
+        return log_proba_of_chain(unary, trans, data.offsets, X, y, self.classes_)
 
     def _constrained_unary(self, X, fixed):
         """Packed data, unary scores and the masks of ``allowed_transitions`` and ``fixed``."""
@@ -435,9 +424,11 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
     def save(self, path):
         """Write the fitted model to one ``.npz`` file that loads without pickle.
 
-        The file holds the arrays ``coef``, ``intercept`` and ``transition`` and ``meta``: a JSON
+        The file holds the arrays ``coef``, ``intercept`` and ``transition`` (and, when
+        ``allowed_transitions`` is a boolean mask, ``allowed_transitions``; a ``(transitions, start,
+        end)`` tuple adds ``allowed_start`` and ``allowed_end``) and ``meta``: a JSON
         string with the format name and version, the constructor parameters (all but callables:
-        ``solver_options`` included), ``classes_`` with its dtype and each label's exact type (ints,
+        ``solver_options`` included; a scheme name for ``allowed_transitions`` among them), ``classes_`` with its dtype and each label's exact type (ints,
         floats, bools, strings with any characters, bytes, tuples, None, NumPy scalars), the scalar
         fitted attributes and a SHA-256 checksum over all of it. Any NumPy-reading tool can open
         it. The file is written to a temporary file beside ``path`` and renamed over it once
@@ -453,17 +444,18 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
             If a label or parameter is of a type the file cannot hold (nothing is written).
         """
         check_is_fitted(self)
-        if self.allowed_transitions is not None and not isinstance(self.allowed_transitions, str):
-            raise ValueError("save keeps allowed_transitions given by a scheme name, not as an array; "
-                             "refit with a scheme name, or save the array yourself.")
         try:
             classes = encode_label_array(self.classes_)
         except ValueError as exc:
             raise ValueError(f"save: classes_ cannot be stored: {exc}") from None
-        params = {k: encode_value(v) for k, v in self.get_params().items() if not callable(v)}
+        form, masks = _mask_arrays(self.allowed_transitions, len(self.classes_))
+        params = {k: encode_value(v) for k, v in self.get_params().items()
+                  if not callable(v) and not (form and k == "allowed_transitions")}
         meta = {"params": params, "n_features_in_": int(self.n_features_in_), "n_iter_": int(self.n_iter_),
                 "objective_": float(self.objective_), "classes": classes}
-        arrays = {"coef": self.coef_, "intercept": self.intercept_, "transition": self.transition_}
+        if form:
+            meta["allowed_transitions"] = form
+        arrays = {"coef": self.coef_, "intercept": self.intercept_, "transition": self.transition_, **masks}
         save_model_file(path, _FORMAT, _FORMAT_VERSION, arrays, meta)
 
     @classmethod
@@ -471,7 +463,7 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
         """Read a model written by :meth:`save`, checked like :meth:`fit` checks its input.
 
         Reads files of every earlier format version too (versions 1 and 2 stored ``classes_``
-        as an array of numbers or strings).
+        as an array of numbers or strings; version 3 had no ``allowed_transitions`` arrays).
 
         Parameters
         ----------
@@ -488,7 +480,9 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
             a FIFO), empty, truncated, damaged or not a model file, a bad checksum (changed
             bytes), members whose declared sizes or shapes do not match (checked before anything
             is allocated or inflated), parameters ``fit`` would refuse, labels that are not
-            distinct or do not match the weights, non-finite values.
+            distinct or do not match the weights, non-finite values, an ``allowed_transitions``
+            mask that is not boolean of shape ``(n_classes, n_classes)`` (or a scheme name that
+            does not fit the labels).
         FileNotFoundError
             If ``path`` does not exist.
         """
@@ -511,6 +505,16 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
         model.classes_ = classes
         model.n_iter_ = meta_number(path, meta, "n_iter_", "int", 0)
         model.objective_ = meta_number(path, meta, "objective_", "float", None)
+        form = meta.get("allowed_transitions")
+        if form is not None:
+            if "allowed_transitions" in meta["params"]:
+                raise ModelFileError(f"{path}: allowed_transitions is both a parameter and an array.", str(path))
+            parts = tuple(arrays[name] for name in _MASK_MEMBERS[form])  # checked by _expected_arrays
+            model.allowed_transitions = parts[0] if form == "mask" else parts
+        try:
+            model.allowed_transitions_ = structure_from(model.allowed_transitions, classes)
+        except ValueError as exc:
+            raise ModelFileError(f"{path}: {exc}", str(path)) from None
         return model
 
 
@@ -522,7 +526,25 @@ def _expected_arrays(path, meta):
                 "classes": ("biufU", (None,))}
     labels = meta.get("classes")
     L = len(labels["values"]) if isinstance(labels, dict) and isinstance(labels.get("values"), list) else None
-    return {"coef": ("f", (n, L)), "intercept": ("f", (L,)), "transition": ("f", (L, L))}
+    out = {"coef": ("f", (n, L)), "intercept": ("f", (L,)), "transition": ("f", (L, L))}
+    form = meta.get("allowed_transitions")
+    if form is None:
+        return out
+    if meta["version"] < 4 or not isinstance(form, str) or form not in _MASK_MEMBERS:
+        raise ModelFileError(f"{path}: allowed_transitions = {str(form)[:40]!r} in the header is not one of "
+                             f"{sorted(_MASK_MEMBERS)} (format version {meta['version']}).", str(path))
+    shapes = {"allowed_transitions": (L, L), "allowed_start": (L,), "allowed_end": (L,)}
+    return {**out, **{name: ("b", shapes[name]) for name in _MASK_MEMBERS[form]}}
+
+
+def _mask_arrays(allowed_transitions, n_classes):
+    """``(form, arrays)`` of an ``allowed_transitions`` given as arrays (``form`` None for a scheme name or None)."""
+    if allowed_transitions is None or isinstance(allowed_transitions, str):
+        return None, {}
+    structure = structure_from(allowed_transitions, np.arange(n_classes))  # as fit checked it: boolean, shaped
+    if isinstance(allowed_transitions, tuple) and len(allowed_transitions) == 3:
+        return "tuple", dict(zip(_MASK_MEMBERS["tuple"], structure))
+    return "mask", {"allowed_transitions": structure.transitions}
 
 
 def _is_sorted(classes):

@@ -19,6 +19,8 @@ from sklearn.utils.validation import check_is_fitted
 from ._bethe_inference import bethe_inference
 from ._bethe_tree import bethe_inference_tree
 from ._chain_crf import ChainTagsMixin, predict_unary, start_chain_fit, token_score
+from ._chain_crf_constrained import (check_feasible, fixed_masks, log_proba_of_chain, masked_potentials, onehot_masks,
+                                     structure_from, topk_of_chain)
 from ._chain_crf_fit import fit_chain_algorithm
 from ._chain_crf_weights import sequence_weights
 from .chain_crf import ChainCRF
@@ -185,6 +187,17 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         ``learning_rate``); None: ``learning_rate``. The paper's Algorithm 3 takes a
         "Gradient-Step" on theta and on psi without saying they share a size; psi steps
         that suit constraint weights (e.g. 30) would wreck a fitted CRF's theta.
+    allowed_transitions : str, ndarray of shape (n_classes, n_classes), tuple or None, default=None
+        Label bigrams that may occur, as in :class:`~sklearn_struct.ChainCRF`: a boolean mask
+        ``[from, to]`` over ``classes_``, a chunk scheme derived from the label names (``"BIO"`` /
+        ``"IOB2"``, ``"BIOES"`` / ``"IOBES"``, ``"BILOU"``), or a tuple ``(transitions, start, end)``
+        of boolean arrays. The base CRF is trained with the forbidden transitions out of its
+        partition function (``transition_`` keeps 0 there), and every inference (the psi step of
+        ``fit``, :meth:`predict`, :meth:`predict_marginals`, :meth:`infer`, the gate's samples)
+        runs on the chain with the forbidden transitions, starts and ends at log-potential
+        ``-inf``: each Bethe projection is a forward-backward on that chain, so the non-local
+        marginals give them exactly 0 and no prediction contains them. Training sequences must
+        obey them. Not with :meth:`infer_tree` (a ValueError says so).
     warm_start : bool, default=False
         When True and the model is fitted, the next ``fit`` (same features and labels) starts
         the base CRF's L-BFGS from the fitted parameters, so a converged base model is reused
@@ -247,6 +260,9 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         ``psi_`` after each epoch (first row: initial values).
     gate_seed_ : int or None
         Seed of the gate's samples at prediction (fitted with ``psi_gate``), else None.
+    allowed_transitions_ : tuple of ndarray or None
+        The masks of ``allowed_transitions`` over ``classes_``, a named tuple ``(transitions,
+        start, end)`` of boolean arrays (None without it).
 
     See Also
     --------
@@ -306,6 +322,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         "learn_theta": ["boolean"],
         "theta_learning_rate": [None, Interval(numbers.Real, 0, None, closed="neither")],
         **shared_constraints("warm_start", "callback", "random_state", "n_jobs", "verbose"),
+        "allowed_transitions": [str, "array-like", None],
     }
 
     def __init__(
@@ -341,6 +358,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         random_state=None,
         n_jobs=None,
         verbose=0,
+        allowed_transitions=None,
     ):
         store_init_params(self, locals())
 
@@ -378,10 +396,15 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
             raise ValueError("sample_weight weighs the base CRF only, and the psi step (Algorithm 3) takes no "
                              "weights; use it with energy=None.")
         progress, X, y_enc, previous = start_chain_fit(self, X, y)  # sets classes_, n_features_in_
+        structure = structure_from(self.allowed_transitions, self.classes_)
+        if structure is not None:
+            check_feasible([len(v) for v in y_enc], onehot_masks(y_enc, len(self.classes_)), structure)
+        self.allowed_transitions_ = structure  # read by _lbfgs_crf (the held-out base CRFs too)
         weights = sequence_weights(sample_weight, None, y_enc, self.classes_)
         theta, n_iter, objective = self._lbfgs_crf(X, y_enc, previous, progress=progress, sample_weight=weights)
         fitted = dict(classes_=self.classes_, n_features_in_=self.n_features_in_, coef_=theta[0],
-                      intercept_=theta[1], transition_=theta[2], n_iter_=n_iter, objective_=objective)
+                      intercept_=theta[1], transition_=theta[2], n_iter_=n_iter, objective_=objective,
+                      allowed_transitions_=structure)
         if self.energy is None:
             return fitted
         if self.learn_theta and self.psi_holdout not in (None, "auto"):
@@ -399,8 +422,8 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         gate = gate_seed = None
         if self.psi_gate is not None:  # Algorithm 3 sees each training sequence through its gate
             gate, gate_seed = fit_gate(_gate_energy(energy, X), X, thetas, self.n_gate_samples, self.random_state,
-                                       self.n_epochs)
-        res = learn_psi(self, X, y_enc, energy, phi, *thetas, progress, gate=gate)
+                                       self.n_epochs, structure)
+        res = learn_psi(self, X, y_enc, energy, phi, *thetas, progress, gate=gate, structure=structure)
         fitted.update(gate_seed_=gate_seed, energy_=energy, psi_featurizer_=featurizer,
                       n_psi_features_in_=0 if phi is None else phi.shape[1], psi_=res.psi, psi_coef_=res.psi_coef,
                       psi_history_=res.history, inference_n_iter_=res.n_iter)
@@ -423,9 +446,11 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         params = ChainCRF(algorithm="lbfgs", c2=self.c2, max_iter=self.max_iter, tol=self.tol,
                           all_possible_states=self.all_possible_states, all_possible_transitions=True,
                           n_jobs=self.n_jobs).get_params()
+        structure = getattr(self, "allowed_transitions_", None)
         *theta, n_iter, objective, _ = fit_chain_algorithm(X, y_enc, len(self.classes_), params,
                                                            previous=previous, progress=progress, what=what,
-                                                           sample_weight=sample_weight)
+                                                           sample_weight=sample_weight,
+                                                           constraints=None if structure is None else (None, structure))
         return tuple(theta), n_iter, objective
 
     # ---------------------------------------------------------------- psi features
@@ -488,7 +513,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         data, unary = predict_unary(X, self.coef_, self.intercept_)
         return X, data, unary
 
-    def infer(self, X, psi_features=None, max_iter=None):
+    def infer(self, X, psi_features=None, max_iter=None, fixed=None):
         """Non-local inference on ``X``: MAP labels, marginals and iteration counts.
 
         Parameters
@@ -497,6 +522,8 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         psi_features : array-like of shape (n_sequences, n_psi_features), default=None
         max_iter : int, default=None
             Overrides ``inference_max_iter`` (e.g. to study accuracy against the cap).
+        fixed : list or None, default=None
+            Tokens whose labels are given, as in :meth:`predict`.
 
         Returns
         -------
@@ -504,41 +531,53 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
             ``marginals`` (list of (n_tokens_i, n_classes)), ``n_iter`` (n_sequences,)
             inference iterations and ``converged`` (n_sequences,) bool.
         """
-        return self._infer(X, psi_features=psi_features, max_iter=max_iter)
+        return self._infer(X, psi_features=psi_features, max_iter=max_iter, fixed=fixed)
 
-    def _infer(self, X, psi_features=None, max_iter=None, marginals=True):
+    def _infer(self, X, psi_features=None, max_iter=None, marginals=True, fixed=None):
+        res = self._dual_chain(X, psi_features, max_iter, marginals, fixed)
+        labels, _ = viterbi(res.dual_unary, res.dual_transition, res.offsets)
+        return Bunch(
+            labels=[self.classes_[part] for part in unpack_sequences(labels, res.offsets)],
+            marginals=None if res.node is None else unpack_sequences(res.node, res.offsets),
+            n_iter=res.n_iter,
+            converged=res.converged,
+        )
+
+    def _dual_chain(self, X, psi_features=None, max_iter=None, marginals=True, fixed=None):
+        """Inference on ``X``: the chain ``Q`` whose Viterbi is the prediction (Prop. 1) and the marginals.
+
+        Returns a Bunch with ``offsets``, ``dual_unary`` / ``dual_transition`` (the base CRF's
+        potentials, or the final dual potentials ``theta_t`` of non-local inference; ``-inf`` at
+        every choice ``allowed_transitions`` and ``fixed`` forbid), ``node`` (packed marginals,
+        None if not ``marginals`` without an energy), ``n_iter`` and ``converged``.
+        """
         X, data, unary = self._unary(X)
         offsets = data.offsets
         n_seq = offsets.shape[0] - 1
+        allowed = None if fixed is None else fixed_masks(fixed, self.classes_, np.diff(offsets))
+        # forbidden transitions, starts, ends and the labels fixed tokens exclude at -inf (log space): every
+        # Bethe projection is a forward-backward on this chain, so they keep marginal 0 throughout
+        unary, trans = masked_potentials(unary, self.transition_, offsets, getattr(self, "allowed_transitions_", None),
+                                         allowed)
         if self.energy is None or not hasattr(self, "energy_"):
             if psi_features is not None:
                 raise ValueError("psi_features were given, but this model has no energy.")
-            node = None
-            if marginals:
-                _, node, _ = forward_backward(unary, self.transition_, offsets, edge_marginals="none")
-            labels, _ = viterbi(unary, self.transition_, offsets)
-            n_iter, converged = np.zeros(n_seq, dtype=np.int64), np.ones(n_seq, dtype=bool)
-        else:
-            phi = self._psi_features(X, psi_features)
-            psi, _ = psi_values(phi, self.psi_, self.psi_coef_)
-            psi = np.broadcast_to(psi, (n_seq, self.energy_.n_weights))
-            energy = bind(self.energy_, X)
-            if getattr(self, "gate_seed_", None) is not None:  # fitted with psi_gate
-                psi = psi * satisfaction_probability(_gate_energy(energy), unary, self.transition_, offsets,
-                                                     self.n_gate_samples, self.gate_seed_)
-            kwargs = self._inference_kwargs()
-            if max_iter is not None:
-                kwargs["max_iter"] = max_iter
-            res = bethe_inference(unary, self.transition_, offsets, energy, psi,
-                                  return_edges=False, **kwargs)
-            labels, _ = viterbi(res.dual_unary, res.dual_transition, offsets)
-            node, n_iter, converged = res.node, res.n_iter, res.converged
-        return Bunch(
-            labels=[self.classes_[part] for part in unpack_sequences(labels, offsets)],
-            marginals=None if node is None else unpack_sequences(node, offsets),
-            n_iter=n_iter,
-            converged=converged,
-        )
+            node = forward_backward(unary, trans, offsets, edge_marginals="none")[1] if marginals else None
+            return Bunch(offsets=offsets, dual_unary=unary, dual_transition=trans, node=node,
+                         n_iter=np.zeros(n_seq, dtype=np.int64), converged=np.ones(n_seq, dtype=bool))
+        phi = self._psi_features(X, psi_features)
+        psi, _ = psi_values(phi, self.psi_, self.psi_coef_)
+        psi = np.broadcast_to(psi, (n_seq, self.energy_.n_weights))
+        energy = bind(self.energy_, X)
+        if getattr(self, "gate_seed_", None) is not None:  # fitted with psi_gate
+            psi = psi * satisfaction_probability(_gate_energy(energy), unary, trans, offsets,
+                                                 self.n_gate_samples, self.gate_seed_)
+        kwargs = self._inference_kwargs()
+        if max_iter is not None:
+            kwargs["max_iter"] = max_iter
+        res = bethe_inference(unary, trans, offsets, energy, psi, return_edges=False, **kwargs)
+        return Bunch(offsets=offsets, dual_unary=res.dual_unary, dual_transition=res.dual_transition, node=res.node,
+                     n_iter=res.n_iter, converged=res.converged)
 
     def infer_tree(self, x, edges, psi_features=None, max_iter=None):
         """Non-local inference on one input whose tokens form a tree instead of a chain.
@@ -563,6 +602,9 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
             ``marginals`` (n_nodes, n_classes), ``n_iter`` and ``converged``.
         """
         X, _, unary = self._unary([x])
+        if getattr(self, "allowed_transitions_", None) is not None:
+            raise ValueError("infer_tree: allowed_transitions constrains chains (bigrams in order, first and last "
+                             "labels); it has no meaning on a tree. Fit without it, or use infer.")
         if getattr(self, "gate_seed_", None) is not None:
             raise ValueError("infer_tree: psi_gate samples chain labellings; it needs chain inputs (use infer).")
         cap = self.inference_max_iter if max_iter is None else max_iter
@@ -579,28 +621,48 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
                                    tol=self.inference_tol)
         return Bunch(labels=self.classes_[res.labels], marginals=res.node, n_iter=res.n_iter, converged=res.converged)
 
-    def predict(self, X, psi_features=None):
+    def predict(self, X, psi_features=None, fixed=None):
         """Most likely label sequence of each input sequence.
 
         Viterbi under the base CRF, or, with an energy, under the final dual potentials
-        ``theta_t`` of non-local inference (Prop. 1).
+        ``theta_t`` of non-local inference (Prop. 1); never a transition ``allowed_transitions``
+        forbids.
+
+        Parameters
+        ----------
+        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
+        psi_features : array-like of shape (n_sequences, n_psi_features), default=None
+        fixed : list or None, default=None
+            Forced decoding: one entry per sequence, None (nothing given) or one entry per token:
+            its label, None (free) or a ``set`` of the labels it may take. Inference then runs
+            on the labellings that agree with it (the excluded labels at log-potential ``-inf``
+            in every Bethe projection), so the result agrees with it.
 
         Returns
         -------
         y : list of ndarray of shape (n_tokens_i,)
         """
         # the base CRF's Viterbi needs no forward-backward
-        return self._infer(X, psi_features=psi_features, marginals=False).labels
+        return self._infer(X, psi_features=psi_features, marginals=False, fixed=fixed).labels
 
-    def predict_marginals(self, X, psi_features=None):
+    def predict_marginals(self, X, psi_features=None, fixed=None):
         """Per-token label marginals (``mu`` of non-local inference with an energy).
+
+        Parameters
+        ----------
+        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
+        psi_features : array-like of shape (n_sequences, n_psi_features), default=None
+        fixed : list or None, default=None
+            Tokens whose labels are given, as in :meth:`predict`: the marginals are then
+            conditional on them (the minimiser of eq. 2 over the marginals of the labellings
+            that agree with them), exactly 0 at every excluded label.
 
         Returns
         -------
         marginals : list of ndarray of shape (n_tokens_i, n_classes)
             Columns follow ``classes_``.
         """
-        return self.infer(X, psi_features=psi_features).marginals
+        return self.infer(X, psi_features=psi_features, fixed=fixed).marginals
 
     def predict_proba(self, X, psi_features=None):
         """The marginals of :meth:`predict_marginals` under scikit-learn's name.
@@ -613,6 +675,70 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         marginals : list of ndarray of shape (n_tokens_i, n_classes)
         """
         return self.predict_marginals(X, psi_features=psi_features)
+
+    def predict_topk(self, X, k=5, psi_features=None):
+        """The ``k`` most probable label sequences of each sequence under the chain ``Q`` of :meth:`predict`.
+
+        Without an energy ``Q`` is the base CRF ``P(y | x)`` (within ``allowed_transitions``) and
+        this is :meth:`ChainCRF.predict_topk <sklearn_struct.ChainCRF.predict_topk>`. With an
+        energy the model's distribution over labellings ``P(y | x) ~ exp(<theta, S(y)> -
+        L_psi(S(y)))`` couples all tokens: its partition function has no chain recursion and
+        even its single best labelling is NP-hard for constraint energies, so exact k-best
+        lists or sequence probabilities of it are out of reach. What is exact is ``Q``, the
+        chain with the final dual potentials ``theta_t`` of non-local inference: its Viterbi is
+        :meth:`predict` (row 0 here), its marginals are :meth:`predict_marginals` (exactly, at
+        every iteration, for the last iterate of ``"rda"`` and ``"md"``: ``mu_t = ORACLE(theta_t)``;
+        for averages and ``"accelerated"`` at the fixed point of Prop. 1), and at that fixed point
+        its log-likelihood is the surrogate that ``fit`` maximises (eq. 12). The k-best lists are
+        exact k-best Viterbi in ``Q``
+        (:func:`~sklearn_struct.oracles.chain_constrained.kbest_viterbi`), best first.
+
+        Parameters
+        ----------
+        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
+        k : int, default=5
+        psi_features : array-like of shape (n_sequences, n_psi_features), default=None
+
+        Returns
+        -------
+        y_topk : list of ndarray of shape (k_i, n_tokens_i)
+            Row ``r`` is the rank-``r`` labelling (``k_i < k`` when fewer labellings are allowed).
+        log_proba : list of ndarray of shape (k_i,)
+            ``log Q(y | x)`` of each row, non-increasing.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_struct import NonLocalCRF
+        >>> rng = np.random.RandomState(0)
+        >>> X = [np.eye(3)[[0, 1, 2, 2]] + rng.normal(scale=0.5, size=(4, 3)) for _ in range(20)]
+        >>> y = [np.array(["B-X", "I-X", "O", "O"])] * 20
+        >>> crf = NonLocalCRF(c2=0.1, allowed_transitions="BIO").fit(X, y)
+        >>> y_topk, log_proba = crf.predict_topk(X[:1], k=2)
+        >>> y_topk[0].tolist(), np.exp(log_proba[0]).round(3).tolist()
+        ([['B-X', 'I-X', 'O', 'O'], ['B-X', 'I-X', 'I-X', 'O']], [0.986, 0.009])
+        >>> crf.predict(X[:1], fixed=[["O", None, None, None]])[0].tolist()  # token 0 given: no I-X after O
+        ['O', 'B-X', 'I-X', 'O']
+        >>> crf.sequence_log_proba(X[:1], [["O", "I-X", "O", "O"]])
+        array([-inf])
+        """
+        res = self._dual_chain(X, psi_features, marginals=False)
+        return topk_of_chain(res.dual_unary, res.dual_transition, res.offsets, k, self.classes_)
+
+    def sequence_log_proba(self, X, y, psi_features=None):
+        """``log Q(y_i | x_i)`` of given label sequences under the chain ``Q`` of :meth:`predict_topk`.
+
+        The base CRF's ``log P(y | x)`` without an energy; with one, the surrogate log-likelihood
+        of eq. 12 at the inference output (the exact probability under the non-local energy has
+        no tractable normaliser: see :meth:`predict_topk`). A labelling that
+        ``allowed_transitions`` forbids has ``-inf``.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_sequences,)
+        """
+        res = self._dual_chain(X, psi_features, marginals=False)
+        return log_proba_of_chain(res.dual_unary, res.dual_transition, res.offsets, X, y, self.classes_)
 
     def score(self, X, y, psi_features=None):
         """Token accuracy of :meth:`predict` on ``X`` against ``y``."""

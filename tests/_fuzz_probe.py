@@ -969,6 +969,29 @@ def probe_estimators(p):
                  [b for b in bad_sequence_list(X) if b[0] != "huge"], ("X", "Sequence"))
     p.mutate("NonLocalCRF.score", lambda y: est.score(X, y), {"y": y}, "y", bad_label_list(y), ("y", "Sequence"))
     p.run("NonLocalCRF.predict", "not fitted", lambda: NonLocalCRF().predict(X), ("NonLocalCRF", "fitted"))
+    # issue #35: allowed_transitions, fixed=, predict_topk, sequence_log_proba
+    st_est = NonLocalCRF(max_iter=3, allowed_transitions=np.ones((4, 4), dtype=bool))
+    p.valid("NonLocalCRF.predict_topk", lambda: st_est.fit(X, y).predict_topk(X, 3))
+    p.valid("NonLocalCRF.sequence_log_proba", lambda: st_est.fit(X, y).sequence_log_proba(X, y))
+    p.valid("NonLocalCRF.predict (fixed)", lambda: st_est.fit(X, y).predict(X, fixed=[[0] + [None] * (len(X[0]) - 1),
+                                                                                  None] + [None] * (len(X) - 2)))
+    p.mutate("NonLocalCRF.predict_topk", lambda X: st_est.predict_topk(X, 2), {"X": X}, "X",
+             [b for b in bad_sequence_list(X) if b[0] != "huge"], ("X", "Sequence"))
+    p.mutate("NonLocalCRF.predict_topk", lambda k: st_est.predict_topk(X, k), {"k": 2}, "k", bad_int_scalar(), ("k",))
+    p.mutate("NonLocalCRF.sequence_log_proba", lambda y: st_est.sequence_log_proba(X, y), {"y": y}, "y",
+             bad_label_list(y), ("y", "Sequence"))
+    bad_fixed = [("wrong-count", [None], False), ("not-a-list", 3, False), ("string", "abc", False),
+                 ("wrong-length", [[0]] + [None] * (len(X) - 1), False),
+                 ("unseen-label", [[99] * len(X[0])] + [None] * (len(X) - 1), False),
+                 ("empty-set", [[set()] * len(X[0])] + [None] * (len(X) - 1), False)]
+    for method in ("predict", "predict_marginals", "infer"):
+        p.mutate(f"NonLocalCRF.{method}", lambda fixed, m=method: getattr(st_est, m)(X, fixed=fixed),
+                 {"fixed": None}, "fixed", bad_fixed, ("fixed",))
+    p.mutate("NonLocalCRF", lambda **kw: NonLocalCRF(max_iter=2, **kw).fit(X, y), {}, "allowed_transitions",
+             [("wrong-shape", np.ones((2, 2), dtype=bool), False), ("not-bool", np.ones((4, 4)), False),
+              ("unknown-scheme", "XYZ", False), ("ragged", [[True], [True, False]], False),
+              ("short-tuple", (np.ones((4, 4), dtype=bool),), False), ("number", 3, False)],
+             ("allowed_transitions",))
     for arg, bads in [("c2", bad_real_scalar()), ("max_iter", bad_int_scalar()), ("tol", bad_real_scalar())]:
         p.mutate("NonLocalCRF", lambda **kw: NonLocalCRF(**kw).fit(X, y), {}, arg, bads, (arg,))
     noisy, clean = make_ising_grid(n_images=1, n_noisy=2, shape=(4, 4), random_state=0)[:2]

@@ -78,6 +78,37 @@ def probe_model_files(p):
     tmp.mkdir(exist_ok=True)
     for name, cls, fitted, X in _estimators_with_files():
         _probe_model_file(p, tmp, name, cls, fitted, X)
+    _probe_mask_file(p, tmp)
+
+
+def _probe_mask_file(p, tmp):
+    """ChainCRF files holding an ``allowed_transitions`` mask (format version 4): hostile masks are refused."""
+    from sklearn_struct import ChainCRF
+    from sklearn_struct.datasets import make_chain_data
+
+    X, y = make_chain_data(5, n_features=4, n_labels=3, random_state=0)
+    fitted = ChainCRF(c2=0.1, max_iter=30, allowed_transitions=np.ones((3, 3), dtype=bool)).fit(X, y)
+    good = tmp / "ChainCRF-mask.npz"
+    p.valid("ChainCRF.save (mask)", lambda: fitted.save(good))
+    p.valid("ChainCRF.load (mask)", lambda: ChainCRF.load(good).predict(X),
+            lambda out: all(np.array_equal(a, b) for a, b in zip(out, fitted.predict(X))))
+    edits = {
+        "mask-shape": {"edit_arrays": {"allowed_transitions": np.ones((4, 4), dtype=bool)}},
+        "mask-1d": {"edit_arrays": {"allowed_transitions": np.ones(9, dtype=bool)}},
+        "mask-float": {"edit_arrays": {"allowed_transitions": np.ones((3, 3))}},
+        "mask-strings": {"edit_arrays": {"allowed_transitions": np.full((3, 3), "a")}},
+        "mask-missing": {"edit_arrays": {"allowed_transitions": None}},
+        "mask-form": {"edit_meta": {"allowed_transitions": "grid"}},
+        "mask-form-number": {"edit_meta": {"allowed_transitions": 7}},
+        "mask-and-param": {"edit_params": {"allowed_transitions": "BIO"}},
+        "tuple-without-start": {"edit_meta": {"allowed_transitions": "tuple"}},
+        "scheme-unknown": {"edit_arrays": {"allowed_transitions": None},
+                           "edit_meta": {"allowed_transitions": None}, "edit_params": {"allowed_transitions": "XY"}},
+    }
+    for label, edit in edits.items():
+        path = tmp / f"ChainCRF-{label}.npz"
+        _forged(good, path, **edit)
+        refuse(p, "ChainCRF.load", label, lambda path=path: ChainCRF.load(path), (str(path),), path=path)
 
 
 def _probe_model_file(p, tmp, name, cls, fitted, X):

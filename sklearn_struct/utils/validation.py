@@ -424,7 +424,9 @@ def encode_sequence_labels(encoder, y):
     if not known.all():
         first = int(np.flatnonzero(~known)[0])
         seq = int(np.searchsorted(np.cumsum(lengths), first, side="right"))
-        raise ValueError(f"Sequence {seq}: label {flat[first].item()!r} was not seen during fit.")
+        label = flat[first]
+        label = label.item() if isinstance(label, np.generic) else label  # object arrays hold plain values
+        raise ValueError(f"Sequence {seq}: label {label!r} was not seen during fit.")
     codes = encoder.transform(flat)
     return np.split(codes, np.cumsum(lengths)[:-1])
 
