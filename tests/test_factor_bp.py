@@ -78,7 +78,7 @@ def reference_bp(U, pairs, theta, projective, single_root, n_iter):
         for m in cols:
             np.add.at(mu[:, m], trees[:, m - 1], p)
         with np.errstate(divide="ignore"):
-            return np.clip(np.log(mu) - np.log1p(-mu) - X, -40, 40)
+            return np.clip(np.log(mu) - np.log1p(-mu), -40, 40) - X  # the belief clipped, not the message
 
     sp = lambda x: np.logaddexp(0.0, x)  # noqa: E731
     T = tree_msgs(U.copy())
@@ -179,7 +179,7 @@ def test_bad_input(pairs, scores, match):
 def test_projective_chart_underflow_reruns_in_log_space(single_root):
     # huge scores: the probability-space chart fails, the fast kernel stops (n_iter -1) and link_bp
     # runs again from the start with the log-space chart, compiled only then
-    from sklearn_struct.oracles.factor_bp import _link_bp_projective, _link_bp_projective_log
+    from sklearn_struct.oracles.factor_bp import _link_bp_projective, _link_bp_projective_log, _normalised_unary
 
     rng = np.random.default_rng(7)
     n = 6
@@ -187,13 +187,14 @@ def test_projective_chart_underflow_reruns_in_log_space(single_root):
     pairs = np.concatenate([grandparent_pairs(n), sibling_pairs(n)])
     theta = 0.5 * rng.normal(size=len(pairs))
     N = n + 1
-    T = seed_tree_messages(U, projective=True, single_root=single_root)[0]
+    Un = _normalised_unary(U, single_root)[0]  # link_bp's first step: the same model near 0
+    none, z = np.zeros(0, dtype=np.int64), np.zeros(0)
+    B0 = _link_bp_projective_log(Un, none, none, z, single_root, 0, 0.0, Un, z, z)[0].reshape(N, N)  # the seed
     pa, pb = pairs[:, 0] * N + pairs[:, 1], pairs[:, 2] * N + pairs[:, 3]
-    out = _link_bp_projective(U, pa, pb, theta, single_root, 3, 0.0, T.copy(), np.zeros(len(pairs)),
-                              np.zeros(len(pairs)))
+    out = _link_bp_projective(Un, pa, pb, theta, single_root, 3, 0.0, B0, np.zeros(len(pairs)), np.zeros(len(pairs)))
     assert out[2] == -1
     res = link_bp(U, pairs, theta, projective=True, single_root=single_root, max_iter=3, tol=0.0)
-    B = _link_bp_projective_log(U, pa, pb, theta, single_root, 3, 0.0, T.copy(), np.zeros(len(pairs)),
+    B = _link_bp_projective_log(Un, pa, pb, theta, single_root, 3, 0.0, B0, np.zeros(len(pairs)),
                                 np.zeros(len(pairs)))[0]
     assert res.n_iter == 3 and np.isfinite(res.link_marginals).all()
     np.testing.assert_array_equal(res.log_odds.ravel(), B)

@@ -38,6 +38,7 @@ from numba import njit
 
 from ..utils._jit import helper, kernel
 from ..utils.validation import check_float_array
+from ._tree_log import _shifted_scores, matrix_tree_log
 
 __all__ = [
     "tree_marginals",
@@ -49,8 +50,10 @@ __all__ = [
 ]
 
 NEG_INF = -np.inf
-# Outgoing log-odds are clipped to this magnitude (a link the tree forces gets odds e^40, not inf).
+# Tree-factor beliefs (log-odds) are clipped to this magnitude (a link the tree forces gets odds e^40, not inf).
 MAX_LOG_ODDS = 40.0
+# Above this error bound, matrix-tree marginals in probability space give way to the log-space elimination.
+MAX_MARGINAL_ERROR = 1e-8
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -115,21 +118,59 @@ def _eisner_inside(S, single_root):
     return IR, IL, CR, CL, log_z
 
 
+@helper
+def _split_back(X, xs, Y, yt, lo, hi, shift, g, GX, GY):
+    """Adjoint of :func:`_lse_split`: ``g`` to the terms ``X[xs, r] + Y[r + shift, yt]`` in softmax shares.
+
+    The shares are recomputed from the terms and normalised by their own sum (not by the stored
+    total), so they add up to one whatever the magnitudes: at scores of 1e300 the rounding of a
+    stored log-sum would make ``exp(term - total)`` 0 or inf.
+    """
+    top = NEG_INF
+    for r in range(lo, hi):
+        v = X[xs, r] + Y[r + shift, yt]
+        if v > top:
+            top = v
+    if top == NEG_INF:
+        return
+    acc = 0.0
+    for r in range(lo, hi):
+        acc += math.exp(X[xs, r] + Y[r + shift, yt] - top)
+    for r in range(lo, hi):
+        w = g * math.exp(X[xs, r] + Y[r + shift, yt] - top) / acc
+        GX[xs, r] += w
+        GY[r + shift, yt] += w
+
+
 @kernel
 def _eisner_marginals(S, single_root):
-    """Projective log Z and link marginals: the outside pass as the adjoint of the inside pass."""
+    """Projective log Z and link marginals: the outside pass as the adjoint of the inside pass.
+
+    On the scores less their column maxima (and the root row less its maximum, for one root:
+    the same distribution), with every adjoint passed on in normalised shares, so that scores of
+    any magnitude give probabilities (see :func:`_split_back`).
+    """
     N = S.shape[0]
+    S, shift, ok = _shifted_scores(S, single_root)
+    marg = np.zeros((N, N))
+    if not ok:
+        return NEG_INF, marg
     IR, IL, CR, CL, log_z = _eisner_inside(S, single_root)
     gIR = np.zeros((N, N))
     gIL = np.zeros((N, N))
     gCR = np.zeros((N, N))
     gCL = np.zeros((N, N))
-    marg = np.zeros((N, N))
     if log_z == NEG_INF:
         return log_z, marg
     if single_root:
+        top = NEG_INF
         for m in range(1, N):
-            w = math.exp(S[0, m] + CL[1, m] + CR[m, N - 1] - log_z)
+            top = max(top, S[0, m] + CL[1, m] + CR[m, N - 1])
+        acc = 0.0
+        for m in range(1, N):
+            acc += math.exp(S[0, m] + CL[1, m] + CR[m, N - 1] - top)
+        for m in range(1, N):
+            w = math.exp(S[0, m] + CL[1, m] + CR[m, N - 1] - top) / acc
             marg[0, m] += w
             gCL[1, m] += w
             gCR[m, N - 1] += w
@@ -138,32 +179,19 @@ def _eisner_marginals(S, single_root):
     for width in range(N - 1, 0, -1):
         for s in range(N - width):
             t = s + width
-            g = gCR[s, t]
-            if g != 0.0 and CR[s, t] > NEG_INF:
-                for r in range(s + 1, t + 1):
-                    w = g * math.exp(IR[s, r] + CR[r, t] - CR[s, t])
-                    gIR[s, r] += w
-                    gCR[r, t] += w
-            g = gCL[s, t]
-            if g != 0.0 and CL[s, t] > NEG_INF:
-                for r in range(s, t):
-                    w = g * math.exp(CL[s, r] + IL[r, t] - CL[s, t])
-                    gCL[s, r] += w
-                    gIL[r, t] += w
+            if gCR[s, t] != 0.0:
+                _split_back(IR, s, CR, t, s + 1, t + 1, 0, gCR[s, t], gIR, gCR)
+            if gCL[s, t] != 0.0:
+                _split_back(CL, s, IL, t, s, t, 0, gCL[s, t], gCL, gIL)
             gr, gl = gIR[s, t], gIL[s, t]
             marg[s, t] += gr
             marg[t, s] += gl
-            if gr == 0.0 and gl == 0.0:
-                continue
-            acc_log = IR[s, t] - S[s, t]  # the shared split sum
-            if acc_log == NEG_INF:
-                continue
-            g = gr + gl
-            for r in range(s, t):
-                w = g * math.exp(CR[s, r] + CL[r + 1, t] - acc_log)
-                gCR[s, r] += w
-                gCL[r + 1, t] += w
-    return log_z, marg
+            if gr != 0.0 or gl != 0.0:
+                _split_back(CR, s, CL, t, s, t, 1, gr + gl, gCR, gCL)
+    for h in range(N):
+        for m in range(1, N):
+            marg[h, m] = min(max(marg[h, m], 0.0), 1.0)
+    return log_z + shift, marg
 
 
 @helper
@@ -317,8 +345,31 @@ def _slogdet_inv(A):
 
 
 @helper
+def _inverse_error(L, B):
+    """A bound on the error of the marginals ``A (B[m, m] - B[m, h])`` (``A <= 1``) from ``B = L^-1``:
+    ``2 n eps cond_1(L) max |B|``, the normwise forward error of the inverse (about 1e3 times the
+    error seen on random problems)."""
+    n = L.shape[0]
+    norm_l, norm_b, top = 0.0, 0.0, 0.0
+    for c in range(n):
+        col_l, col_b = 0.0, 0.0
+        for r in range(n):
+            col_l += abs(L[r, c])
+            col_b += abs(B[r, c])
+            top = max(top, abs(B[r, c]))
+        norm_l = max(norm_l, col_l)
+        norm_b = max(norm_b, col_b)
+    return 2.0 * n * 2.220446049250313e-16 * norm_l * norm_b * top
+
+
+@helper
 def _matrix_tree_marginals(S, single_root):
-    """Non-projective log Z and link marginals by the matrix-tree theorem (Koo et al. 2007)."""
+    """Non-projective log Z and link marginals by the matrix-tree theorem (Koo et al. 2007).
+
+    Log Z is NaN where the determinant is not positive or the error bound of the marginals
+    (:func:`_inverse_error`) exceeds ``MAX_MARGINAL_ERROR``: scores spanning more than float64
+    holds. :func:`_nonprojective_marginals` then runs the log-space elimination.
+    """
     N = S.shape[0]
     n = N - 1
     marg = np.zeros((N, N))
@@ -346,8 +397,8 @@ def _matrix_tree_marginals(S, single_root):
         for m in range(1, N):
             L[0, m - 1] = A[0, m]
     sign, logdet, B = _slogdet_inv(L)
-    if sign <= 0.0 or not np.isfinite(logdet):
-        return NEG_INF, marg
+    if sign <= 0.0 or not np.isfinite(logdet) or _inverse_error(L, B) > MAX_MARGINAL_ERROR:
+        return np.nan, marg  # singular or ill conditioned here: the caller uses the log-space elimination
     log_z = logdet
     for m in range(1, N):
         log_z += shift[m]
@@ -372,6 +423,14 @@ def _matrix_tree_marginals(S, single_root):
 
 
 @helper
+def _nonprojective_marginals(S, single_root):
+    log_z, marg = _matrix_tree_marginals(S, single_root)
+    if np.isnan(log_z):  # ill conditioned in probability space: the log-space elimination
+        return matrix_tree_log(S, single_root)
+    return log_z, marg
+
+
+@helper
 def _projective_marginals(S, single_root):
     log_z, marg = _eisner_marginals_scaled(S, single_root)
     if np.isnan(log_z):  # Z too small for probability space: the log-space chart
@@ -392,25 +451,40 @@ def _tree_marginals(S, projective, single_root):
         if np.isnan(log_z):
             return _eisner_marginals(S, single_root)
         return log_z, marg
-    return _matrix_tree_kernel(S, single_root)
+    log_z, marg = _matrix_tree_kernel(S, single_root)
+    if np.isnan(log_z):
+        return _matrix_tree_log_kernel(S, single_root)
+    return log_z, marg
+
+
+@helper
+def belief_log_odds(mu, log_odds):
+    """The tree factor's belief of a link in log-odds, ``logit(mu)`` clipped to ``±MAX_LOG_ODDS``
+    (-inf for a forbidden link, ``log_odds`` -inf)."""
+    if log_odds == NEG_INF:
+        return NEG_INF
+    if mu <= 0.0:
+        return -MAX_LOG_ODDS
+    if mu >= 1.0:
+        return MAX_LOG_ODDS
+    return min(max(math.log(mu) - math.log1p(-mu), -MAX_LOG_ODDS), MAX_LOG_ODDS)
 
 
 @helper
 def _messages_from_marginals(log_odds, marg, out):
-    """Outgoing log-odds ``logit(mu) - log_odds`` of every link into ``out`` (clipped to ±MAX_LOG_ODDS)."""
+    """Outgoing log-odds ``logit(mu) - log_odds`` of every link into ``out``.
+
+    The belief ``logit(mu)`` is clipped (a link the tree forces gets odds e^40, not inf), not the
+    message: a link with incoming odds e^100 and marginal 1/2 gets the message -100 (clipping that
+    to -40 left it a belief of e^60). Forbidden links get 0.
+    """
     N = log_odds.shape[0]
     for h in range(N):
         for m in range(1, N):
             if h == m:
                 continue
-            mu = marg[h, m]
-            if mu <= 0.0:
-                val = -MAX_LOG_ODDS
-            elif mu >= 1.0:
-                val = MAX_LOG_ODDS
-            else:
-                val = math.log(mu) - math.log1p(-mu) - log_odds[h, m]
-            out[h, m] = min(max(val, -MAX_LOG_ODDS), MAX_LOG_ODDS)
+            x = log_odds[h, m]
+            out[h, m] = 0.0 if x == NEG_INF else belief_log_odds(marg[h, m], x) - x
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -419,8 +493,8 @@ def _tree_messages(log_odds, projective, single_root, out, log_fallback):
 
     Inlined into its numba callers: where ``projective`` and ``log_fallback`` are constants there,
     the other branches are pruned before compilation (each algorithm costs seconds in a fresh
-    install). Projective without ``log_fallback``: log Z is NaN when the probability-space chart
-    fails (``out`` untouched), and the caller redoes its work with ``log_fallback``.
+    install). Without ``log_fallback``: log Z is NaN when the probability-space chart or
+    matrix-tree result fails (``out`` untouched), and the caller redoes its work with ``log_fallback``.
     """
     if log_odds.shape[0] < 2:
         return 0.0, np.zeros(log_odds.shape)
@@ -430,8 +504,12 @@ def _tree_messages(log_odds, projective, single_root, out, log_fallback):
         log_z, marg = _eisner_marginals_scaled(log_odds, single_root)
         if np.isnan(log_z):
             return log_z, marg
+    elif log_fallback:
+        log_z, marg = _nonprojective_marginals(log_odds, single_root)
     else:
         log_z, marg = _matrix_tree_marginals(log_odds, single_root)
+        if np.isnan(log_z):
+            return log_z, marg
     _messages_from_marginals(log_odds, marg, out)
     return log_z, marg
 
@@ -446,6 +524,11 @@ def _eisner_scaled_kernel(S, single_root):
 @kernel
 def _matrix_tree_kernel(S, single_root):
     return _matrix_tree_marginals(S, single_root)
+
+
+@kernel
+def _matrix_tree_log_kernel(S, single_root):
+    return matrix_tree_log(S, single_root)
 
 
 @kernel
@@ -720,8 +803,8 @@ def tree_messages(log_odds, projective=False, single_root=True):
     """Outgoing BP messages of the tree factor (log-odds) from incoming link log-odds.
 
     The tree factor's belief of link ``(h, m)`` is its marginal ``mu`` under link weights
-    ``exp(log_odds)``; the message back to the link is ``logit(mu) - log_odds[h, m]``
-    (clipped to ``±MAX_LOG_ODDS``).
+    ``exp(log_odds)``; the message back to the link is ``logit(mu) - log_odds[h, m]``, with
+    ``logit(mu)`` clipped to ``±MAX_LOG_ODDS`` (0 for a forbidden link).
 
     Returns
     -------

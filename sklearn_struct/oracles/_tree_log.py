@@ -1,0 +1,221 @@
+"""Non-projective tree marginals in log space, without subtraction: for scores of any magnitude.
+
+The matrix-tree theorem (:mod:`sklearn_struct.oracles.tree`) takes a determinant and an inverse in
+probability space. When the link weights span more than float64 holds (scores whose differences
+reach the hundreds, or any scores of magnitude 1e300), the Laplacian is singular or so ill
+conditioned that the marginals ``A[h, m] (B[m, m] - B[m, h])`` cancel to nonsense. This module is
+the fallback: it eliminates the words one at a time from the weighted graph (the Schur complement
+of a Laplacian is the Laplacian of the reduced graph, so the pivot is the sum of the eliminated
+word's remaining in-weights and the new weights ``A[h, m] + A[h, k] A[k, m] / D_k`` are sums of
+positive terms). Every step is a log-sum-exp, ``log Z = sum_k log D_k``, and the marginals are the
+reverse-mode derivative of that sequence, each log-sum-exp passing its adjoint on in normalised
+softmax shares, so they stay probabilities whatever the magnitudes (at 1e300 the shares are 0/1
+and the marginals those of the best tree, as the exact distribution is).
+
+* Several roots: the root is a node like the words, never eliminated; ``Z = prod_k D_k``.
+* One root (exactly one word attaches to 0): ``Z = sum_r A[0, r] T_r`` with ``T_r`` the trees over
+  the words rooted at word ``r``. The root's links ride along as an extra row that is reduced like
+  the others but never counted in a pivot (the first-order term of root weights ``eps A[0, r]``),
+  and the elimination ends at a word ``f`` that reaches every word (so ``T_f > 0``):
+  ``Z = T_f * A'[0, f]``.
+
+Cost: O(n^3) log-sum-exp terms and O(n^3 / 3) stored values for the reverse pass (72 MB at 300
+words); it runs only when the probability-space matrix-tree result fails its error check.
+"""
+
+import math
+
+import numpy as np
+
+from ..utils._jit import helper
+
+NEG_INF = -np.inf
+
+
+@helper
+def _lae(a, b):
+    """log(e^a + e^b)."""
+    if a == NEG_INF:
+        return b
+    if b == NEG_INF:
+        return a
+    if a > b:
+        return a + math.log1p(math.exp(b - a))
+    return b + math.log1p(math.exp(a - b))
+
+
+@helper
+def _share(a, b):
+    """Share of ``b`` in ``log(e^a + e^b)``: ``e^b / (e^a + e^b)``, exactly normalised against ``a``'s."""
+    if b == NEG_INF:
+        return 0.0
+    if a == NEG_INF:
+        return 1.0
+    if a > b:
+        e = math.exp(b - a)
+        return e / (1.0 + e)
+    return 1.0 / (1.0 + math.exp(a - b))
+
+
+@helper
+def _shifted_scores(S, single_root):
+    """Scores less their column maxima (and the root row less its maximum for one root): same
+    distribution (every tree has one head per word and, for one root, one root link), no
+    magnitude left in the terms; returns (a, total shift, False if a word has no possible head
+    or, for one root, the root no possible child). -inf on the diagonal and column 0; the total
+    is +-inf only where it lies beyond float64's range."""
+    N = S.shape[0]
+    a = np.full((N, N), NEG_INF)
+    total = 0.0
+    for m in range(1, N):
+        top = NEG_INF
+        for h in range(N):
+            if h != m and S[h, m] > top:
+                top = S[h, m]
+        if top == NEG_INF:
+            return a, NEG_INF, False
+        total += top
+        for h in range(N):
+            if h != m:
+                a[h, m] = S[h, m] - top
+    if single_root:
+        top = NEG_INF
+        for m in range(1, N):
+            if a[0, m] > top:
+                top = a[0, m]
+        if top == NEG_INF:
+            return a, NEG_INF, False
+        total += top
+        for m in range(1, N):
+            a[0, m] -= top
+    return a, total, True
+
+
+@helper
+def _reaches_all(a, f):
+    """Does word ``f`` reach every word over the links of finite weight between words?"""
+    N = a.shape[0]
+    seen = np.zeros(N, dtype=np.bool_)
+    stack = np.empty(N, dtype=np.int64)
+    seen[f] = True
+    stack[0] = f
+    top, count = 1, 1
+    while top > 0:
+        top -= 1
+        h = stack[top]
+        for m in range(1, N):
+            if not seen[m] and a[h, m] > NEG_INF:
+                seen[m] = True
+                stack[top] = m
+                top += 1
+                count += 1
+    return count == N - 1
+
+
+@helper
+def matrix_tree_log(S, single_root):
+    """(log Z, marginals) of non-projective trees by log-space elimination (see the module docstring)."""
+    N = S.shape[0]
+    marg = np.zeros((N, N))
+    a, log_z, ok = _shifted_scores(S, single_root)
+    if not ok:
+        return NEG_INF, marg
+    final = 0
+    if single_root:  # the last word standing: one the root reaches trees through (T_f > 0), best root link
+        final = -1
+        for f in range(1, N):
+            if a[0, f] > NEG_INF and _reaches_all(a, f) and (final < 0 or a[0, f] > a[0, final]):
+                final = f
+        if final < 0:
+            for f in range(1, N):
+                if _reaches_all(a, f):
+                    final = f
+                    break
+        if final < 0:
+            return NEG_INF, marg
+    first = 1 if single_root else 0  # pivots count in-weights from these rows on (not the root's, for one root)
+    order = np.empty(N - 2 if single_root else N - 1, dtype=np.int64)
+    i = 0
+    for k in range(N - 1, 0, -1):
+        if k != final:
+            order[i] = k
+            i += 1
+    n_steps = order.shape[0]
+    alive = np.ones(N, dtype=np.bool_)  # not yet eliminated
+    n_hist = 0
+    for i in range(n_steps):  # rows (the root's and the remaining words) x the remaining words
+        n_left = n_steps - i - 1 + (1 if single_root else 0)  # words left besides k
+        n_hist += n_left * n_left  # (n_left + 1) rows x n_left columns, less the diagonal
+    hist = np.empty(n_hist)
+    d = np.empty(n_steps)
+    p = 0
+    for i in range(n_steps):
+        k = order[i]
+        alive[k] = False
+        dk = NEG_INF
+        for h in range(first, N):
+            if alive[h]:
+                dk = _lae(dk, a[h, k])
+        if dk == NEG_INF:  # k has no head left: no tree
+            return NEG_INF, marg
+        d[i] = dk
+        log_z += dk
+        for h in range(N):
+            if h > 0 and not alive[h]:
+                continue
+            for m in range(1, N):
+                if not alive[m] or m == h:
+                    continue
+                hist[p] = a[h, m]
+                p += 1
+                t = a[h, k] + a[k, m] - dk
+                if t > NEG_INF:
+                    a[h, m] = _lae(a[h, m], t)
+    if single_root:
+        log_z += a[0, final]
+    # reverse pass: G = d log Z / d (log weight) of every entry as it stood, back to the input
+    G = np.zeros((N, N))
+    if single_root:
+        G[0, final] = 1.0
+    for i in range(n_steps - 1, -1, -1):
+        k = order[i]
+        dk = d[i]
+        gd = 1.0
+        n_left = n_steps - i - 1 + (1 if single_root else 0)
+        p -= n_left * n_left  # the step's stored entries start here
+        q = p
+        for h in range(N):
+            if h > 0 and not alive[h]:
+                continue
+            for m in range(1, N):
+                if not alive[m] or m == h:
+                    continue
+                old = hist[q]
+                q += 1
+                g = G[h, m]
+                t = a[h, k] + a[k, m] - dk
+                if g != 0.0 and t > NEG_INF:
+                    w = _share(old, t)
+                    G[h, m] = g * (1.0 - w)
+                    G[h, k] += g * w
+                    G[k, m] += g * w
+                    gd -= g * w
+                a[h, m] = old
+        # d_k = logsumexp of the remaining in-weights of k: normalised softmax shares
+        top = NEG_INF
+        for h in range(first, N):
+            if alive[h] and a[h, k] > top:
+                top = a[h, k]
+        total = 0.0
+        for h in range(first, N):
+            if alive[h]:
+                total += math.exp(a[h, k] - top)
+        for h in range(first, N):
+            if alive[h]:
+                G[h, k] += gd * math.exp(a[h, k] - top) / total
+        alive[k] = True
+    for h in range(N):
+        for m in range(1, N):
+            if h != m:
+                marg[h, m] = min(max(G[h, m], 0.0), 1.0)
+    return log_z, marg
