@@ -284,9 +284,9 @@ def _cached_candidate_pairs(n, grandparents, siblings):
 def _make_candidate_pairs(n, grandparents, siblings):
     parts = []
     if grandparents:
-        parts.append(grandparent_pairs(n))
+        parts.append(grandparent_pairs(n, max_words=None))  # the estimator's max_length bounds n
     if siblings:
-        parts.append(sibling_pairs(n))
+        parts.append(sibling_pairs(n, max_words=None))
     if not parts:
         return np.zeros((0, 4), dtype=np.int64)
     out = parts[0] if len(parts) == 1 else np.ascontiguousarray(np.concatenate(parts).reshape(-1, 4))

@@ -236,8 +236,13 @@ def probe_trees(p):
     for name in ("grandparent_pairs", "sibling_pairs"):
         f = getattr(factor_bp, name)
         p.valid(name, lambda f=f: f(3))
-        # not probed: n_words=10**9 (allocates O(n^3) pairs before any check; reported in issue #34's round)
-        p.mutate(name, f, {"n_words": 3}, "n_words", P.bad_int_scalar(), ("n_words",))
+        # O(n^3) pairs: refused before allocating beyond max_words (default 300, the parser's max_length)
+        p.mutate(name, f, {"n_words": 3}, "n_words", list(P.bad_int_scalar()) + [
+            ("huge", 10**9, False), ("beyond-max_words", 301, False), ("beyond-int64", 2**70, False)],
+            ("n_words", "max_words"))
+        p.mutate(name, f, {"n_words": 3}, "max_words", [(lbl, v, i) for lbl, v, i in P.bad_int_scalar()
+                                                         if v is not None], ("max_words",))
+        p.run(f"{name}(max_words)", "None-and-huge", lambda f=f: f(10**9, max_words=None), ("n_words",))
     pairs, U = factor_bp.grandparent_pairs(3), np.random.default_rng(0).normal(size=(4, 4))
     theta = np.ones(len(pairs))
     kw = {"unary": U, "pairs": pairs, "pair_scores": theta}

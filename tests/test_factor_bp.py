@@ -264,3 +264,17 @@ def test_pruned_marginals_at_huge_unaries(single_root):
     for U in (np.full((4, 4), 1e308), np.full((4, 4), -1e308)):
         mu = pruned_link_marginals(U, pairs, theta, single_root=single_root, objective="none")
         np.testing.assert_allclose(mu, ref, atol=1e-12)
+
+
+def test_pair_lists_are_bounded_before_allocating():
+    # grandparent_pairs(10**9) tried to allocate O(n^3) pairs; refused like the parser's max_length
+    for f, count in ((grandparent_pairs, 301 * 300**2), (sibling_pairs, 301 * 300 * 299 // 3)):
+        with pytest.raises(ValueError, match=rf"n_words=301 is more than max_words=300: .*{count:,} pairs"):
+            f(301)
+        with pytest.raises(ValueError, match=r"n_words=1000000000 is more than max_words=300"):
+            f(10**9)
+        with pytest.raises(ValueError, match=r"n_words=1000000000 is too large"):
+            f(10**9, max_words=None)
+        assert len(f(12, max_words=None)) == len(f(12)) and len(f(40, max_words=40)) > 0
+        with pytest.raises(ValueError, match="max_words"):
+            f(3, max_words=0)

@@ -396,15 +396,38 @@ def link_bp(unary, pairs, pair_scores, *, projective=False, single_root=True, ma
     )
 
 
-def grandparent_pairs(n_words):
+def grandparent_pairs(n_words, max_words=300):
     """All grandparent factors ``(g, h), (h, m)`` of a sentence: distinct g, h, m with h, m >= 1.
+
+    Parameters
+    ----------
+    n_words : int
+    max_words : int or None, default=300
+        Refuse longer sentences with a ``ValueError`` before allocating: the list holds
+        ``n (n - 1)^2`` pairs of 32 bytes (860 MB at 300 words, 32 GB at 1,000). The default is
+        :class:`~sklearn_struct.parsing.DependencyParserBP`'s ``max_length``; None: no limit.
 
     Examples
     --------
     >>> grandparent_pairs(2).tolist()
     [[0, 1, 1, 2], [0, 2, 2, 1]]
     """
-    return _grandparent_pairs(check_scalar_param(n_words, "n_words", kind="int", low=1) + 1)
+    n = _check_n_words(n_words, max_words, lambda k: k * (k - 1) ** 2, "grandparent_pairs")
+    return _grandparent_pairs(n + 1)
+
+
+def _check_n_words(n_words, max_words, count, name):
+    """``n_words`` checked against ``max_words`` (an O(n^3) list is refused before it is allocated)."""
+    n = check_scalar_param(n_words, "n_words", kind="int", low=1)
+    if max_words is not None:
+        max_words = check_scalar_param(max_words, "max_words", kind="int", low=1)
+        if n > max_words:
+            raise ValueError(
+                f"n_words={n} is more than max_words={max_words}: {name} would allocate {count(n):,} pairs "
+                f"({32 * count(n) / 1e9:.3g} GB). Pass max_words=None (or higher) to build it anyway.")
+    if count(n) > 2**57:  # beyond any memory (and beyond int64 bytes): not even with max_words=None
+        raise ValueError(f"n_words={n} is too large: {name} would allocate {count(n):,} pairs.")
+    return n
 
 
 @kernel
@@ -423,17 +446,19 @@ def _grandparent_pairs(N):
     return out
 
 
-def sibling_pairs(n_words):
+def sibling_pairs(n_words, max_words=300):
     """Sibling factors ``(h, m), (h, s)``: words ``m < s`` on the same side of a word head ``h``.
 
-    The root is left out (it has one child in a single-root tree).
+    The root is left out (it has one child in a single-root tree). ``max_words`` as in
+    :func:`grandparent_pairs` (about ``n^3 / 3`` pairs).
 
     Examples
     --------
     >>> sibling_pairs(3).tolist()
     [[1, 2, 1, 3], [3, 1, 3, 2]]
     """
-    return _sibling_pairs(check_scalar_param(n_words, "n_words", kind="int", low=1) + 1)
+    n = _check_n_words(n_words, max_words, lambda k: k * (k - 1) * (k - 2) // 3, "sibling_pairs")
+    return _sibling_pairs(n + 1)
 
 
 @kernel

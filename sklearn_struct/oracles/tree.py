@@ -11,8 +11,9 @@ is ``p(tree) ∝ exp(sum_{(h, m) in tree} S[h, m])`` over dependency trees roote
   incomplete spans; the outside pass is the reverse-mode derivative of the inside pass, so a
   link's marginal is ``d log Z / d S[h, m]``. The chart runs in probability space on
   ``exp(S - column max)`` (no exp in the cubic loops) and falls back to a log-space chart when
-  ``Z`` is too small there (below 1e-250), so large scores never overflow or underflow. Single root: ``log Z = logsumexp_m
-  (S[0, m] + C_left[1, m] + C_right[m, n])`` over the root's only child ``m``.
+  ``Z`` is too small there (below 1e-250), so large scores never overflow or underflow. Single
+  root: ``log Z = logsumexp_m (S[0, m] + C_left[1, m] + C_right[m, n])`` over the root's only
+  child ``m``.
 * Non-projective trees: the matrix-tree theorem (Koo, Globerson, Carreras & Collins 2007). With
   ``A = exp(S - c)`` (``c[m]`` the column maxima, so nothing overflows; every tree has one head per
   word, so ``log Z = log det L + sum c``), the Laplacian over words ``1..n`` is ``L[h, m] = -A[h, m]``,
@@ -21,11 +22,23 @@ is ``p(tree) ∝ exp(sum_{(h, m) in tree} S[h, m])`` over dependency trees roote
   ``B = L^{-1}``, marginals are ``A[h, m] * d log det L / d A[h, m]``, i.e. ``A[0, m] B[m, 0]``
   (single root) or ``A[0, m] B[m, m]`` (multi-root) for root links and
   ``A[h, m] ([m != 1] B[m, m] - [h != 1] B[m, h])`` for word links (``[.] = 1`` for multi-root).
+  That difference cancels when ``L`` is ill conditioned (scores whose spread reaches the tens
+  already do it, 1e300 always): where the error bound ``2 n eps cond(L) max|B|`` exceeds
+  ``MAX_MARGINAL_ERROR`` (1e-8), the marginals come from a subtraction-free elimination in log
+  space instead (:mod:`sklearn_struct.oracles._tree_log`, about 25 times slower).
+
+Magnitudes: scores of any finite magnitude give marginals that are probabilities, each column
+summing to one, and match enumeration (checked at scales 30 to 1e300). At 1e300 they are those of
+the best tree by the exact sum of the given floats. ``log Z`` is +-inf only where it lies beyond
+float64's range. One limit: beyond 2^53 float64 cannot count tied trees, so best trees that tie
+exactly at such magnitudes through links that are not their words' best heads may share the mass
+unevenly (ties among the best heads, e.g. one score per word, are exact: the scores are shifted
+by their column maxima first).
 
 As a factor in BP (Smith & Eisner 2008) the tree factor receives a message ``(q0, q1)`` from every
 link variable; with ``S = log(q1 / q0)`` the factor's belief of each link is the tree marginal, and
 its outgoing message is that marginal's odds divided by the incoming odds: in log-odds,
-``out = logit(mu) - S``, for all links in one O(n^3) pass.
+``out = logit(mu) - S``, for all links in one O(n^3) pass (``logit(mu)`` clipped to ±40).
 
 MAP: Eisner's algorithm (projective) and Chu-Liu-Edmonds (non-projective; for a single root, the
 best tree with each root child in turn when the unconstrained one has several).
@@ -38,7 +51,7 @@ from numba import njit
 
 from ..utils._jit import helper, kernel
 from ..utils.validation import check_float_array
-from ._tree_log import _shifted_scores, matrix_tree_log
+from ._tree_log import _inverse_error, _shifted_scores, _slogdet_inv, matrix_tree_log
 
 __all__ = [
     "tree_marginals",
@@ -286,80 +299,6 @@ def _eisner_marginals_scaled(S, single_root):
             if h != m:
                 marg[h, m] = min(max(A[h, m] * gA[h, m] / Z, 0.0), 1.0)
     return math.log(Z) + log_shift, marg
-
-
-@helper
-def _slogdet_inv(A):
-    """(sign, log |det A|, A^-1) from one LU factorisation with partial pivoting (as LAPACK's getrf).
-
-    Written out because numba's ``np.linalg.slogdet`` and ``inv`` cost about a second of
-    compilation in a fresh install, more than the few loops here; the inverse is
-    meaningless when the sign is 0 (a singular matrix).
-    """
-    n = A.shape[0]
-    LU = A.copy()
-    perm = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        perm[i] = i
-    sign, logdet = 1.0, 0.0
-    for k in range(n):
-        p = k
-        for i in range(k + 1, n):
-            if abs(LU[i, k]) > abs(LU[p, k]):
-                p = i
-        piv = LU[p, k]
-        if piv == 0.0:
-            return 0.0, NEG_INF, LU
-        if p != k:
-            for j in range(n):
-                LU[k, j], LU[p, j] = LU[p, j], LU[k, j]
-            perm[k], perm[p] = perm[p], perm[k]
-            sign = -sign
-        if piv < 0.0:
-            sign = -sign
-        logdet += math.log(abs(piv))
-        for i in range(k + 1, n):
-            f = LU[i, k] / piv
-            LU[i, k] = f
-            for j in range(k + 1, n):
-                LU[i, j] -= f * LU[k, j]
-    # A^-1 solves L U X = P: forward, then back substitution, a row at a time (vectorised over columns)
-    inv = np.zeros((n, n))
-    for i in range(n):
-        inv[i, perm[i]] = 1.0
-        for j in range(i):
-            f = LU[i, j]
-            if f != 0.0:
-                for c in range(n):
-                    inv[i, c] -= f * inv[j, c]
-    for i in range(n - 1, -1, -1):
-        for j in range(i + 1, n):
-            f = LU[i, j]
-            if f != 0.0:
-                for c in range(n):
-                    inv[i, c] -= f * inv[j, c]
-        piv = LU[i, i]
-        for c in range(n):
-            inv[i, c] /= piv
-    return sign, logdet, inv
-
-
-@helper
-def _inverse_error(L, B):
-    """A bound on the error of the marginals ``A (B[m, m] - B[m, h])`` (``A <= 1``) from ``B = L^-1``:
-    ``2 n eps cond_1(L) max |B|``, the normwise forward error of the inverse (about 1e3 times the
-    error seen on random problems)."""
-    n = L.shape[0]
-    norm_l, norm_b, top = 0.0, 0.0, 0.0
-    for c in range(n):
-        col_l, col_b = 0.0, 0.0
-        for r in range(n):
-            col_l += abs(L[r, c])
-            col_b += abs(B[r, c])
-            top = max(top, abs(B[r, c]))
-        norm_l = max(norm_l, col_l)
-        norm_b = max(norm_b, col_b)
-    return 2.0 * n * 2.220446049250313e-16 * norm_l * norm_b * top
 
 
 @helper
