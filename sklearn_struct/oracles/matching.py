@@ -55,6 +55,7 @@ from numba import njit
 from scipy.optimize import linear_sum_assignment
 
 from ..utils.validation import check_float_array, check_scalar_param
+from ._permanent_log import log_permanent_dp
 
 __all__ = [
     "MAX_RYSER_SIZE",
@@ -69,6 +70,8 @@ __all__ = [
 ]
 
 MAX_RYSER_SIZE = 20
+# Above this bound on Ryser's relative round-off, the permanent comes from the log-space DP instead.
+MAX_RYSER_ERROR = 1e-8
 _TINY = 1e-300
 
 
@@ -120,6 +123,7 @@ def _ryser_kernel(logA, want_grad):
     suffix = np.empty(n + 1)
     in_set = np.zeros(n, dtype=np.bool_)
     total = 0.0
+    magnitude = 0.0  # sum of the terms' magnitudes: the round-off of the alternating sum is eps times it
     size = 0
     for k in range(1, 1 << n):
         j = 0
@@ -140,6 +144,7 @@ def _ryser_kernel(logA, want_grad):
         for i in range(n):
             prefix[i + 1] = prefix[i] * rows[i]
         total += sign * prefix[n]
+        magnitude += abs(prefix[n])
         if want_grad:
             suffix[n] = 1.0
             for i in range(n - 1, -1, -1):
@@ -152,8 +157,19 @@ def _ryser_kernel(logA, want_grad):
     if n & 1:
         total = -total
         grad = -grad
+    if not (total > 0.0) or 2.0 * n * 2.220446049250313e-16 * magnitude > MAX_RYSER_ERROR * total:
+        return np.nan, grad  # cancelled: the caller uses the log-space DP (_permanent_log)
     marg = A * grad / total
     return math.log(total) + shift, marg
+
+
+def _ryser(logA, want_grad):
+    """Ryser's (log perm, marginals), or the subtraction-free log-space DP where Ryser's alternating
+    sum cancels beyond ``MAX_RYSER_ERROR`` (relative error bound ``2 n eps sum|terms| / perm``)."""
+    log_z, marg = _ryser_kernel(logA, want_grad)
+    if np.isnan(log_z):
+        return log_permanent_dp(np.ascontiguousarray(logA, dtype=np.float64), want_grad)
+    return log_z, marg
 
 
 # Largest |score| accepted: differences of scores (and sums of n_right of them) must stay finite.
@@ -204,7 +220,7 @@ def log_permanent(scores):
     """
     scores = _check_scores(scores, max_size=MAX_RYSER_SIZE)
     n_left, n_right = scores.shape
-    log_z, _ = _ryser_kernel(_padded(scores), False)
+    log_z, _ = _ryser(_padded(scores), False)
     return float(log_z - math.lgamma(n_right - n_left + 1))
 
 
@@ -225,7 +241,7 @@ def exact_marginals(scores):
 
 def _exact_marginals(scores):
     n_left, n_right = scores.shape
-    log_z, marg = _ryser_kernel(_padded(scores), True)
+    log_z, marg = _ryser(_padded(scores), True)
     return marg[:n_left], float(log_z - math.lgamma(n_right - n_left + 1))
 
 
