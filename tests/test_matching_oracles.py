@@ -213,3 +213,17 @@ def test_ryser_falls_back_to_the_log_space_dp_where_it_cancels():
     z2, m2 = log_permanent_dp(S, True)
     assert abs(z1 - z2) < 1e-10
     np.testing.assert_allclose(m1, m2, atol=1e-10)
+
+
+@pytest.mark.parametrize("scale", [1e3, 1e100, 1e297])
+def test_bp_does_not_stop_on_pinned_beliefs(scale):
+    # beliefs pinned at 0 / 1 once reported convergence after 3 sweeps with rows summing to 0 or 2,
+    # or on a permutation that was not the best (7 of 30 random 4x4 problems); now every converged
+    # run is normalised and, at these scales, the best matching
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        S = scale * rng.normal(size=(4, 4))
+        tau, _, ok = bp_matching_marginals(S)
+        assert ok
+        np.testing.assert_allclose(tau.sum(axis=1), 1.0, atol=1e-6)
+        np.testing.assert_allclose(tau[np.arange(4), assignment(-S)], 1.0, atol=1e-6)

@@ -604,6 +604,14 @@ def _bp_kernel(S, damping, max_iter, tol, logl, logr):
     for i in range(n_left):
         for j in range(n_right):
             old[i, j] = 1.0 / (1.0 + math.exp(-(logl[i, j] + logr[i, j] - S[i, j])))
+    scale = 1.0
+    for i in range(n_left):
+        for j in range(n_right):
+            scale = max(scale, abs(S[i, j]))
+    old_z = np.empty((n_left, n_right))
+    for i in range(n_left):
+        for j in range(n_right):
+            old_z[i, j] = logl[i, j] + logr[i, j] - S[i, j]
     for it in range(max_iter):
         for i in range(n_left):  # edge -> right factor, through the left factor
             _loo_logsumexp(logr[i], 0.0, row_buf)
@@ -616,16 +624,36 @@ def _bp_kernel(S, damping, max_iter, tol, logl, logr):
             for i in range(n_left):
                 logr[i, j] = (1.0 - damping) * (S[i, j] - col_buf[i]) + damping * logr[i, j]
         delta = 0.0
+        doubt = 0.0  # largest loss of a belief's confidence (|log-odds|): pinned beliefs hide it
         for i in range(n_left):
             for j in range(n_right):
                 z = logl[i, j] + logr[i, j] - S[i, j]
+                doubt = max(doubt, abs(old_z[i, j]) - abs(z))
+                old_z[i, j] = z
                 t = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
                 tau[i, j] = t
                 delta = max(delta, abs(t - old[i, j]))
                 old[i, j] = t
-        if delta < tol:
+        # With large scores the beliefs pin at 0 / 1 long before BP settles: the log-odds of a
+        # fixed point may still grow (the optimum lies on the boundary) but none may shrink towards
+        # a flip, and every row sums to one (every column too, for square problems).
+        if delta < tol and doubt <= 1e-9 * scale and _normalised(tau, n_left == n_right, max(100.0 * tol, 1e-9)):
             return tau, it + 1, True
     return tau, max_iter, False
+
+
+@njit(cache=True)
+def _normalised(tau, square, tol):
+    """Every row of ``tau`` sums to 1 within ``tol`` (and every column, if ``square``)."""
+    n_left, n_right = tau.shape
+    for i in range(n_left):
+        if abs(tau[i].sum() - 1.0) > tol:
+            return False
+    if square:
+        for j in range(n_right):
+            if abs(tau[:, j].sum() - 1.0) > tol:
+                return False
+    return True
 
 
 def bp_matching_marginals(scores, *, damping=0.5, max_iter=1000, tol=1e-8, messages=None):
@@ -638,7 +666,9 @@ def bp_matching_marginals(scores, *, damping=0.5, max_iter=1000, tol=1e-8, messa
         Weight of the old log-message in each update.
     max_iter : int, default=1000
     tol : float, default=1e-8
-        Stop when no marginal moves by more than ``tol`` in a sweep.
+        Stop when no marginal moves by more than ``tol`` in a sweep and every row (and, for
+        square problems, every column) sums to 1 within ``max(100 tol, 1e-9)``: with large scores
+        the marginals pin at 0 / 1 while the messages still move.
     messages : tuple of two ndarrays, default=None
         Warm-start log-messages ``(l, r)`` (updated in place); zeros by default.
 
