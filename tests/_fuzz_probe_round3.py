@@ -317,6 +317,8 @@ def _probe_magnitudes(p):
         cols = matching.assignment(-M)  # costs: the best matching of the scores
         p.valid(f"exact_marginals x{huge / 1e3:g}", lambda M=M: matching.exact_marginals(M),
                 lambda out, c=cols: bool(np.allclose(out[0][np.arange(4), c], 1.0)))
+        p.valid(f"bp_matching_marginals x{huge / 1e3:g}", lambda M=M: matching.bp_matching_marginals(M),
+                lambda out, c=cols: out[2] and bool(np.allclose(out[0][np.arange(4), c], 1.0, atol=1e-6)))
     for full in (1e308, -1e308):
         per_word = np.broadcast_to(full * np.array([1.0, 1.0, 0.5, 1.0, 0.25]), (5, 5))
         p.valid(f"link_bp unary per word {full:g}", lambda u=per_word: factor_bp.link_bp(u, pairs, theta),
