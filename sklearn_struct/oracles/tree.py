@@ -30,10 +30,11 @@ is ``p(tree) ∝ exp(sum_{(h, m) in tree} S[h, m])`` over dependency trees roote
 Magnitudes: scores of any finite magnitude give marginals that are probabilities, each column
 summing to one, and match enumeration (checked at scales 30 to 1e300). At 1e300 they are those of
 the best tree by the exact sum of the given floats. ``log Z`` is +-inf only where it lies beyond
-float64's range. One limit: beyond 2^53 float64 cannot count tied trees, so best trees that tie
-exactly at such magnitudes through links that are not their words' best heads may share the mass
-unevenly (ties among the best heads, e.g. one score per word, are exact: the scores are shifted
-by their column maxima first).
+float64's range. One limit: beyond 2^53 float64 cannot count tied trees (``x + log 2 == x``), so
+best trees that tie exactly at such magnitudes through links that are not their words' best
+heads may share the mass unevenly (about 1 in 10 random integer scores times 2^990; in 4 of 800
+the non-projective columns then do not sum to one). Ties among the best heads, e.g. one score
+per word, are exact: the scores are shifted by their column maxima first.
 
 As a factor in BP (Smith & Eisner 2008) the tree factor receives a message ``(q0, q1)`` from every
 link variable; with ``S = log(q1 / q0)`` the factor's belief of each link is the tree marginal, and
