@@ -10,7 +10,9 @@ word's remaining in-weights and the new weights ``A[h, m] + A[h, k] A[k, m] / D_
 positive terms). Every step is a log-sum-exp, ``log Z = sum_k log D_k``, and the marginals are the
 reverse-mode derivative of that sequence, each log-sum-exp passing its adjoint on in normalised
 softmax shares, so they stay probabilities whatever the magnitudes (at 1e300 the shares are 0/1
-and the marginals those of the best tree, as the exact distribution is).
+and the marginals those of the best tree, as the exact distribution is). Log-weights are carried
+in two parts (``hi + lo``, see ``_SPLIT``) so that exact ties among the best trees keep their
+counts at 1e300, where ``x + log 2 == x``.
 
 * Several roots: the root is a node like the words, never eliminated; ``Z = prod_k D_k``.
 * One root (exactly one word attaches to 0): ``Z = sum_r A[0, r] T_r`` with ``T_r`` the trees over
@@ -112,12 +114,61 @@ def _reaches_all(a, f):
     return count == N - 1
 
 
+# Log-weights are kept as two floats, ``hi + lo``: an input beyond ``_SPLIT`` goes to ``hi`` whole, the
+# rest (moderate scores, and the log-counts that sums of tied terms add) to ``lo``. At 1e300 a
+# single float cannot add log 2 to a log-weight, so two tied best trees would count as one; with
+# the two parts, equal high parts compare exactly and the counts stay in the low part.
+_SPLIT = 2.0**20
+
+
+@helper
+def _lae2(h1, l1, h2, l2):
+    """``log(e^(h1 + l1) + e^(h2 + l2))`` as (hi, lo)."""
+    if h1 == NEG_INF:
+        return h2, l2
+    if h2 == NEG_INF:
+        return h1, l1
+    if h1 >= h2:
+        return h1, _lae(l1, l2 + (h2 - h1))
+    return h2, _lae(l1 + (h1 - h2), l2)
+
+
+@helper
+def _share2(oh, ol, th, tl):
+    """Share of ``t`` in ``log(e^old + e^t)`` (two-part log-weights)."""
+    if th == NEG_INF:
+        return 0.0
+    if oh == NEG_INF:
+        return 1.0
+    x = (th - oh) + (tl - ol)
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+@helper
+def _split_parts(a):
+    """Two-part log-weights of the shifted scores (see ``_SPLIT``)."""
+    N = a.shape[0]
+    hi = np.zeros((N, N))
+    lo = np.zeros((N, N))
+    for h in range(N):
+        for m in range(N):
+            v = a[h, m]
+            if v == NEG_INF or abs(v) >= _SPLIT:
+                hi[h, m] = v
+            else:
+                lo[h, m] = v
+    return hi, lo
+
+
 @helper
 def matrix_tree_log(S, single_root):
     """(log Z, marginals) of non-projective trees by log-space elimination (see the module docstring)."""
     N = S.shape[0]
     marg = np.zeros((N, N))
-    a, log_z, ok = _shifted_scores(S, single_root)
+    a, shift, ok = _shifted_scores(S, single_root)
     if not ok:
         return NEG_INF, marg
     final = 0
@@ -133,6 +184,7 @@ def matrix_tree_log(S, single_root):
                     break
         if final < 0:
             return NEG_INF, marg
+    ah, al = _split_parts(a)
     first = 1 if single_root else 0  # pivots count in-weights from these rows on (not the root's, for one root)
     order = np.empty(N - 2 if single_root else N - 1, dtype=np.int64)
     i = 0
@@ -146,40 +198,45 @@ def matrix_tree_log(S, single_root):
     for i in range(n_steps):  # rows (the root's and the remaining words) x the remaining words
         n_left = n_steps - i - 1 + (1 if single_root else 0)  # words left besides k
         n_hist += n_left * n_left  # (n_left + 1) rows x n_left columns, less the diagonal
-    hist = np.empty(n_hist)
-    d = np.empty(n_steps)
+    hist_h = np.empty(n_hist)
+    hist_l = np.empty(n_hist)
+    dh_ = np.empty(n_steps)
+    dl_ = np.empty(n_steps)
+    z_hi, z_lo = 0.0, 0.0
     p = 0
     for i in range(n_steps):
         k = order[i]
         alive[k] = False
-        dk = NEG_INF
+        dh, dl = NEG_INF, 0.0
         for h in range(first, N):
             if alive[h]:
-                dk = _lae(dk, a[h, k])
-        if dk == NEG_INF:  # k has no head left: no tree
+                dh, dl = _lae2(dh, dl, ah[h, k], al[h, k])
+        if dh == NEG_INF:  # k has no head left: no tree
             return NEG_INF, marg
-        d[i] = dk
-        log_z += dk
+        dh_[i], dl_[i] = dh, dl
+        z_hi += dh
+        z_lo += dl
         for h in range(N):
             if h > 0 and not alive[h]:
                 continue
             for m in range(1, N):
                 if not alive[m] or m == h:
                     continue
-                hist[p] = a[h, m]
+                hist_h[p], hist_l[p] = ah[h, m], al[h, m]
                 p += 1
-                t = a[h, k] + a[k, m] - dk
-                if t > NEG_INF:
-                    a[h, m] = _lae(a[h, m], t)
+                th = ah[h, k] + ah[k, m] - dh
+                if th > NEG_INF:
+                    ah[h, m], al[h, m] = _lae2(ah[h, m], al[h, m], th, al[h, k] + al[k, m] - dl)
     if single_root:
-        log_z += a[0, final]
+        z_hi += ah[0, final]
+        z_lo += al[0, final]
     # reverse pass: G = d log Z / d (log weight) of every entry as it stood, back to the input
     G = np.zeros((N, N))
     if single_root:
         G[0, final] = 1.0
     for i in range(n_steps - 1, -1, -1):
         k = order[i]
-        dk = d[i]
+        dh, dl = dh_[i], dl_[i]
         gd = 1.0
         n_left = n_steps - i - 1 + (1 if single_root else 0)
         p -= n_left * n_left  # the step's stored entries start here
@@ -190,35 +247,39 @@ def matrix_tree_log(S, single_root):
             for m in range(1, N):
                 if not alive[m] or m == h:
                     continue
-                old = hist[q]
+                oh, ol = hist_h[q], hist_l[q]
                 q += 1
                 g = G[h, m]
-                t = a[h, k] + a[k, m] - dk
-                if g != 0.0 and t > NEG_INF:
-                    w = _share(old, t)
+                th = ah[h, k] + ah[k, m] - dh
+                if g != 0.0 and th > NEG_INF:
+                    w = _share2(oh, ol, th, al[h, k] + al[k, m] - dl)
                     G[h, m] = g * (1.0 - w)
                     G[h, k] += g * w
                     G[k, m] += g * w
                     gd -= g * w
-                a[h, m] = old
+                ah[h, m], al[h, m] = oh, ol
         # d_k = logsumexp of the remaining in-weights of k: normalised softmax shares
+        top_h = NEG_INF
+        for h in range(first, N):
+            if alive[h] and ah[h, k] > top_h:
+                top_h = ah[h, k]
         top = NEG_INF
         for h in range(first, N):
-            if alive[h] and a[h, k] > top:
-                top = a[h, k]
+            if alive[h] and ah[h, k] > NEG_INF:
+                top = max(top, (ah[h, k] - top_h) + al[h, k])
         total = 0.0
         for h in range(first, N):
-            if alive[h]:
-                total += math.exp(a[h, k] - top)
+            if alive[h] and ah[h, k] > NEG_INF:
+                total += math.exp((ah[h, k] - top_h) + al[h, k] - top)
         for h in range(first, N):
-            if alive[h]:
-                G[h, k] += gd * math.exp(a[h, k] - top) / total
+            if alive[h] and ah[h, k] > NEG_INF:
+                G[h, k] += gd * math.exp((ah[h, k] - top_h) + al[h, k] - top) / total
         alive[k] = True
     for h in range(N):
         for m in range(1, N):
             if h != m:
                 marg[h, m] = min(max(G[h, m], 0.0), 1.0)
-    return log_z, marg
+    return shift + (z_hi + z_lo), marg
 
 
 # The probability-space matrix-tree theorem's linear algebra (used by tree.py) and its error bound

@@ -10,8 +10,9 @@ is ``p(tree) ∝ exp(sum_{(h, m) in tree} S[h, m])`` over dependency trees roote
 * Projective trees (no crossing links): inside-outside over Eisner's O(n^3) chart of complete and
   incomplete spans; the outside pass is the reverse-mode derivative of the inside pass, so a
   link's marginal is ``d log Z / d S[h, m]``. The chart runs in probability space on
-  ``exp(S - column max)`` (no exp in the cubic loops) and falls back to a log-space chart when
-  ``Z`` is too small there (below 1e-250), so large scores never overflow or underflow. Single
+  ``exp(S - column max)`` (no exp in the cubic loops) and falls back to a log-space chart
+  (:mod:`sklearn_struct.oracles._eisner_log`) when ``Z`` is too small there (below 1e-250), so
+  large scores never overflow or underflow. Single
   root: ``log Z = logsumexp_m (S[0, m] + C_left[1, m] + C_right[m, n])`` over the root's only
   child ``m``.
 * Non-projective trees: the matrix-tree theorem (Koo, Globerson, Carreras & Collins 2007). With
@@ -30,11 +31,9 @@ is ``p(tree) ∝ exp(sum_{(h, m) in tree} S[h, m])`` over dependency trees roote
 Magnitudes: scores of any finite magnitude give marginals that are probabilities, each column
 summing to one, and match enumeration (checked at scales 30 to 1e300). At 1e300 they are those of
 the best tree by the exact sum of the given floats. ``log Z`` is +-inf only where it lies beyond
-float64's range. One limit: beyond 2^53 float64 cannot count tied trees (``x + log 2 == x``), so
-best trees that tie exactly at such magnitudes through links that are not their words' best
-heads may share the mass unevenly (about 1 in 10 random integer scores times 2^990; in 4 of 800
-the non-projective columns then do not sum to one). Ties among the best heads, e.g. one score
-per word, are exact: the scores are shifted by their column maxima first.
+float64's range. Exact ties keep their counts at any magnitude: both log-space algorithms first
+shift the scores by their column maxima and then carry log-weights in two parts (``hi + lo``,
+:mod:`sklearn_struct.oracles._tree_log`), since at 1e300 one float cannot add ``log 2``.
 
 As a factor in BP (Smith & Eisner 2008) the tree factor receives a message ``(q0, q1)`` from every
 link variable; with ``S = log(q1 / q0)`` the factor's belief of each link is the tree marginal, and
@@ -52,7 +51,8 @@ from numba import njit
 
 from ..utils._jit import helper, kernel
 from ..utils.validation import check_float_array
-from ._tree_log import _inverse_error, _shifted_scores, _slogdet_inv, matrix_tree_log
+from ._eisner_log import eisner_log
+from ._tree_log import _inverse_error, _slogdet_inv, matrix_tree_log
 
 __all__ = [
     "tree_marginals",
@@ -70,33 +70,6 @@ MAX_LOG_ODDS = 40.0
 MAX_MARGINAL_ERROR = 1e-8
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _lse2(a, b):
-    if a == NEG_INF:
-        return b
-    if b == NEG_INF:
-        return a
-    if a > b:
-        return a + math.log1p(math.exp(b - a))
-    return b + math.log1p(math.exp(a - b))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _lse_split(X, xs, Y, yt, lo, hi, shift):
-    """log sum_{r = lo}^{hi - 1} exp(X[xs, r] + Y[r + shift, yt]) (max first, then one exp per term)."""
-    top = NEG_INF
-    for r in range(lo, hi):
-        v = X[xs, r] + Y[r + shift, yt]
-        if v > top:
-            top = v
-    if top == NEG_INF:
-        return NEG_INF
-    acc = 0.0
-    for r in range(lo, hi):
-        acc += math.exp(X[xs, r] + Y[r + shift, yt] - top)
-    return top + math.log(acc)
-
-
 @helper
 def _empty_charts(N):
     """Eisner's four (N, N) charts IR, IL, CR, CL: -inf, with the empty spans CR[s, s] = CL[s, s] = 0."""
@@ -110,102 +83,10 @@ def _empty_charts(N):
     return IR, IL, CR, CL
 
 
-@helper
-def _eisner_inside(S, single_root):
-    """Log inside chart: IR, IL (incomplete, head left / right), CR, CL (complete) and log Z."""
-    N = S.shape[0]
-    IR, IL, CR, CL = _empty_charts(N)
-    for width in range(1, N):
-        for s in range(N - width):
-            t = s + width
-            acc = _lse_split(CR, s, CL, t, s, t, 1)  # CR[s, r] + CL[r + 1, t]
-            IR[s, t] = S[s, t] + acc
-            if s > 0:  # nothing heads the root
-                IL[s, t] = S[t, s] + acc
-            CL[s, t] = _lse_split(CL, s, IL, t, s, t, 0)  # CL[s, r] + IL[r, t]
-            CR[s, t] = _lse_split(IR, s, CR, t, s + 1, t + 1, 0)  # IR[s, r] + CR[r, t]
-    if not single_root:
-        return IR, IL, CR, CL, CR[0, N - 1]
-    log_z = NEG_INF
-    for m in range(1, N):
-        log_z = _lse2(log_z, S[0, m] + CL[1, m] + CR[m, N - 1])
-    return IR, IL, CR, CL, log_z
-
-
-@helper
-def _split_back(X, xs, Y, yt, lo, hi, shift, g, GX, GY):
-    """Adjoint of :func:`_lse_split`: ``g`` to the terms ``X[xs, r] + Y[r + shift, yt]`` in softmax shares.
-
-    The shares are recomputed from the terms and normalised by their own sum (not by the stored
-    total), so they add up to one whatever the magnitudes: at scores of 1e300 the rounding of a
-    stored log-sum would make ``exp(term - total)`` 0 or inf.
-    """
-    top = NEG_INF
-    for r in range(lo, hi):
-        v = X[xs, r] + Y[r + shift, yt]
-        if v > top:
-            top = v
-    if top == NEG_INF:
-        return
-    acc = 0.0
-    for r in range(lo, hi):
-        acc += math.exp(X[xs, r] + Y[r + shift, yt] - top)
-    for r in range(lo, hi):
-        w = g * math.exp(X[xs, r] + Y[r + shift, yt] - top) / acc
-        GX[xs, r] += w
-        GY[r + shift, yt] += w
-
-
 @kernel
 def _eisner_marginals(S, single_root):
-    """Projective log Z and link marginals: the outside pass as the adjoint of the inside pass.
-
-    On the scores less their column maxima (and the root row less its maximum, for one root:
-    the same distribution), with every adjoint passed on in normalised shares, so that scores of
-    any magnitude give probabilities (see :func:`_split_back`).
-    """
-    N = S.shape[0]
-    S, shift, ok = _shifted_scores(S, single_root)
-    marg = np.zeros((N, N))
-    if not ok:
-        return NEG_INF, marg
-    IR, IL, CR, CL, log_z = _eisner_inside(S, single_root)
-    gIR = np.zeros((N, N))
-    gIL = np.zeros((N, N))
-    gCR = np.zeros((N, N))
-    gCL = np.zeros((N, N))
-    if log_z == NEG_INF:
-        return log_z, marg
-    if single_root:
-        top = NEG_INF
-        for m in range(1, N):
-            top = max(top, S[0, m] + CL[1, m] + CR[m, N - 1])
-        acc = 0.0
-        for m in range(1, N):
-            acc += math.exp(S[0, m] + CL[1, m] + CR[m, N - 1] - top)
-        for m in range(1, N):
-            w = math.exp(S[0, m] + CL[1, m] + CR[m, N - 1] - top) / acc
-            marg[0, m] += w
-            gCL[1, m] += w
-            gCR[m, N - 1] += w
-    else:
-        gCR[0, N - 1] = 1.0
-    for width in range(N - 1, 0, -1):
-        for s in range(N - width):
-            t = s + width
-            if gCR[s, t] != 0.0:
-                _split_back(IR, s, CR, t, s + 1, t + 1, 0, gCR[s, t], gIR, gCR)
-            if gCL[s, t] != 0.0:
-                _split_back(CL, s, IL, t, s, t, 0, gCL[s, t], gCL, gIL)
-            gr, gl = gIR[s, t], gIL[s, t]
-            marg[s, t] += gr
-            marg[t, s] += gl
-            if gr != 0.0 or gl != 0.0:
-                _split_back(CR, s, CL, t, s, t, 1, gr + gl, gCR, gCL)
-    for h in range(N):
-        for m in range(1, N):
-            marg[h, m] = min(max(marg[h, m], 0.0), 1.0)
-    return log_z + shift, marg
+    """Projective log Z and link marginals by the log-space chart (:mod:`._eisner_log`)."""
+    return eisner_log(S, single_root)
 
 
 @helper
