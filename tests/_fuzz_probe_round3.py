@@ -11,7 +11,9 @@ labels, mixed label types and extreme parameters. Same rules as the rest of the 
   ``tagger_``), its ``flat_*`` metrics and ``sequence_accuracy_score``.
 * ``numerics``: ``ChainCRF``'s five algorithms at extreme parameters and features, one class;
   ``sampled_marginals`` / ``sampled_log_likelihood`` at +-1e300, ``sample_chain`` sizes.
-* ``trees``: the spanning-tree, factor-BP and parsing oracles and helpers.
+* ``trees``: the spanning-tree, factor-BP and parsing oracles and helpers, the O(n^3) pair lists'
+  ``max_words`` bound, and large potentials across the marginal oracles (tree, link BP, pruned BP,
+  chains, matchings: exact answers at +-1e300, a score per word of +-1e308 changing nothing).
 * ``structures``: the constraint templates, ``ConstraintEnergy``, ``ConstraintFamily``,
   ``hierarchy_groups``, ``kept_constraints``, ``Energy``, ``check_graph_labels``, ``Progress``.
 * ``round3_datasets``: generators and loaders added since the first probe, ``segment_report``.
