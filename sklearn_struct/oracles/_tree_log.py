@@ -21,7 +21,7 @@ counts at 1e300, where ``x + log 2 == x``.
   and the elimination ends at a word ``f`` that reaches every word (so ``T_f > 0``):
   ``Z = T_f * A'[0, f]``.
 
-Cost: O(n^3) log-sum-exp terms and O(n^3 / 3) stored values for the reverse pass (72 MB at 300
+Cost: O(n^3) log-sum-exp terms and 2 n^3 / 3 stored values for the reverse pass (144 MB at 300
 words); it runs only when the probability-space matrix-tree result fails its error check.
 """
 

@@ -26,7 +26,7 @@ is ``p(tree) ∝ exp(sum_{(h, m) in tree} S[h, m])`` over dependency trees roote
   That difference cancels when ``L`` is ill conditioned (scores whose spread reaches the tens
   already do it, 1e300 always): where the error bound ``2 n eps cond(L) max|B|`` exceeds
   ``MAX_MARGINAL_ERROR`` (1e-8), the marginals come from a subtraction-free elimination in log
-  space instead (:mod:`sklearn_struct.oracles._tree_log`, about 25 times slower).
+  space instead (:mod:`sklearn_struct.oracles._tree_log`, about 40 times slower at 300 words).
 
 Magnitudes: scores of any finite magnitude give marginals that are probabilities, each column
 summing to one, and match enumeration (checked at scales 30 to 1e300). At 1e300 they are those of
