@@ -46,7 +46,16 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _parsing_features as feats
-from .oracles.factor_bp import _pair_gains, check_pairs, grandparent_pairs, link_bp, seed_tree_messages, sibling_pairs
+from .oracles.factor_bp import (
+    _check_pair_scores,
+    _normalised_unary,
+    _pair_gains,
+    check_pairs,
+    grandparent_pairs,
+    link_bp,
+    seed_tree_messages,
+    sibling_pairs,
+)
 from .oracles.tree import check_link_scores, decode_tree
 from .pruned_bp import PruningReport, select_factors
 from .utils._proba import MarginalsAsProbaMixin
@@ -133,12 +142,13 @@ def pruned_link_marginals(unary, pairs, pair_scores, *, projective=False, single
         if objective not in _OBJECTIVES:
             raise ValueError(f"objective must be one of {_OBJECTIVES}, got {objective!r}.")
         unary = check_link_scores(unary, "unary")
-        pair_scores = check_float_array(pair_scores, "pair_scores").reshape(-1)
+        pair_scores = _check_pair_scores(pair_scores)
         pairs = check_pairs(pairs, unary.shape[0], pair_scores.shape[0])
         max_iter = check_scalar_param(max_iter, "max_iter", kind="int", low=1)
         tol = check_scalar_param(tol, "tol", low=0.0)
     start = time.perf_counter()
-    U = np.ascontiguousarray(unary, dtype=np.float64)
+    # the same model with log-odds near 0 (so the seed's messages, added back to U, keep their precision)
+    U = _normalised_unary(np.ascontiguousarray(unary, dtype=np.float64), single_root)[0]
     tree_msgs, _, seed = seed_tree_messages(U, projective, single_root)
     if objective == "none":
         kept = np.ones(pairs.shape[0], dtype=bool)
@@ -274,9 +284,9 @@ def _cached_candidate_pairs(n, grandparents, siblings):
 def _make_candidate_pairs(n, grandparents, siblings):
     parts = []
     if grandparents:
-        parts.append(grandparent_pairs(n))
+        parts.append(grandparent_pairs(n, max_words=None))  # the estimator's max_length bounds n
     if siblings:
-        parts.append(sibling_pairs(n))
+        parts.append(sibling_pairs(n, max_words=None))
     if not parts:
         return np.zeros((0, 4), dtype=np.int64)
     out = parts[0] if len(parts) == 1 else np.ascontiguousarray(np.concatenate(parts).reshape(-1, 4))

@@ -11,7 +11,9 @@ labels, mixed label types and extreme parameters. Same rules as the rest of the 
   ``tagger_``), its ``flat_*`` metrics and ``sequence_accuracy_score``.
 * ``numerics``: ``ChainCRF``'s five algorithms at extreme parameters and features, one class;
   ``sampled_marginals`` / ``sampled_log_likelihood`` at +-1e300, ``sample_chain`` sizes.
-* ``trees``: the spanning-tree, factor-BP and parsing oracles and helpers.
+* ``trees``: the spanning-tree, factor-BP and parsing oracles and helpers, the O(n^3) pair lists'
+  ``max_words`` bound, and large potentials across the marginal oracles (tree, link BP, pruned BP,
+  chains, matchings: exact answers at +-1e300, a score per word of +-1e308 changing nothing).
 * ``structures``: the constraint templates, ``ConstraintEnergy``, ``ConstraintFamily``,
   ``hierarchy_groups``, ``kept_constraints``, ``Energy``, ``check_graph_labels``, ``Progress``.
 * ``round3_datasets``: generators and loaders added since the first probe, ``segment_report``.
@@ -236,8 +238,13 @@ def probe_trees(p):
     for name in ("grandparent_pairs", "sibling_pairs"):
         f = getattr(factor_bp, name)
         p.valid(name, lambda f=f: f(3))
-        # not probed: n_words=10**9 (allocates O(n^3) pairs before any check; reported in issue #34's round)
-        p.mutate(name, f, {"n_words": 3}, "n_words", P.bad_int_scalar(), ("n_words",))
+        # O(n^3) pairs: refused before allocating beyond max_words (default 300, the parser's max_length)
+        p.mutate(name, f, {"n_words": 3}, "n_words", list(P.bad_int_scalar()) + [
+            ("huge", 10**9, False), ("beyond-max_words", 301, False), ("beyond-int64", 2**70, False)],
+            ("n_words", "max_words"))
+        p.mutate(name, f, {"n_words": 3}, "max_words", [(lbl, v, i) for lbl, v, i in P.bad_int_scalar()
+                                                         if v is not None], ("max_words",))
+        p.run(f"{name}(max_words)", "None-and-huge", lambda f=f: f(10**9, max_words=None), ("n_words",))
     pairs, U = factor_bp.grandparent_pairs(3), np.random.default_rng(0).normal(size=(4, 4))
     theta = np.ones(len(pairs))
     kw = {"unary": U, "pairs": pairs, "pair_scores": theta}
@@ -268,6 +275,60 @@ def probe_trees(p):
                             ("out-of-range", [[5, 0]], True), ("negative", [[-1, 0]], True),
                             ("strings", [["a", "b"]], True), ("nan", [[math.nan, 0]], True)],
              ("heads_pred", "heads", "sentence", "Sentence"))
+    _probe_magnitudes(p)
+
+
+def _columns_sum_to_one(mu):
+    return bool(np.allclose(np.asarray(mu)[:, 1:].sum(axis=0), 1.0, atol=1e-9))
+
+
+def _probe_magnitudes(p):
+    """Large potentials across the marginal oracles (issue #34's round-3 sweep): exact answers at
+    +-1e300 where the oracle takes them (tree, link BP, chains: the best structure's indicator), a
+    score per word of +-1e308 changing nothing, and matchings up to their documented bound."""
+    from sklearn_struct import parsing
+    from sklearn_struct.oracles import chain, factor_bp, matching, tree
+
+    rng = np.random.default_rng(5)
+    S = rng.normal(size=(5, 5))
+    pairs = factor_bp.grandparent_pairs(4)
+    theta = rng.normal(size=len(pairs))
+    none = np.zeros((0, 4), dtype=np.int64)
+    zero_bp = factor_bp.link_bp(np.zeros((5, 5)), pairs, theta).link_marginals
+    U, T = rng.normal(size=(4, 3)), rng.normal(size=(3, 3))
+    for huge in (1e300, -1e300):
+        for proj in (False, True):
+            for root1 in (False, True):
+                best = (tree.eisner if proj else tree.chu_liu_edmonds)(S * huge, single_root=root1)
+                p.valid(f"tree_marginals x{huge:g} projective={proj} single_root={root1}",
+                        lambda h=huge, a=proj, b=root1: tree.tree_marginals(S * h, a, b),
+                        lambda out, best=best: bool(np.allclose(out[1][best[1:], np.arange(1, 5)], 1.0)))
+                p.valid(f"tree_messages x{huge:g} projective={proj} single_root={root1}",
+                        lambda h=huge, a=proj, b=root1: tree.tree_messages(S * h, a, b),
+                        lambda out: _columns_sum_to_one(out[2]) and bool(np.isfinite(out[0]).all()))
+        p.valid(f"link_bp unary x{huge:g} alone", lambda h=huge: factor_bp.link_bp(S * h, none, []),
+                lambda out, h=huge: bool(np.allclose(out.link_marginals, tree.tree_marginals(S * h)[1])))
+        p.valid(f"link_bp unary x{huge:g}", lambda h=huge: factor_bp.link_bp(S * h, pairs, theta),
+                lambda out: _columns_sum_to_one(out.link_marginals))
+        p.valid(f"pruned_link_marginals unary x{huge:g}",
+                lambda h=huge: parsing.pruned_link_marginals(S * h, pairs, theta), _columns_sum_to_one)
+        path = chain.viterbi(U * huge, T * huge, np.array([0, 4]))[0]
+        p.valid(f"forward_backward x{huge:g}", lambda h=huge: chain.forward_backward(U * h, T * h, np.array([0, 4])),
+                lambda out, path=path: bool(np.allclose(out[1][np.arange(4), path], 1.0)))
+        M = rng.normal(size=(4, 4)) * huge / 1e3  # below the documented bound 2.5e299
+        cols = matching.assignment(-M)  # costs: the best matching of the scores
+        p.valid(f"exact_marginals x{huge / 1e3:g}", lambda M=M: matching.exact_marginals(M),
+                lambda out, c=cols: bool(np.allclose(out[0][np.arange(4), c], 1.0)))
+        p.valid(f"bp_matching_marginals x{huge / 1e3:g}", lambda M=M: matching.bp_matching_marginals(M),
+                lambda out, c=cols: out[2] and bool(np.allclose(out[0][np.arange(4), c], 1.0, atol=1e-6)))
+    for full in (1e308, -1e308):
+        per_word = np.broadcast_to(full * np.array([1.0, 1.0, 0.5, 1.0, 0.25]), (5, 5))
+        p.valid(f"link_bp unary per word {full:g}", lambda u=per_word: factor_bp.link_bp(u, pairs, theta),
+                lambda out: bool(np.allclose(out.link_marginals, zero_bp, atol=1e-12)))
+        p.valid(f"pruned_link_marginals unary per word {full:g}", lambda u=per_word: parsing.pruned_link_marginals(
+            u, pairs, theta, objective="none"), lambda out: bool(np.allclose(out, zero_bp, atol=1e-12)))
+        p.valid(f"tree_marginals per word {full:g}", lambda u=per_word: tree.tree_marginals(u),
+                lambda out: bool(np.allclose(out[1], tree.tree_marginals(np.zeros((5, 5)))[1], atol=1e-12)))
     p.valid("is_projective", lambda: parsing.is_projective([2, 0, 2]))
     p.mutate("is_projective", parsing.is_projective, {"heads": [2, 0, 2]}, "heads",
              [("empty", [], False), ("none", None, False), ("out-of-range", [9, 0, 2], True),

@@ -391,6 +391,7 @@ def test_fetch_downloads_into_data_home(tmp_path, monkeypatch):
 
     monkeypatch.setattr(urllib.request, "urlopen", fake_urlopen)
     monkeypatch.setitem(conll.CONLL2000_CHECKSUMS, "test", {"md5": hashlib.md5(payload).hexdigest()})
+    monkeypatch.setitem(conll.CONLL2000_TEXT_MD5, "test", hashlib.md5(CONLL_TEXT.encode()).hexdigest())
     data = fetch_conll2000("test", data_home=tmp_path)
     assert requested == ["https://www.clips.uantwerpen.be/conll2000/chunking/test.txt.gz"]
     assert (tmp_path / "conll2000" / "test.txt.gz").read_bytes() == payload

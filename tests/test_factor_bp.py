@@ -78,7 +78,7 @@ def reference_bp(U, pairs, theta, projective, single_root, n_iter):
         for m in cols:
             np.add.at(mu[:, m], trees[:, m - 1], p)
         with np.errstate(divide="ignore"):
-            return np.clip(np.log(mu) - np.log1p(-mu) - X, -40, 40)
+            return np.clip(np.log(mu) - np.log1p(-mu), -40, 40) - X  # the belief clipped, not the message
 
     sp = lambda x: np.logaddexp(0.0, x)  # noqa: E731
     T = tree_msgs(U.copy())
@@ -179,7 +179,7 @@ def test_bad_input(pairs, scores, match):
 def test_projective_chart_underflow_reruns_in_log_space(single_root):
     # huge scores: the probability-space chart fails, the fast kernel stops (n_iter -1) and link_bp
     # runs again from the start with the log-space chart, compiled only then
-    from sklearn_struct.oracles.factor_bp import _link_bp_projective, _link_bp_projective_log
+    from sklearn_struct.oracles.factor_bp import _link_bp_projective, _link_bp_projective_log, _normalised_unary
 
     rng = np.random.default_rng(7)
     n = 6
@@ -187,16 +187,94 @@ def test_projective_chart_underflow_reruns_in_log_space(single_root):
     pairs = np.concatenate([grandparent_pairs(n), sibling_pairs(n)])
     theta = 0.5 * rng.normal(size=len(pairs))
     N = n + 1
-    T = seed_tree_messages(U, projective=True, single_root=single_root)[0]
+    Un = _normalised_unary(U, single_root)[0]  # link_bp's first step: the same model near 0
+    none, z = np.zeros(0, dtype=np.int64), np.zeros(0)
+    B0 = _link_bp_projective_log(Un, none, none, z, single_root, 0, 0.0, Un, z, z)[0].reshape(N, N)  # the seed
     pa, pb = pairs[:, 0] * N + pairs[:, 1], pairs[:, 2] * N + pairs[:, 3]
-    out = _link_bp_projective(U, pa, pb, theta, single_root, 3, 0.0, T.copy(), np.zeros(len(pairs)),
-                              np.zeros(len(pairs)))
+    out = _link_bp_projective(Un, pa, pb, theta, single_root, 3, 0.0, B0, np.zeros(len(pairs)), np.zeros(len(pairs)))
     assert out[2] == -1
     res = link_bp(U, pairs, theta, projective=True, single_root=single_root, max_iter=3, tol=0.0)
-    B = _link_bp_projective_log(U, pa, pb, theta, single_root, 3, 0.0, T.copy(), np.zeros(len(pairs)),
+    B = _link_bp_projective_log(Un, pa, pb, theta, single_root, 3, 0.0, B0, np.zeros(len(pairs)),
                                 np.zeros(len(pairs)))[0]
     assert res.n_iter == 3 and np.isfinite(res.link_marginals).all()
     np.testing.assert_array_equal(res.log_odds.ravel(), B)
     alone = link_bp(U, np.zeros((0, 4), dtype=np.int64), [], projective=True, single_root=single_root)
     log_z = tree_marginals(U, True, single_root)[0]
     assert alone.n_iter == 0 and abs(alone.tree_log_z - log_z) < 1e-9 * abs(log_z)
+
+
+# Large potentials (issue #34). The tree factor's messages were clipped to +-40 in log-odds, so a
+# link with unary log-odds 100 and marginal 1/2 kept a belief of e^60: the tree factor alone was
+# wrong from a unary of ~30 N(0, 1) on (91 of 160 random cases), and a unary of 1e308 gave every
+# link belief 1; pair scores of 1e308 overflowed to NaN.
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 5), st.sampled_from([30.0, 1e3, 1e6, 1e100, 1e300]), st.integers(0, 2**31 - 1),
+       st.sampled_from(VARIANTS))
+def test_tree_factor_alone_is_exact_at_any_magnitude(n, scale, seed, variant):
+    projective, single_root = variant
+    U = scale * np.random.default_rng(seed).normal(size=(n + 1, n + 1))
+    _, marg = tree_marginals(U, projective, single_root)  # itself checked against enumeration
+    res = link_bp(U, np.zeros((0, 4), dtype=np.int64), [], projective=projective, single_root=single_root)
+    np.testing.assert_allclose(res.link_marginals[:, 1:], marg[:, 1:], atol=1e-9)
+    pairs = grandparent_pairs(n)  # theta = 0: BP is still exact
+    res0 = link_bp(U, pairs, np.zeros(len(pairs)), projective=projective, single_root=single_root)
+    np.testing.assert_allclose(res0.link_marginals[:, 1:], marg[:, 1:], atol=1e-9)
+    assert np.isfinite(res0.pair_marginals).all()
+
+
+@pytest.mark.parametrize("projective, single_root", VARIANTS)
+def test_a_huge_unary_per_word_changes_nothing_with_pairs(projective, single_root):
+    # a score per word (column) is the same for every tree, pairwise factors or not: BP on it is BP on zeros
+    n = 4
+    pairs = np.concatenate([grandparent_pairs(n), sibling_pairs(n)])
+    theta = 2.0 * np.random.default_rng(0).normal(size=len(pairs))
+    ref = link_bp(np.zeros((n + 1, n + 1)), pairs, theta, projective=projective, single_root=single_root)
+    for offset in (1e300, -1e300, 1e308, -1e308):
+        U = np.broadcast_to(offset * np.array([1.0, 1.0, 0.5, 1.0, 0.25]), (n + 1, n + 1))
+        res = link_bp(U, pairs, theta, projective=projective, single_root=single_root)
+        np.testing.assert_allclose(res.link_marginals, ref.link_marginals, atol=1e-12)
+        np.testing.assert_allclose(res.pair_marginals, ref.pair_marginals, atol=1e-12)
+        assert res.n_iter == ref.n_iter
+
+
+def test_pair_scores_beyond_the_documented_magnitude_are_refused():
+    from sklearn_struct.parsing import pruned_link_marginals
+
+    pairs = grandparent_pairs(3)
+    theta = np.ones(len(pairs))
+    theta[5] = 1e308
+    with pytest.raises(ValueError, match=r"pair_scores\[5\] = 1e\+308 is beyond ±1e\+06"):
+        link_bp(np.zeros((4, 4)), pairs, theta)
+    with pytest.raises(ValueError, match=r"pair_scores\[5\] = 1e\+308 is beyond ±1e\+06"):
+        pruned_link_marginals(np.zeros((4, 4)), pairs, theta)
+    theta[5] = -1e6  # the largest magnitude allowed: a hard factor, beliefs still normalised
+    for f in (link_bp, pruned_link_marginals):
+        out = f(np.zeros((4, 4)), pairs, theta)
+        mu = out.link_marginals if hasattr(out, "link_marginals") else out
+        np.testing.assert_allclose(mu[:, 1:].sum(axis=0), 1.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+def test_pruned_marginals_at_huge_unaries(single_root):
+    from sklearn_struct.parsing import pruned_link_marginals
+
+    pairs = grandparent_pairs(3)
+    theta = np.random.default_rng(1).normal(size=len(pairs))
+    ref = pruned_link_marginals(np.zeros((4, 4)), pairs, theta, single_root=single_root, objective="none")
+    for U in (np.full((4, 4), 1e308), np.full((4, 4), -1e308)):
+        mu = pruned_link_marginals(U, pairs, theta, single_root=single_root, objective="none")
+        np.testing.assert_allclose(mu, ref, atol=1e-12)
+
+
+def test_pair_lists_are_bounded_before_allocating():
+    # grandparent_pairs(10**9) tried to allocate O(n^3) pairs; refused like the parser's max_length
+    for f, count in ((grandparent_pairs, 301 * 300**2), (sibling_pairs, 301 * 300 * 299 // 3)):
+        with pytest.raises(ValueError, match=rf"n_words=301 is more than max_words=300: .*{count:,} pairs"):
+            f(301)
+        with pytest.raises(ValueError, match=r"n_words=1000000000 is more than max_words=300"):
+            f(10**9)
+        with pytest.raises(ValueError, match=r"n_words=1000000000 is too large"):
+            f(10**9, max_words=None)
+        assert len(f(12, max_words=None)) == len(f(12)) and len(f(40, max_words=40)) > 0
+        with pytest.raises(ValueError, match="max_words"):
+            f(3, max_words=0)

@@ -112,8 +112,40 @@ def test_conll2000_checksum_is_verified(tmp_path, monkeypatch):
     import hashlib
 
     monkeypatch.setitem(conll.CONLL2000_CHECKSUMS, "train", {"md5": hashlib.md5(payload).hexdigest()})
+    with pytest.raises(OSError, match=r"decompressed text has md5 .*not the published 2e2f24e9"):
+        fetch_conll2000("train", data_home=tmp_path)  # the .gz digest alone is not enough
+    assert not any(p.is_file() for p in tmp_path.rglob("*"))
+    text_md5 = hashlib.md5(gzip.decompress(payload)).hexdigest()
+    monkeypatch.setitem(conll.CONLL2000_TEXT_MD5, "train", text_md5)
+    monkeypatch.setitem(conll.CONLL2000_TEXT_MD5, "test", text_md5)
     assert fetch_conll2000("train", data_home=tmp_path).labels == [["B-NP", "B-VP"]]
     monkeypatch.setitem(conll.CONLL2000_CHECKSUMS, "test", {"md5": hashlib.md5(payload).hexdigest(),
                                                             "sha1": "0" * 40})
     with pytest.raises(OSError, match="expected sha1 0000"):  # every given digest must match
         fetch_conll2000("test", data_home=tmp_path)
+
+
+def test_conll2000_text_check_refuses_bombs_and_non_gzip(tmp_path, monkeypatch):
+    import hashlib
+
+    monkeypatch.setattr(conll, "_CONLL2000_MAX_TEXT", 1000)
+    for payload, match in [(gzip.compress(b"a A B-NP\n" * 1000), "decompresses to more than"),
+                           (b"plain text, not gzip\n", "not a gzip file")]:
+        _serve(monkeypatch, lambda url, payload=payload: payload)
+        monkeypatch.setitem(conll.CONLL2000_CHECKSUMS, "train", {"md5": hashlib.md5(payload).hexdigest()})
+        with pytest.raises(OSError, match=match):
+            fetch_conll2000("train", data_home=tmp_path)
+        assert not any(p.is_file() for p in tmp_path.rglob("*"))
+
+
+@pytest.mark.skipif(not (SHARED / "conll2000").is_dir(), reason="shared data folder not available")
+def test_the_shared_conll2000_copies_are_not_the_published_bytes():
+    # why CoNLL-2000 has no SHA-256 pin (see conll.CONLL2000_CHECKSUMS): the shared copies differ from
+    # the published files in their .gz bytes and in their decompressed text, so no digest of the
+    # originals can be taken from them; if this ever fails, the copies are the originals: pin them
+    import hashlib
+
+    for subset in ("train", "test"):
+        raw = (SHARED / "conll2000" / f"{subset}.txt.gz").read_bytes()
+        assert hashlib.md5(raw).hexdigest() != conll.CONLL2000_CHECKSUMS[subset]["md5"]
+        assert hashlib.md5(gzip.decompress(raw)).hexdigest() != conll.CONLL2000_TEXT_MD5[subset]

@@ -1,8 +1,11 @@
 """Loaders for CoNLL / CRF++ column files: one token per line, blank line between sequences."""
 
+import gzip
+import hashlib
 import numbers
 import operator
 import re
+import zlib
 
 from sklearn.utils import Bunch
 
@@ -13,13 +16,21 @@ from ._fetch import fetch_file
 __all__ = ["load_conll", "load_conll2000", "fetch_conll2000", "load_crfpp", "fetch_crfpp"]
 
 CONLL2000_URL = "https://www.clips.uantwerpen.be/conll2000/chunking/{subset}.txt.gz"
-# The official files' digests as published by torchtext (datasets/conll2000chunking.py, MD5 of the .gz
-# downloads). The copies in the project's shared data folder were recompressed, so no SHA-256 of the
-# original could be computed offline; MD5 still rules out a second file with the same digest in practice.
+# What pins a CoNLL-2000 download (issue #34): the digests torchtext publishes for the official files
+# (datasets/conll2000chunking.py), the MD5 of each .gz (CONLL2000_CHECKSUMS) and the MD5 of its
+# decompressed text (CONLL2000_TEXT_MD5, checked by _conll2000_text_check), both required. No SHA-256:
+# none is published, and the copies in the project's shared data folder cannot stand in for the
+# originals to compute one -- neither their .gz MD5s (train 9387bc1b..., test da4f5281...) nor the
+# MD5s of their decompressed text (train d79fd028..., test 01a63b4f...) are the published ones, so
+# their bytes differ from the published bytes (not only their compression), and a SHA-256 taken from
+# them would refuse the real download. Forging a file would take an MD5 collision on the .gz that
+# also decompresses to a text with the published MD5.
 CONLL2000_CHECKSUMS = {
     "train": {"md5": "6969c2903a1f19a83569db643e43dcc8"},
     "test": {"md5": "a916e1c2d83eb3004b38fc6fcd628939"},
 }
+CONLL2000_TEXT_MD5 = {"train": "2e2f24e90e20fcb910ab2251b5ed8cd0", "test": "56944df34be553b72a2a634e539a0951"}
+_CONLL2000_MAX_TEXT = 16 << 20  # the texts hold 2.8 MB and 0.6 MB: a download inflating beyond is refused
 # CRF++'s examples at a fixed commit (master in February 2025), each file pinned by SHA-256 (checked byte
 # for byte against that commit and against the shared data folder's copies).
 CRFPP_COMMIT = "c603ea6fc2cc8e5317d2754971bc787da383f7e5"
@@ -166,6 +177,11 @@ def load_conll2000(subset="train", data_home=None):
 def fetch_conll2000(subset="train", data_home=None, download_if_missing=True):
     """Load CoNLL-2000, downloading it from the CoNLL-2000 site first if it is missing.
 
+    A download is kept only if the ``.gz`` has the MD5 torchtext publishes for the official file
+    and its decompressed text the MD5 torchtext publishes for that (no SHA-256 of the originals is
+    published, and the shared data folder's copies are not byte-identical to them, so none could
+    be taken offline); otherwise it is deleted and an OSError says why.
+
     Parameters
     ----------
     subset : {"train", "test"}, default="train"
@@ -188,8 +204,26 @@ def fetch_conll2000(subset="train", data_home=None, download_if_missing=True):
         data_home=data_home,
         download_if_missing=download_if_missing,
         checksums=CONLL2000_CHECKSUMS[subset],
+        validate=lambda path: _conll2000_text_check(path, subset),
     )
     return load_conll2000(subset, data_home=data_home)
+
+
+def _conll2000_text_check(path, subset):
+    """The decompressed text of a downloaded CoNLL-2000 file has the published MD5 (ValueError if not)."""
+    digest, size = hashlib.md5(), 0
+    try:
+        with gzip.open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                size += len(block)
+                if size > _CONLL2000_MAX_TEXT:
+                    raise ValueError(f"it decompresses to more than {_CONLL2000_MAX_TEXT >> 20} MB")
+                digest.update(block)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ValueError(f"not a gzip file ({exc})") from None
+    if digest.hexdigest() != CONLL2000_TEXT_MD5[subset]:
+        raise ValueError(f"its decompressed text has md5 {digest.hexdigest()}, not the published "
+                         f"{CONLL2000_TEXT_MD5[subset]}")
 
 
 def load_crfpp(task, subset="train", data_home=None):

@@ -33,7 +33,9 @@ from scipy.special import expit
 
 from ..utils._jit import helper, kernel
 from ..utils.validation import check_float_array, check_scalar_param
-from .tree import _tree_messages, check_link_scores
+from .tree import _tree_messages, belief_log_odds, check_link_scores
+
+MAX_PAIR_SCORE = 1e6
 
 __all__ = ["LinkBPResult", "link_bp", "grandparent_pairs", "sibling_pairs", "pair_gains", "check_pairs"]
 
@@ -87,29 +89,38 @@ def _sigmoid(x):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a, msg_b, log_fallback):
-    """Run BP in place on (T, msg_a, msg_b); return (belief log-odds, log Z tree, n_iter, delta, T', mu).
+def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, B0, msg_a, msg_b, log_fallback):
+    """Run BP from beliefs ``B0`` (in place on msg_a, msg_b); return (belief log-odds, log Z tree, n_iter,
+    delta, T', mu).
+
+    ``B0 = U + T`` are the link beliefs under the initial tree messages ``T`` (the seed's own
+    beliefs when BP starts from the seed). A belief is kept as the tree factor's belief ``Lb``
+    at its last update plus the change of the pairwise messages ``P`` since then, never as
+    ``U + T + P``: with a unary of -1e300 the tree message is +1e300 and their sum would round
+    the belief away. The tree factor's cavity is ``U + P``.
 
     ``T'`` and ``mu`` are the tree factor's last outgoing messages and marginals: with no pairwise
-    factor, ``max_iter`` 0 and ``T`` zero, the seed (see :func:`seed_tree_messages`). n_iter is -1
-    when a projective chart failed in probability space without ``log_fallback`` (see
+    factor, ``max_iter`` 0 and ``B0 = U``, the seed (see :func:`seed_tree_messages`). n_iter is -1
+    when the tree factor failed in probability space without ``log_fallback`` (see
     :func:`~sklearn_struct.oracles.tree._tree_messages`): the caller runs again with it.
     """
     N = U.shape[0]
     F = pa.shape[0]
-    B = np.zeros(N * N)
+    Lb = np.zeros(N * N)
+    P = np.zeros(N * N)  # sum of the pairwise messages into each link
+    Pt = np.zeros(N * N)  # ... when the tree factor last spoke
     for h in range(N):
         for m in range(1, N):
             if h != m:
-                B[h * N + m] = U[h, m] + T[h, m]
+                Lb[h * N + m] = B0[h, m]
     for f in range(F):
-        B[pa[f]] += msg_a[f]
-        B[pb[f]] += msg_b[f]
+        P[pa[f]] += msg_a[f]
+        P[pb[f]] += msg_b[f]
     X = np.zeros((N, N))
     newT = np.zeros((N, N))
     prev = np.empty(N * N)
     for k in range(N * N):
-        prev[k] = _sigmoid(B[k])
+        prev[k] = _sigmoid(Lb[k] + P[k])
     # Without iterations (no pairs, or max_iter 0) the tree still gives log Z under the
     # unchanged cavity odds. One call site of the tree factor: it is inlined (see below).
     iterate = max_iter > 0 and F > 0
@@ -118,38 +129,44 @@ def _link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a,
     while True:
         if iterate:
             for f in range(F):
-                a, b, t = pa[f], pb[f], theta[f]
-                xa = B[a] - msg_a[f]
-                xb = B[b] - msg_b[f]
+                a, b = pa[f], pb[f]
+                t = min(max(theta[f], -MAX_PAIR_SCORE), MAX_PAIR_SCORE)
+                xa = Lb[a] + (P[a] - Pt[a]) - msg_a[f]
+                xb = Lb[b] + (P[b] - Pt[b]) - msg_b[f]
                 na = _softplus(xb + t) - _softplus(xb)
                 nb = _softplus(xa + t) - _softplus(xa)
-                B[a] = xa + na
-                B[b] = xb + nb
+                P[a] += na - msg_a[f]
+                P[b] += nb - msg_b[f]
                 msg_a[f] = na
                 msg_b[f] = nb
         for h in range(N):
             for m in range(1, N):
                 if h != m:
-                    X[h, m] = B[h * N + m] - T[h, m]
+                    X[h, m] = U[h, m] + P[h * N + m]
         log_z, marg = _tree_messages(X, projective, single_root, newT, log_fallback)
-        if projective and not log_fallback and np.isnan(log_z):
-            return B, log_z, -1, delta, newT, marg
-        if not iterate:
+        if not log_fallback and np.isnan(log_z):
+            return Lb, log_z, -1, delta, newT, marg
+        if F > 0 and not iterate:  # no iteration: the beliefs stay those of the initial messages
             break
-        delta = 0.0
         for h in range(N):
             for m in range(1, N):
                 if h != m:
                     k = h * N + m
-                    T[h, m] = newT[h, m]
-                    B[k] = X[h, m] + T[h, m]
-                    p = _sigmoid(B[k])
-                    delta = max(delta, abs(p - prev[k]))
-                    prev[k] = p
+                    Lb[k] = belief_log_odds(marg[h, m], X[h, m])
+                    Pt[k] = P[k]
+        if not iterate:
+            break
+        delta = 0.0
+        for k in range(N * N):
+            p = _sigmoid(Lb[k])
+            delta = max(delta, abs(p - prev[k]))
+            prev[k] = p
         n_iter += 1
         if delta <= tol or n_iter == max_iter:
             break
-    return B, log_z, n_iter, delta, newT, marg
+    for k in range(N * N):
+        Lb[k] += P[k] - Pt[k]
+    return Lb, log_z, n_iter, delta, newT, marg
 
 
 # One entry point per tree algorithm, so that a model compiles only the one it uses (each costs
@@ -172,19 +189,66 @@ def _link_bp_nonprojective(U, pa, pb, theta, single_root, max_iter, tol, T, msg_
     return _link_bp(U, pa, pb, theta, False, single_root, max_iter, tol, T, msg_a, msg_b, False)
 
 
-def _run_link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a, msg_b):
+@kernel
+def _link_bp_nonprojective_log(U, pa, pb, theta, single_root, max_iter, tol, T, msg_a, msg_b):
+    return _link_bp(U, pa, pb, theta, False, single_root, max_iter, tol, T, msg_a, msg_b, True)
+
+
+def _run_link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, B0, msg_a, msg_b):
     """The BP kernel of the tree variant on checked arrays (see ``_link_bp``); the log-space rerun if needed."""
     args = tuple(np.ascontiguousarray(a) for a in (U, pa, pb, theta))
-    args += (bool(single_root), int(max_iter), float(tol))
-    if not projective:
-        return _link_bp_nonprojective(*args, T, msg_a, msg_b)
-    T_start = T.copy()
-    out = _link_bp_projective(*args, T, msg_a, msg_b)
-    if out[2] < 0:  # a chart failed in probability space: again from the start, with the log-space one
+    args += (bool(single_root), int(max_iter), float(tol), np.ascontiguousarray(B0, dtype=np.float64))
+    fast, robust = ((_link_bp_projective, _link_bp_projective_log) if projective
+                    else (_link_bp_nonprojective, _link_bp_nonprojective_log))
+    out = fast(*args, msg_a, msg_b)
+    if out[2] < 0:  # the tree factor failed in probability space: again from the start, in log space
         msg_a[:], msg_b[:] = 0.0, 0.0
-        T[:] = T_start
-        out = _link_bp_projective_log(*args, T, msg_a, msg_b)
+        out = robust(*args, msg_a, msg_b)
     return out
+
+
+def _normalised_unary(U, single_root):
+    """``U`` less its column maxima (and, for one root, the root row less its maximum): (U', shift, total).
+
+    The same distribution, with or without pairwise factors: every tree has one head per word
+    (and one root link), so the shift adds the same ``total`` to every tree's score. BP then works
+    on log-odds near 0 whatever the magnitude of ``U`` (1e308 everywhere is all zeros), and a
+    large common offset cannot swamp the messages added to it. ``shift[h, m]`` is what was taken
+    from ``U[h, m]``.
+    """
+    N = U.shape[0]
+    S = U.astype(np.float64, copy=True)
+    S[:, 0] = -np.inf
+    np.fill_diagonal(S, -np.inf)
+    col = S.max(axis=0)
+    col[~np.isfinite(col)] = 0.0  # column 0, or a word with no possible head
+    shift = np.broadcast_to(col, (N, N)).copy()
+    root = 0.0
+    if single_root and N > 1:
+        root_row = S[0, 1:] - col[1:]
+        root = float(root_row.max()) if np.isfinite(root_row).any() else 0.0
+        shift[0, 1:] += root
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.where(np.isneginf(U), -np.inf, U - shift)
+        total = float(col[1:].sum() + root)
+    return np.ascontiguousarray(out), shift, total
+
+
+def _check_pair_scores(pair_scores, name="pair_scores"):
+    """Validate pairwise factor scores: finite, of magnitude at most ``MAX_PAIR_SCORE`` (1e6).
+
+    BP adds the factors' messages (up to ``|theta|`` each) to link log-odds in float64; beyond
+    1e6 the sums would round away the beliefs they are added to. A factor ``exp(1e6 z_a z_b)``
+    already decides its links whenever it can, so larger scores say nothing more.
+    """
+    theta = check_float_array(pair_scores, name).reshape(-1)
+    big = np.flatnonzero(np.abs(theta) > MAX_PAIR_SCORE)
+    if big.size:
+        f = int(big[0])
+        raise ValueError(f"{name}[{f}] = {theta[f]:g} is beyond ±{MAX_PAIR_SCORE:g}, the largest pairwise score BP "
+                         f"keeps exact in float64 log-odds (a factor exp(1e6 z_a z_b) is already hard); scale the "
+                         f"scores down.")
+    return theta
 
 
 @kernel
@@ -202,7 +266,7 @@ def _pair_beliefs(B, pa, pb, theta, msg_a, msg_b):
     """P(z_a = 1, z_b = 1) of every pairwise factor's belief (NumPy: one call per sentence)."""
     xa = B[pa] - msg_a
     xb = B[pb] - msg_b
-    s = theta + xa + xb
+    s = np.clip(theta, -MAX_PAIR_SCORE, MAX_PAIR_SCORE) + xa + xb  # as the kernel does
     top = np.maximum(np.maximum(0.0, xa), np.maximum(xb, s))
     return np.exp(s - top) / (np.exp(-top) + np.exp(xa - top) + np.exp(xb - top) + np.exp(s - top))
 
@@ -221,17 +285,22 @@ def seed_tree_messages(unary, projective=False, single_root=True):
     Returns
     -------
     messages : ndarray of shape (n + 1, n + 1)
+        ``logit(marginals) - unary`` (0 for forbidden links); with a unary of magnitude 1e300 they
+        are as large, and adding them back to it rounds: :func:`link_bp` computes its own seed.
     log_z : float
     marginals : ndarray of shape (n + 1, n + 1)
     """
     U = check_link_scores(unary, "unary")
     N = U.shape[0]
+    Un, shift, total = _normalised_unary(U, single_root)
     none = np.zeros(0, dtype=np.int64)
     # the BP kernel without pairwise factors or iterations: one call of the tree factor on U (so a
     # parser compiles one kernel per tree algorithm, not this one besides)
-    _, log_z, _, _, messages, marg = _run_link_bp(U, none, none, np.zeros(0), projective, single_root, 0, 0.0,
-                                                  np.zeros((N, N)), np.zeros(0), np.zeros(0))
-    return messages, float(log_z), marg
+    _, log_z, _, _, messages, marg = _run_link_bp(Un, none, none, np.zeros(0), projective, single_root, 0, 0.0,
+                                                  Un, np.zeros(0), np.zeros(0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        messages = np.where(np.isneginf(U), 0.0, messages - shift)
+    return messages, float(log_z + total), marg
 
 
 def check_pairs(pairs, n_nodes, n_scores=None):
@@ -299,39 +368,66 @@ def link_bp(unary, pairs, pair_scores, *, projective=False, single_root=True, ma
     if check_input:
         U = check_link_scores(unary, "unary")
         N = U.shape[0]
-        theta = check_float_array(pair_scores, "pair_scores").reshape(-1)
+        theta = _check_pair_scores(pair_scores)
         pairs = check_pairs(pairs, N, theta.shape[0])
         max_iter = check_scalar_param(max_iter, "max_iter", kind="int", low=0)
         tol = check_scalar_param(tol, "tol", low=0.0)
     else:
         U, N, theta = unary, unary.shape[0], pair_scores
     pa, pb = _link_indices(pairs, N)
-    if tree_messages is None:
-        T = seed_tree_messages(U, projective, single_root)[0]
+    Un, _, total = _normalised_unary(U, single_root)  # the same model, log-odds near 0 (see there)
+    none = np.zeros(0, dtype=np.int64)
+    if tree_messages is None:  # start from the seed's beliefs themselves (not U + its messages: they round)
+        B0 = _run_link_bp(Un, none, none, np.zeros(0), projective, single_root, 0, 0.0, Un, np.zeros(0),
+                          np.zeros(0))[0].reshape(N, N)
     else:
-        T = np.array(tree_messages, dtype=np.float64, order="C")
+        with np.errstate(over="ignore", invalid="ignore"):
+            B0 = np.clip(U + np.asarray(tree_messages, dtype=np.float64), None, np.finfo(np.float64).max)
     msg_a = np.zeros(pa.shape[0])
     msg_b = np.zeros(pa.shape[0])
-    B, log_z, n_iter, delta = _run_link_bp(U, pa, pb, theta, projective, single_root, max_iter, tol, T, msg_a,
+    B, log_z, n_iter, delta = _run_link_bp(Un, pa, pb, theta, projective, single_root, max_iter, tol, B0, msg_a,
                                            msg_b)[:4]
     pair_marg = _pair_beliefs(B, pa, pb, theta, msg_a, msg_b) if pair_marginals else None
     n_links = (N - 1) * (N - 1)
     return LinkBPResult(
         link_marginals=_marginals_from_log_odds(B, N), pair_marginals=pair_marg, log_odds=B.reshape(N, N),
-        tree_log_z=float(log_z), n_iter=int(n_iter), converged=bool(delta <= tol), max_delta=float(delta),
+        tree_log_z=float(log_z + total), n_iter=int(n_iter), converged=bool(delta <= tol), max_delta=float(delta),
         n_message_updates=int(n_iter * (2 * pa.shape[0] + n_links)),
     )
 
 
-def grandparent_pairs(n_words):
+def grandparent_pairs(n_words, max_words=300):
     """All grandparent factors ``(g, h), (h, m)`` of a sentence: distinct g, h, m with h, m >= 1.
+
+    Parameters
+    ----------
+    n_words : int
+    max_words : int or None, default=300
+        Refuse longer sentences with a ``ValueError`` before allocating: the list holds
+        ``n (n - 1)^2`` pairs of 32 bytes (860 MB at 300 words, 32 GB at 1,000). The default is
+        :class:`~sklearn_struct.parsing.DependencyParserBP`'s ``max_length``; None: no limit.
 
     Examples
     --------
     >>> grandparent_pairs(2).tolist()
     [[0, 1, 1, 2], [0, 2, 2, 1]]
     """
-    return _grandparent_pairs(check_scalar_param(n_words, "n_words", kind="int", low=1) + 1)
+    n = _check_n_words(n_words, max_words, lambda k: k * (k - 1) ** 2, "grandparent_pairs")
+    return _grandparent_pairs(n + 1)
+
+
+def _check_n_words(n_words, max_words, count, name):
+    """``n_words`` checked against ``max_words`` (an O(n^3) list is refused before it is allocated)."""
+    n = check_scalar_param(n_words, "n_words", kind="int", low=1)
+    if max_words is not None:
+        max_words = check_scalar_param(max_words, "max_words", kind="int", low=1)
+        if n > max_words:
+            raise ValueError(
+                f"n_words={n} is more than max_words={max_words}: {name} would allocate {count(n):,} pairs "
+                f"({32 * count(n) / 1e9:.3g} GB). Pass max_words=None (or higher) to build it anyway.")
+    if count(n) > 2**57:  # beyond any memory (and beyond int64 bytes): not even with max_words=None
+        raise ValueError(f"n_words={n} is too large: {name} would allocate {count(n):,} pairs.")
+    return n
 
 
 @kernel
@@ -350,17 +446,19 @@ def _grandparent_pairs(N):
     return out
 
 
-def sibling_pairs(n_words):
+def sibling_pairs(n_words, max_words=300):
     """Sibling factors ``(h, m), (h, s)``: words ``m < s`` on the same side of a word head ``h``.
 
-    The root is left out (it has one child in a single-root tree).
+    The root is left out (it has one child in a single-root tree). ``max_words`` as in
+    :func:`grandparent_pairs` (about ``n^3 / 3`` pairs).
 
     Examples
     --------
     >>> sibling_pairs(3).tolist()
     [[1, 2, 1, 3], [3, 1, 3, 2]]
     """
-    return _sibling_pairs(check_scalar_param(n_words, "n_words", kind="int", low=1) + 1)
+    n = _check_n_words(n_words, max_words, lambda k: k * (k - 1) * (k - 2) // 3, "sibling_pairs")
+    return _sibling_pairs(n + 1)
 
 
 @kernel

@@ -55,6 +55,7 @@ from numba import njit
 from scipy.optimize import linear_sum_assignment
 
 from ..utils.validation import check_float_array, check_scalar_param
+from ._permanent_log import log_permanent_dp
 
 __all__ = [
     "MAX_RYSER_SIZE",
@@ -69,6 +70,8 @@ __all__ = [
 ]
 
 MAX_RYSER_SIZE = 20
+# Above this bound on Ryser's relative round-off, the permanent comes from the log-space DP instead.
+MAX_RYSER_ERROR = 1e-8
 _TINY = 1e-300
 
 
@@ -120,6 +123,7 @@ def _ryser_kernel(logA, want_grad):
     suffix = np.empty(n + 1)
     in_set = np.zeros(n, dtype=np.bool_)
     total = 0.0
+    magnitude = 0.0  # sum of the terms' magnitudes: the round-off of the alternating sum is eps times it
     size = 0
     for k in range(1, 1 << n):
         j = 0
@@ -140,6 +144,7 @@ def _ryser_kernel(logA, want_grad):
         for i in range(n):
             prefix[i + 1] = prefix[i] * rows[i]
         total += sign * prefix[n]
+        magnitude += abs(prefix[n])
         if want_grad:
             suffix[n] = 1.0
             for i in range(n - 1, -1, -1):
@@ -152,8 +157,19 @@ def _ryser_kernel(logA, want_grad):
     if n & 1:
         total = -total
         grad = -grad
+    if not (total > 0.0) or 2.0 * n * 2.220446049250313e-16 * magnitude > MAX_RYSER_ERROR * total:
+        return np.nan, grad  # cancelled: the caller uses the log-space DP (_permanent_log)
     marg = A * grad / total
     return math.log(total) + shift, marg
+
+
+def _ryser(logA, want_grad):
+    """Ryser's (log perm, marginals), or the subtraction-free log-space DP where Ryser's alternating
+    sum cancels beyond ``MAX_RYSER_ERROR`` (relative error bound ``2 n eps sum|terms| / perm``)."""
+    log_z, marg = _ryser_kernel(logA, want_grad)
+    if np.isnan(log_z):
+        return log_permanent_dp(np.ascontiguousarray(logA, dtype=np.float64), want_grad)
+    return log_z, marg
 
 
 # Largest |score| accepted: differences of scores (and sums of n_right of them) must stay finite.
@@ -204,7 +220,7 @@ def log_permanent(scores):
     """
     scores = _check_scores(scores, max_size=MAX_RYSER_SIZE)
     n_left, n_right = scores.shape
-    log_z, _ = _ryser_kernel(_padded(scores), False)
+    log_z, _ = _ryser(_padded(scores), False)
     return float(log_z - math.lgamma(n_right - n_left + 1))
 
 
@@ -225,7 +241,7 @@ def exact_marginals(scores):
 
 def _exact_marginals(scores):
     n_left, n_right = scores.shape
-    log_z, marg = _ryser_kernel(_padded(scores), True)
+    log_z, marg = _ryser(_padded(scores), True)
     return marg[:n_left], float(log_z - math.lgamma(n_right - n_left + 1))
 
 
@@ -588,6 +604,14 @@ def _bp_kernel(S, damping, max_iter, tol, logl, logr):
     for i in range(n_left):
         for j in range(n_right):
             old[i, j] = 1.0 / (1.0 + math.exp(-(logl[i, j] + logr[i, j] - S[i, j])))
+    scale = 1.0
+    for i in range(n_left):
+        for j in range(n_right):
+            scale = max(scale, abs(S[i, j]))
+    old_z = np.empty((n_left, n_right))
+    for i in range(n_left):
+        for j in range(n_right):
+            old_z[i, j] = logl[i, j] + logr[i, j] - S[i, j]
     for it in range(max_iter):
         for i in range(n_left):  # edge -> right factor, through the left factor
             _loo_logsumexp(logr[i], 0.0, row_buf)
@@ -600,16 +624,36 @@ def _bp_kernel(S, damping, max_iter, tol, logl, logr):
             for i in range(n_left):
                 logr[i, j] = (1.0 - damping) * (S[i, j] - col_buf[i]) + damping * logr[i, j]
         delta = 0.0
+        doubt = 0.0  # largest loss of a belief's confidence (|log-odds|): pinned beliefs hide it
         for i in range(n_left):
             for j in range(n_right):
                 z = logl[i, j] + logr[i, j] - S[i, j]
+                doubt = max(doubt, abs(old_z[i, j]) - abs(z))
+                old_z[i, j] = z
                 t = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
                 tau[i, j] = t
                 delta = max(delta, abs(t - old[i, j]))
                 old[i, j] = t
-        if delta < tol:
+        # With large scores the beliefs pin at 0 / 1 long before BP settles: the log-odds of a
+        # fixed point may still grow (the optimum lies on the boundary) but none may shrink towards
+        # a flip, and every row sums to one (every column too, for square problems).
+        if delta < tol and doubt <= 1e-9 * scale and _normalised(tau, n_left == n_right, max(100.0 * tol, 1e-9)):
             return tau, it + 1, True
     return tau, max_iter, False
+
+
+@njit(cache=True)
+def _normalised(tau, square, tol):
+    """Every row of ``tau`` sums to 1 within ``tol`` (and every column, if ``square``)."""
+    n_left, n_right = tau.shape
+    for i in range(n_left):
+        if abs(tau[i].sum() - 1.0) > tol:
+            return False
+    if square:
+        for j in range(n_right):
+            if abs(tau[:, j].sum() - 1.0) > tol:
+                return False
+    return True
 
 
 def bp_matching_marginals(scores, *, damping=0.5, max_iter=1000, tol=1e-8, messages=None):
@@ -622,7 +666,9 @@ def bp_matching_marginals(scores, *, damping=0.5, max_iter=1000, tol=1e-8, messa
         Weight of the old log-message in each update.
     max_iter : int, default=1000
     tol : float, default=1e-8
-        Stop when no marginal moves by more than ``tol`` in a sweep.
+        Stop when no marginal moves by more than ``tol`` in a sweep and every row (and, for
+        square problems, every column) sums to 1 within ``max(100 tol, 1e-9)``: with large scores
+        the marginals pin at 0 / 1 while the messages still move.
     messages : tuple of two ndarrays, default=None
         Warm-start log-messages ``(l, r)`` (updated in place); zeros by default.
 

@@ -10,9 +10,11 @@ is ``p(tree) ∝ exp(sum_{(h, m) in tree} S[h, m])`` over dependency trees roote
 * Projective trees (no crossing links): inside-outside over Eisner's O(n^3) chart of complete and
   incomplete spans; the outside pass is the reverse-mode derivative of the inside pass, so a
   link's marginal is ``d log Z / d S[h, m]``. The chart runs in probability space on
-  ``exp(S - column max)`` (no exp in the cubic loops) and falls back to a log-space chart when
-  ``Z`` is too small there (below 1e-250), so large scores never overflow or underflow. Single root: ``log Z = logsumexp_m
-  (S[0, m] + C_left[1, m] + C_right[m, n])`` over the root's only child ``m``.
+  ``exp(S - column max)`` (no exp in the cubic loops) and falls back to a log-space chart
+  (:mod:`sklearn_struct.oracles._eisner_log`) when ``Z`` is too small there (below 1e-250), so
+  large scores never overflow or underflow. Single
+  root: ``log Z = logsumexp_m (S[0, m] + C_left[1, m] + C_right[m, n])`` over the root's only
+  child ``m``.
 * Non-projective trees: the matrix-tree theorem (Koo, Globerson, Carreras & Collins 2007). With
   ``A = exp(S - c)`` (``c[m]`` the column maxima, so nothing overflows; every tree has one head per
   word, so ``log Z = log det L + sum c``), the Laplacian over words ``1..n`` is ``L[h, m] = -A[h, m]``,
@@ -21,11 +23,22 @@ is ``p(tree) ∝ exp(sum_{(h, m) in tree} S[h, m])`` over dependency trees roote
   ``B = L^{-1}``, marginals are ``A[h, m] * d log det L / d A[h, m]``, i.e. ``A[0, m] B[m, 0]``
   (single root) or ``A[0, m] B[m, m]`` (multi-root) for root links and
   ``A[h, m] ([m != 1] B[m, m] - [h != 1] B[m, h])`` for word links (``[.] = 1`` for multi-root).
+  That difference cancels when ``L`` is ill conditioned (scores whose spread reaches the tens
+  already do it, 1e300 always): where the error bound ``2 n eps cond(L) max|B|`` exceeds
+  ``MAX_MARGINAL_ERROR`` (1e-8), the marginals come from a subtraction-free elimination in log
+  space instead (:mod:`sklearn_struct.oracles._tree_log`, about 40 times slower at 300 words).
+
+Magnitudes: scores of any finite magnitude give marginals that are probabilities, each column
+summing to one, and match enumeration (checked at scales 30 to 1e300). At 1e300 they are those of
+the best tree by the exact sum of the given floats. ``log Z`` is +-inf only where it lies beyond
+float64's range. Exact ties keep their counts at any magnitude: both log-space algorithms first
+shift the scores by their column maxima and then carry log-weights in two parts (``hi + lo``,
+:mod:`sklearn_struct.oracles._tree_log`), since at 1e300 one float cannot add ``log 2``.
 
 As a factor in BP (Smith & Eisner 2008) the tree factor receives a message ``(q0, q1)`` from every
 link variable; with ``S = log(q1 / q0)`` the factor's belief of each link is the tree marginal, and
 its outgoing message is that marginal's odds divided by the incoming odds: in log-odds,
-``out = logit(mu) - S``, for all links in one O(n^3) pass.
+``out = logit(mu) - S``, for all links in one O(n^3) pass (``logit(mu)`` clipped to ±40).
 
 MAP: Eisner's algorithm (projective) and Chu-Liu-Edmonds (non-projective; for a single root, the
 best tree with each root child in turn when the unconstrained one has several).
@@ -38,6 +51,8 @@ from numba import njit
 
 from ..utils._jit import helper, kernel
 from ..utils.validation import check_float_array
+from ._eisner_log import eisner_log
+from ._tree_log import _inverse_error, _slogdet_inv, matrix_tree_log
 
 __all__ = [
     "tree_marginals",
@@ -49,35 +64,10 @@ __all__ = [
 ]
 
 NEG_INF = -np.inf
-# Outgoing log-odds are clipped to this magnitude (a link the tree forces gets odds e^40, not inf).
+# Tree-factor beliefs (log-odds) are clipped to this magnitude (a link the tree forces gets odds e^40, not inf).
 MAX_LOG_ODDS = 40.0
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _lse2(a, b):
-    if a == NEG_INF:
-        return b
-    if b == NEG_INF:
-        return a
-    if a > b:
-        return a + math.log1p(math.exp(b - a))
-    return b + math.log1p(math.exp(a - b))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _lse_split(X, xs, Y, yt, lo, hi, shift):
-    """log sum_{r = lo}^{hi - 1} exp(X[xs, r] + Y[r + shift, yt]) (max first, then one exp per term)."""
-    top = NEG_INF
-    for r in range(lo, hi):
-        v = X[xs, r] + Y[r + shift, yt]
-        if v > top:
-            top = v
-    if top == NEG_INF:
-        return NEG_INF
-    acc = 0.0
-    for r in range(lo, hi):
-        acc += math.exp(X[xs, r] + Y[r + shift, yt] - top)
-    return top + math.log(acc)
+# Above this error bound, matrix-tree marginals in probability space give way to the log-space elimination.
+MAX_MARGINAL_ERROR = 1e-8
 
 
 @helper
@@ -93,77 +83,10 @@ def _empty_charts(N):
     return IR, IL, CR, CL
 
 
-@helper
-def _eisner_inside(S, single_root):
-    """Log inside chart: IR, IL (incomplete, head left / right), CR, CL (complete) and log Z."""
-    N = S.shape[0]
-    IR, IL, CR, CL = _empty_charts(N)
-    for width in range(1, N):
-        for s in range(N - width):
-            t = s + width
-            acc = _lse_split(CR, s, CL, t, s, t, 1)  # CR[s, r] + CL[r + 1, t]
-            IR[s, t] = S[s, t] + acc
-            if s > 0:  # nothing heads the root
-                IL[s, t] = S[t, s] + acc
-            CL[s, t] = _lse_split(CL, s, IL, t, s, t, 0)  # CL[s, r] + IL[r, t]
-            CR[s, t] = _lse_split(IR, s, CR, t, s + 1, t + 1, 0)  # IR[s, r] + CR[r, t]
-    if not single_root:
-        return IR, IL, CR, CL, CR[0, N - 1]
-    log_z = NEG_INF
-    for m in range(1, N):
-        log_z = _lse2(log_z, S[0, m] + CL[1, m] + CR[m, N - 1])
-    return IR, IL, CR, CL, log_z
-
-
 @kernel
 def _eisner_marginals(S, single_root):
-    """Projective log Z and link marginals: the outside pass as the adjoint of the inside pass."""
-    N = S.shape[0]
-    IR, IL, CR, CL, log_z = _eisner_inside(S, single_root)
-    gIR = np.zeros((N, N))
-    gIL = np.zeros((N, N))
-    gCR = np.zeros((N, N))
-    gCL = np.zeros((N, N))
-    marg = np.zeros((N, N))
-    if log_z == NEG_INF:
-        return log_z, marg
-    if single_root:
-        for m in range(1, N):
-            w = math.exp(S[0, m] + CL[1, m] + CR[m, N - 1] - log_z)
-            marg[0, m] += w
-            gCL[1, m] += w
-            gCR[m, N - 1] += w
-    else:
-        gCR[0, N - 1] = 1.0
-    for width in range(N - 1, 0, -1):
-        for s in range(N - width):
-            t = s + width
-            g = gCR[s, t]
-            if g != 0.0 and CR[s, t] > NEG_INF:
-                for r in range(s + 1, t + 1):
-                    w = g * math.exp(IR[s, r] + CR[r, t] - CR[s, t])
-                    gIR[s, r] += w
-                    gCR[r, t] += w
-            g = gCL[s, t]
-            if g != 0.0 and CL[s, t] > NEG_INF:
-                for r in range(s, t):
-                    w = g * math.exp(CL[s, r] + IL[r, t] - CL[s, t])
-                    gCL[s, r] += w
-                    gIL[r, t] += w
-            gr, gl = gIR[s, t], gIL[s, t]
-            marg[s, t] += gr
-            marg[t, s] += gl
-            if gr == 0.0 and gl == 0.0:
-                continue
-            acc_log = IR[s, t] - S[s, t]  # the shared split sum
-            if acc_log == NEG_INF:
-                continue
-            g = gr + gl
-            for r in range(s, t):
-                w = g * math.exp(CR[s, r] + CL[r + 1, t] - acc_log)
-                gCR[s, r] += w
-                gCL[r + 1, t] += w
-    return log_z, marg
+    """Projective log Z and link marginals by the log-space chart (:mod:`._eisner_log`)."""
+    return eisner_log(S, single_root)
 
 
 @helper
@@ -261,64 +184,13 @@ def _eisner_marginals_scaled(S, single_root):
 
 
 @helper
-def _slogdet_inv(A):
-    """(sign, log |det A|, A^-1) from one LU factorisation with partial pivoting (as LAPACK's getrf).
-
-    Written out because numba's ``np.linalg.slogdet`` and ``inv`` cost about a second of
-    compilation in a fresh install, more than the few loops here; the inverse is
-    meaningless when the sign is 0 (a singular matrix).
-    """
-    n = A.shape[0]
-    LU = A.copy()
-    perm = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        perm[i] = i
-    sign, logdet = 1.0, 0.0
-    for k in range(n):
-        p = k
-        for i in range(k + 1, n):
-            if abs(LU[i, k]) > abs(LU[p, k]):
-                p = i
-        piv = LU[p, k]
-        if piv == 0.0:
-            return 0.0, NEG_INF, LU
-        if p != k:
-            for j in range(n):
-                LU[k, j], LU[p, j] = LU[p, j], LU[k, j]
-            perm[k], perm[p] = perm[p], perm[k]
-            sign = -sign
-        if piv < 0.0:
-            sign = -sign
-        logdet += math.log(abs(piv))
-        for i in range(k + 1, n):
-            f = LU[i, k] / piv
-            LU[i, k] = f
-            for j in range(k + 1, n):
-                LU[i, j] -= f * LU[k, j]
-    # A^-1 solves L U X = P: forward, then back substitution, a row at a time (vectorised over columns)
-    inv = np.zeros((n, n))
-    for i in range(n):
-        inv[i, perm[i]] = 1.0
-        for j in range(i):
-            f = LU[i, j]
-            if f != 0.0:
-                for c in range(n):
-                    inv[i, c] -= f * inv[j, c]
-    for i in range(n - 1, -1, -1):
-        for j in range(i + 1, n):
-            f = LU[i, j]
-            if f != 0.0:
-                for c in range(n):
-                    inv[i, c] -= f * inv[j, c]
-        piv = LU[i, i]
-        for c in range(n):
-            inv[i, c] /= piv
-    return sign, logdet, inv
-
-
-@helper
 def _matrix_tree_marginals(S, single_root):
-    """Non-projective log Z and link marginals by the matrix-tree theorem (Koo et al. 2007)."""
+    """Non-projective log Z and link marginals by the matrix-tree theorem (Koo et al. 2007).
+
+    Log Z is NaN where the determinant is not positive or the error bound of the marginals
+    (:func:`_inverse_error`) exceeds ``MAX_MARGINAL_ERROR``: scores spanning more than float64
+    holds. :func:`_nonprojective_marginals` then runs the log-space elimination.
+    """
     N = S.shape[0]
     n = N - 1
     marg = np.zeros((N, N))
@@ -346,8 +218,8 @@ def _matrix_tree_marginals(S, single_root):
         for m in range(1, N):
             L[0, m - 1] = A[0, m]
     sign, logdet, B = _slogdet_inv(L)
-    if sign <= 0.0 or not np.isfinite(logdet):
-        return NEG_INF, marg
+    if sign <= 0.0 or not np.isfinite(logdet) or _inverse_error(L, B) > MAX_MARGINAL_ERROR:
+        return np.nan, marg  # singular or ill conditioned here: the caller uses the log-space elimination
     log_z = logdet
     for m in range(1, N):
         log_z += shift[m]
@@ -372,6 +244,14 @@ def _matrix_tree_marginals(S, single_root):
 
 
 @helper
+def _nonprojective_marginals(S, single_root):
+    log_z, marg = _matrix_tree_marginals(S, single_root)
+    if np.isnan(log_z):  # ill conditioned in probability space: the log-space elimination
+        return matrix_tree_log(S, single_root)
+    return log_z, marg
+
+
+@helper
 def _projective_marginals(S, single_root):
     log_z, marg = _eisner_marginals_scaled(S, single_root)
     if np.isnan(log_z):  # Z too small for probability space: the log-space chart
@@ -392,25 +272,40 @@ def _tree_marginals(S, projective, single_root):
         if np.isnan(log_z):
             return _eisner_marginals(S, single_root)
         return log_z, marg
-    return _matrix_tree_kernel(S, single_root)
+    log_z, marg = _matrix_tree_kernel(S, single_root)
+    if np.isnan(log_z):
+        return _matrix_tree_log_kernel(S, single_root)
+    return log_z, marg
+
+
+@helper
+def belief_log_odds(mu, log_odds):
+    """The tree factor's belief of a link in log-odds, ``logit(mu)`` clipped to ``±MAX_LOG_ODDS``
+    (-inf for a forbidden link, ``log_odds`` -inf)."""
+    if log_odds == NEG_INF:
+        return NEG_INF
+    if mu <= 0.0:
+        return -MAX_LOG_ODDS
+    if mu >= 1.0:
+        return MAX_LOG_ODDS
+    return min(max(math.log(mu) - math.log1p(-mu), -MAX_LOG_ODDS), MAX_LOG_ODDS)
 
 
 @helper
 def _messages_from_marginals(log_odds, marg, out):
-    """Outgoing log-odds ``logit(mu) - log_odds`` of every link into ``out`` (clipped to ±MAX_LOG_ODDS)."""
+    """Outgoing log-odds ``logit(mu) - log_odds`` of every link into ``out``.
+
+    The belief ``logit(mu)`` is clipped (a link the tree forces gets odds e^40, not inf), not the
+    message: a link with incoming odds e^100 and marginal 1/2 gets the message -100 (clipping that
+    to -40 left it a belief of e^60). Forbidden links get 0.
+    """
     N = log_odds.shape[0]
     for h in range(N):
         for m in range(1, N):
             if h == m:
                 continue
-            mu = marg[h, m]
-            if mu <= 0.0:
-                val = -MAX_LOG_ODDS
-            elif mu >= 1.0:
-                val = MAX_LOG_ODDS
-            else:
-                val = math.log(mu) - math.log1p(-mu) - log_odds[h, m]
-            out[h, m] = min(max(val, -MAX_LOG_ODDS), MAX_LOG_ODDS)
+            x = log_odds[h, m]
+            out[h, m] = 0.0 if x == NEG_INF else belief_log_odds(marg[h, m], x) - x
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -419,8 +314,8 @@ def _tree_messages(log_odds, projective, single_root, out, log_fallback):
 
     Inlined into its numba callers: where ``projective`` and ``log_fallback`` are constants there,
     the other branches are pruned before compilation (each algorithm costs seconds in a fresh
-    install). Projective without ``log_fallback``: log Z is NaN when the probability-space chart
-    fails (``out`` untouched), and the caller redoes its work with ``log_fallback``.
+    install). Without ``log_fallback``: log Z is NaN when the probability-space chart or
+    matrix-tree result fails (``out`` untouched), and the caller redoes its work with ``log_fallback``.
     """
     if log_odds.shape[0] < 2:
         return 0.0, np.zeros(log_odds.shape)
@@ -430,8 +325,12 @@ def _tree_messages(log_odds, projective, single_root, out, log_fallback):
         log_z, marg = _eisner_marginals_scaled(log_odds, single_root)
         if np.isnan(log_z):
             return log_z, marg
+    elif log_fallback:
+        log_z, marg = _nonprojective_marginals(log_odds, single_root)
     else:
         log_z, marg = _matrix_tree_marginals(log_odds, single_root)
+        if np.isnan(log_z):
+            return log_z, marg
     _messages_from_marginals(log_odds, marg, out)
     return log_z, marg
 
@@ -446,6 +345,11 @@ def _eisner_scaled_kernel(S, single_root):
 @kernel
 def _matrix_tree_kernel(S, single_root):
     return _matrix_tree_marginals(S, single_root)
+
+
+@kernel
+def _matrix_tree_log_kernel(S, single_root):
+    return matrix_tree_log(S, single_root)
 
 
 @kernel
@@ -720,8 +624,8 @@ def tree_messages(log_odds, projective=False, single_root=True):
     """Outgoing BP messages of the tree factor (log-odds) from incoming link log-odds.
 
     The tree factor's belief of link ``(h, m)`` is its marginal ``mu`` under link weights
-    ``exp(log_odds)``; the message back to the link is ``logit(mu) - log_odds[h, m]``
-    (clipped to ``±MAX_LOG_ODDS``).
+    ``exp(log_odds)``; the message back to the link is ``logit(mu) - log_odds[h, m]``, with
+    ``logit(mu)`` clipped to ``±MAX_LOG_ODDS`` (0 for a forbidden link).
 
     Returns
     -------
