@@ -1,0 +1,92 @@
+"""``--report-only``: every script rewrites its tables and figures from its saved json, no fitting.
+
+The pattern each script follows: a run saves everything its tables and figures need in its results
+json (:func:`save_json`), then renders the md (and figures) from that json only; ``--report-only``
+skips the run and renders from the saved json, so a change to a report, or a move, is checked by
+seeing ``git status`` stay clean. ``--report-only --check`` writes nothing and exits 1 when a table
+would change (figures are skipped: their bytes depend on the matplotlib version).
+
+    parser = argparse.ArgumentParser()
+    add_report_only(parser)
+    args = parser.parse_args()
+    if not args.report_only:
+        save_json(RESULTS / "x.json", run())
+    write_text(RESULTS / "x.md", render(load_json(RESULTS / "x.json")))
+    finish()
+"""
+import argparse
+import json
+import sys
+
+HELP = "rewrite the tables (and figures) from the saved json, without fitting"
+CHECK_HELP = "with --report-only: write nothing, exit 1 if a table would change"
+
+checking = False  # set by report_only_args / parse_report_only when --check is given
+stale = []  # tables that --check found different from the rendered text
+
+
+def add_report_only(parser):
+    """Add ``--report-only`` and ``--check`` to ``parser`` (an :class:`argparse.ArgumentParser`)."""
+    parser.add_argument("--report-only", action="store_true", help=HELP)
+    parser.add_argument("--check", action="store_true", help=CHECK_HELP)
+    return parser
+
+
+def parse_args(parser, argv=None):
+    """``parser.parse_args(argv)`` that also arms ``--check`` (use instead of ``parser.parse_args``)."""
+    args = parser.parse_args(argv)
+    _arm(args.check)
+    return args
+
+
+def report_only_args(argv=None, description=None):
+    """For a script without other flags: parse ``--report-only`` / ``--check`` from ``argv``."""
+    parser = add_report_only(argparse.ArgumentParser(description=description))
+    return parse_args(parser, argv)
+
+
+def _arm(check):
+    global checking
+    checking = bool(check)
+    stale.clear()
+
+
+def save_json(path, data, indent=1):
+    """Write ``data`` as json (``indent`` spaces, a final newline) unless checking."""
+    write_text(path, json.dumps(data, indent=indent) + "\n")
+
+
+def load_json(path):
+    """The saved json at ``path``."""
+    with open(path) as f:
+        return json.load(f)
+
+
+def write_text(path, text):
+    """Write ``text`` to ``path``; with ``--check`` compare instead and remember a difference."""
+    if checking:
+        old = path.read_text() if path.exists() else None
+        if old != text:
+            stale.append(str(path))
+        return
+    path.write_text(text)
+
+
+def save_figure(fig, path, **kwargs):
+    """``fig.savefig(path, **kwargs)`` unless checking; the figure is closed either way."""
+    import matplotlib.pyplot as plt
+
+    if not checking:
+        fig.savefig(path, **kwargs)
+    plt.close(fig)
+
+
+def finish():
+    """End of a ``--check`` run: print what would change, exit 1 if anything would."""
+    if not checking:
+        return
+    for path in stale:
+        print(f"stale: {path}", file=sys.stderr)
+    if stale:
+        raise SystemExit(1)
+    print("report-only: tables unchanged")
