@@ -62,6 +62,19 @@ def load_json(path):
         return json.load(f)
 
 
+NO_SAVED_RESULTS = 2  # exit status of --report-only when a table predates its json
+
+
+def load_saved(path):
+    """The saved json at ``path`` for ``--report-only``; exit with :data:`NO_SAVED_RESULTS` and a
+    message when it is missing (a table written before its script saved a json: rerun the script)."""
+    if not path.exists():
+        print(f"{path}: no saved results (the table predates --report-only); rerun the script to save them",
+              file=sys.stderr)
+        raise SystemExit(NO_SAVED_RESULTS)
+    return load_json(path)
+
+
 def write_text(path, text):
     """Write ``text`` to ``path``; with ``--check`` compare instead and remember a difference."""
     if checking:
