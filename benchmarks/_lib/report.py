@@ -52,8 +52,14 @@ def _arm(check):
 
 
 def save_json(path, data, indent=1):
-    """Write ``data`` as json (``indent`` spaces, a final newline) unless checking."""
-    write_text(path, json.dumps(data, indent=indent) + "\n")
+    """Write ``data`` as json (``indent`` spaces, a final newline; numpy values as lists / numbers)."""
+    write_text(path, json.dumps(data, indent=indent, default=_plain) + "\n")
+
+
+def _plain(value):
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not json serialisable")
 
 
 def load_json(path):
