@@ -45,6 +45,18 @@ def report_only_args(argv=None, description=None):
     return parse_args(parser, argv)
 
 
+def report_only_requested(argv=None, description=None):
+    """For a script driven by positional words: True when ``argv`` (default ``sys.argv[1:]``) asks for the
+    tables only, by ``--report-only`` (with or without ``--check``) or by the older first word ``report``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["report"]:
+        argv = ["--report-only"] + argv[1:]
+    if "--report-only" not in argv:
+        return False
+    report_only_args([a for a in argv if a.startswith("-")], description)
+    return True
+
+
 def _arm(check):
     global checking
     checking = bool(check)
