@@ -87,10 +87,14 @@ def load_saved(path):
     """The saved json at ``path`` for ``--report-only``; exit with :data:`NO_SAVED_RESULTS` and a
     message when it is missing (a table written before its script saved a json: rerun the script)."""
     if not path.exists():
-        print(f"{path}: no saved results (the table predates --report-only); rerun the script to save them",
-              file=sys.stderr)
-        raise SystemExit(NO_SAVED_RESULTS)
+        needs_rerun(path, "no saved results (the table predates --report-only)")
     return load_json(path)
+
+
+def needs_rerun(path, why):
+    """Stop ``--report-only``: the saved results at ``path`` cannot give the committed table (``why``)."""
+    print(f"{path}: {why}; rerun the script to save what the table needs", file=sys.stderr)
+    raise SystemExit(NO_SAVED_RESULTS)
 
 
 def write_text(path, text):
