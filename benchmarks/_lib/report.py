@@ -125,3 +125,38 @@ def finish():
     if stale:
         raise SystemExit(1)
     print("report-only: tables unchanged")
+
+
+def check_scripts(paths):
+    """Run ``--report-only --check`` of each script in this process; ``{path: exit status}``.
+
+    0: every table re-rendered from the saved results equals the committed one; 1: some differ;
+    :data:`NO_SAVED_RESULTS`: the committed table predates what the script now saves (rerun it).
+    One process for all of them, so the package is imported once.
+    """
+    import contextlib
+    import io
+    import runpy
+
+    codes = {}
+    argv = sys.argv
+    for path in paths:
+        sys.argv = [str(path), "--report-only", "--check"]
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                runpy.run_path(str(path), run_name="__main__")
+            codes[str(path)] = 0
+        except SystemExit as stop:
+            codes[str(path)] = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        finally:
+            sys.argv = argv
+    return codes
+
+
+if __name__ == "__main__":  # python benchmarks/_lib/report.py [SCRIPT ...]: check every (or these) script
+    from pathlib import Path
+
+    _scripts = sys.argv[1:] or sorted(str(p) for p in Path(__file__).resolve().parents[1].glob("*/bench_*.py"))
+    _codes = check_scripts(_scripts)
+    print(json.dumps(_codes, indent=1))
+    raise SystemExit(int(any(c not in (0, NO_SAVED_RESULTS) for c in _codes.values())))
