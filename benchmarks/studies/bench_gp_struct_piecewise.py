@@ -24,7 +24,7 @@ reference. Papers' protocol (``_lib.gp_struct.paper_split``), M = 500 SVD induci
 as ``GPStructClassifier()`` builds them. Writes ``results/gp_struct_piecewise/gp_struct_piecewise.{md,json}``::
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_piecewise.py [splits] [tasks]
-    python benchmarks/studies/bench_gp_struct_piecewise.py report   # the table from the stored json
+    python benchmarks/studies/bench_gp_struct_piecewise.py --report-only # the table from the stored json
     python benchmarks/studies/bench_gp_struct_piecewise.py fits TASK [splits]  # the decoders on Table 1's gp-var-p fits
 """
 

@@ -11,7 +11,7 @@ into ``results/gp_struct_samples/gp_struct_samples_{task}.{md,json}`` (``report 
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_samples.py chunking 0,1,2,3,4 100,1000
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_samples.py JapaneseNE 3,4 100,1000
-    python benchmarks/studies/bench_gp_struct_samples.py report JapaneseNE
+    python benchmarks/studies/bench_gp_struct_samples.py report JapaneseNE   # --report-only: every task's table
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_samples.py seg 0,1,2,3,4 1000 gp-var-s
 
 An optional fourth argument runs another Table 1 variant at its Table 1 settings

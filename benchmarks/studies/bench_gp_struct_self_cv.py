@@ -18,7 +18,7 @@ part file per task and variant (the row "METHOD, amplitude by its own 3-fold CV"
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_self_cv.py SPLIT [SPLIT ...]
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_self_cv.py run seg gp-var-s 0.25,1,4,16 0,1,2,3,4
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_self_cv.py report
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_self_cv.py --report-only
 """
 
 import json
