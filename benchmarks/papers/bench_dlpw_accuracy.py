@@ -41,7 +41,8 @@ from sklearn_struct import DLPWClassifier
 from sklearn_struct.datasets import load_scene, load_yeast
 from sklearn_struct.metrics import hamming_loss_multilabel, subset_accuracy
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
-from _lib.report import add_report_only, finish, load_json, parse_args, save_figure, save_json, write_text  # noqa: E402,E501
+from _lib.report import (add_report_only, finish, load_json, parse_args, save_figure, save_json,  # noqa: E402
+                         write_text)
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("dlpw_accuracy")

@@ -33,7 +33,8 @@ import scipy.sparse as sp
 from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
-from _lib.report import add_report_only, finish, load_json, parse_args, save_figure, save_json, write_text  # noqa: E402,E501
+from _lib.report import (add_report_only, finish, load_json, parse_args, save_figure, save_json,  # noqa: E402
+                         write_text)
 from _lib.results import results_dir  # noqa: E402
 from _lib.dlpw_baselines import cutting_plane, dlpw, exact_objective, pegasos_lp  # noqa: E402
 from _lib.internals import _augment  # noqa: E402

@@ -27,7 +27,8 @@ import numpy as np
 from sklearn_struct import NonLocalCRF
 from sklearn_struct.energies import UnigramDictionaryEnergy, WordDictionaryEnergy
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
-from _lib.report import add_report_only, finish, load_json, load_saved, parse_args, save_figure, save_json, write_text  # noqa: E402,E501
+from _lib.report import (add_report_only, finish, load_json, load_saved, parse_args, save_figure,  # noqa: E402
+                         save_json, write_text)
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("nonlocal_iterations")

@@ -43,7 +43,8 @@ from sklearn_struct.oracles.loopy import loopy_bp
 from sklearn_struct.parsing import DependencyParserBP, attachment_score, pruned_link_marginals
 from sklearn_struct.utils.graph import grid_edges
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
-from _lib.report import add_report_only, finish, load_json, parse_args, save_figure, save_json, write_text  # noqa: E402,E501
+from _lib.report import (add_report_only, finish, load_json, parse_args, save_figure, save_json,  # noqa: E402
+                         write_text)
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("parsing_table1")

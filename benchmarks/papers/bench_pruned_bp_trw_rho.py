@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
-from _lib.report import add_report_only, finish, load_json, load_saved, parse_args, save_json, write_text  # noqa: E402,E501
+from _lib.report import (add_report_only, finish, load_json, load_saved, parse_args, save_json,  # noqa: E402
+                         write_text)
 from _lib.results import results_dir  # noqa: E402
 from _lib.internals import make_ising_grid  # noqa: E402
 from sklearn_struct.oracles.loopy import loopy_bp, seed_gains, trw_edge_probabilities
@@ -87,7 +88,8 @@ def report(saved):
     """The table from the saved json: per (gamma, dropped, rho method), per image [kept, err, speed-up, converged]."""
     stats = {(c["gamma"], c["dropped"], c["method"]): c["per_image"] for c in saved["cells"]}
     lines = ["# Figure 1 TRW rows: old vs new default rho on the pruned graphs (same process)", "",
-             f"make_ising_grid(n_noisy={saved['n_noisy']}, noise=0.6): {saved['n_images']} images of 64x64, alpha = 5, MinJoint; "
+             f"make_ising_grid(n_noisy={saved['n_noisy']}, noise=0.6): {saved['n_images']} images of 64x64, "
+             "alpha = 5, MinJoint; "
              "errors = mean |marginal error| against full-grid TRW (grid rho 4095/8064); speed-up = full-grid TRW "
              "time / pruned time (seed, gains, selection, rho and TRW), one run each on a shared 2-core machine. "
              "old = (n_c - 1)/|E_c| per component (the previous default, invalid on cycles with dangling paths); "

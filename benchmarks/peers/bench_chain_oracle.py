@@ -144,7 +144,8 @@ def report(saved):
         ("target: whole batch < 0.1 s on 2 cores", "met" if t_ours < 0.1 else "NOT met"),
     ]
     table = "| measure | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
-    header = f"# Chain forward-backward, CoNLL-2000 size\n\nMachine: {saved['machine']}, {saved['cpu_count']} cores. Best of 10 (ours) / 3 (NumPy) runs.\n\n"
+    header = (f"# Chain forward-backward, CoNLL-2000 size\n\nMachine: {saved['machine']}, {saved['cpu_count']} cores. "
+              "Best of 10 (ours) / 3 (NumPy) runs.\n\n")
     write_text(RESULTS / "chain_oracle.md", header + table + "\n")
     print(header + table)
 

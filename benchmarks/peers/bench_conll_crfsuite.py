@@ -103,7 +103,8 @@ def report(saved):
         "# CoNLL-2000 chunking: NonLocalCRF (base CRF) vs sklearn-crfsuite",
         "",
         f"Machine: {saved['machine']}, {saved['cpu_count']} cores; same features for both "
-        f"({saved['n_attributes']} attributes, featurised in {saved['featurise_s']:.1f} s, not counted); c2={saved['c2']}, "
+        f"({saved['n_attributes']} attributes, featurised in {saved['featurise_s']:.1f} s, not counted); "
+        f"c2={saved['c2']}, "
         f"L-BFGS to CRFsuite's stopping rule (delta 1e-5 over 10 iterations) on both sides; "
         f"train {saved['n_train']} / test {saved['n_test']} sentences.",
         "",

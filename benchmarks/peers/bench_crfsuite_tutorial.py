@@ -35,7 +35,8 @@ from sklearn_struct.datasets import load_conll2000
 from sklearn_struct.metrics import chunk_f1_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
-from _lib.report import add_report_only, finish, load_json, parse_args, save_figure, save_json, write_text  # noqa: E402,E501
+from _lib.report import (add_report_only, finish, load_json, parse_args, save_figure, save_json,  # noqa: E402
+                         write_text)
 from _lib.results import results_dir  # noqa: E402
 from _lib.crf_tutorial import (tutorial_sent2features as sent2features, tutorial_sent2labels as sent2labels)  # noqa: E402  (the tutorial's feature code)
 

@@ -34,7 +34,8 @@ from sklearn_struct.datasets import make_ising_grid
 from sklearn_struct.oracles.loopy import loopy_bp
 from sklearn_struct.utils.graph import grid_edges
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
-from _lib.report import finish, load_json, load_saved, report_only_args, save_figure, save_json, write_text  # noqa: E402,E501
+from _lib.report import (finish, load_json, load_saved, report_only_args, save_figure, save_json,  # noqa: E402
+                         write_text)
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("loopy_vs_pgmpy")

@@ -447,7 +447,8 @@ def merge_rows(old, new_rows, rerun=()):
 
 def write(rows, stem, machine=None):
     """Save the rows and the machine line, then render the md from the saved json."""
-    machine = machine or f"Machine: {os.cpu_count()} cores, shared; 1-min load average at the end {os.getloadavg()[0]:.1f}."
+    machine = machine or (f"Machine: {os.cpu_count()} cores, shared; 1-min load average at the end "
+                          f"{os.getloadavg()[0]:.1f}.")
     write_text(RESULTS / f"{stem}.json", json.dumps({"rows": rows, "machine": machine}, indent=1) + "\n")
     report(stem)
 

@@ -200,7 +200,8 @@ def main():
     if previous:
         before = {"label": previous.get("label"), "runs": previous["runs"]}
     save_json(RESULTS / "memory_per_token.json", {
-        "info": info, "max_iter": MAX_ITER, "c2": C2, "label": args.label, "runs": [results[k] for k in sorted(results)],
+        "info": info, "max_iter": MAX_ITER, "c2": C2, "label": args.label,
+        "runs": [results[k] for k in sorted(results)],
         "before": before, "setup": dict(machine=platform.machine(), cpu_count=os.cpu_count(),
                                         python=platform.python_version())}, indent=2)
     report(load_json(RESULTS / "memory_per_token.json"))
@@ -216,8 +217,9 @@ def report(payload):
         "# Peak fit memory per token\n\n"
         f"Machine: {setup['machine']}, {setup['cpu_count']} cores, Python {setup['python']}. "
         f"CoNLL-2000 training set ({info['n_tokens']:,} tokens, {info['n_attributes']:,} WindowFeaturizer "
-        f"attributes, {info['nnz_per_token']:.1f} per token, {info['n_labels']} labels) and 4x that; c2={payload['c2']}, "
-        f"no bias, {payload['max_iter']} L-BFGS iterations. Each fit in a fresh process: (peak RSS during the fit - RSS "
+        f"attributes, {info['nnz_per_token']:.1f} per token, {info['n_labels']} labels) and 4x that; "
+        f"c2={payload['c2']}, no bias, {payload['max_iter']} L-BFGS iterations. Each fit in a fresh process: "
+        "(peak RSS during the fit - RSS "
         "with the data loaded) / tokens. Goal (issue #33): at most "
         f"{GOAL}x sklearn-crfsuite's.\n\n"
     )

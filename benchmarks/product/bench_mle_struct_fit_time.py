@@ -39,7 +39,8 @@ def main():
     wall, cpu = np.median(np.array(runs), axis=0)
     save_json(RESULTS / "mle_struct_fit_time.json", dict(
         wall_s=float(wall), cpu_s=float(cpu), runs=runs, max_iter=est.max_iter, tol=est.tol, n_iter=int(est.n_iter_),
-        converged=bool(est.converged_), gap_per_node=float(est.gap_curve_[-1] / 3000), train_accuracy=float(est.score(F, y)),
+        converged=bool(est.converged_), gap_per_node=float(est.gap_curve_[-1] / 3000),
+        train_accuracy=float(est.score(F, y)),
         load_average=os.getloadavg()[0]))
     report(load_json(RESULTS / "mle_struct_fit_time.json"))
 

@@ -11,7 +11,7 @@ Everything before the test columns uses the training half only.
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_amplitude_cv.py fits chunking 0 4,16,64
     ... fits chunking 3 4,16 101  # random_state=101 instead of the split's: the seed-to-seed spread
     ... fits chunking 0,1,2,3,4 cv 101  # the default fit (amplitude by CV) at random_state=101
-    python benchmarks/studies/bench_gp_struct_amplitude_cv.py --report-only  # results/gp_struct_amplitude_cv/gp_struct_amplitude_cv.md
+    python benchmarks/studies/bench_gp_struct_amplitude_cv.py --report-only  # gp_struct_amplitude_cv.md
 """
 
 import copy

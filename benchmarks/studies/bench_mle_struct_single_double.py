@@ -37,7 +37,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_struct import MLEStructMatcher
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
-from _lib.report import add_report_only, finish, load_json, needs_rerun, parse_args, save_figure, save_json, write_text  # noqa: E402,E501
+from _lib.report import (add_report_only, finish, load_json, needs_rerun, parse_args, save_figure,  # noqa: E402
+                         save_json, write_text)
 from _lib.results import results_dir  # noqa: E402
 from _lib.matching_baselines import _bp_likelihood, _true_features, double_loop_bethe_mle  # noqa: E402
 from _lib.matching import training_set  # noqa: E402
