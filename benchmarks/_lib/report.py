@@ -51,7 +51,7 @@ def report_only_requested(argv=None, description=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["report"]:
         argv = ["--report-only"] + argv[1:]
-    if "--report-only" not in argv:
+    if "--report-only" not in argv and not {"-h", "--help"} & set(argv):  # --help: argparse's, then exit
         return False
     report_only_args([a for a in argv if a.startswith("-")], description)
     return True

@@ -101,7 +101,7 @@ def merge(task, method="gp-var-b"):
 
 def main():
     os.environ.setdefault("SKLEARN_STRUCT_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "data"))
-    if "--report-only" in sys.argv[1:]:  # every merged table from its part files
+    if {"--report-only", "-h", "--help"} & set(sys.argv[1:]):  # every merged table from its part files
         report_only_requested(description=__doc__.split("\n")[0])
         for table in sorted(RESULTS.glob("gp_struct_samples_*.md")):
             rest = table.stem.removeprefix("gp_struct_samples_")
