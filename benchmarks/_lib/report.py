@@ -4,11 +4,12 @@ The pattern each script follows: a run saves everything its tables and figures n
 json (:func:`save_json`), then renders the md (and figures) from that json only; ``--report-only``
 skips the run and renders from the saved json, so a change to a report, or a move, is checked by
 seeing ``git status`` stay clean. ``--report-only --check`` writes nothing and exits 1 when a table
-would change (figures are skipped: their bytes depend on the matplotlib version).
+would change (figures are skipped: their bytes depend on the matplotlib version);
+``python benchmarks/_lib/report.py [SCRIPT ...]`` runs that check for every script in one process.
 
     parser = argparse.ArgumentParser()
     add_report_only(parser)
-    args = parser.parse_args()
+    args = parse_args(parser)  # arms --check
     if not args.report_only:
         save_json(RESULTS / "x.json", run())
     write_text(RESULTS / "x.md", render(load_json(RESULTS / "x.json")))
@@ -21,7 +22,7 @@ import sys
 HELP = "rewrite the tables (and figures) from the saved json, without fitting"
 CHECK_HELP = "with --report-only: write nothing, exit 1 if a table would change"
 
-checking = False  # set by report_only_args / parse_report_only when --check is given
+checking = False  # set by parse_args (report_only_args, report_only_requested) when --check is given
 stale = []  # tables that --check found different from the rendered text
 
 
