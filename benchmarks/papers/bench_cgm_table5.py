@@ -50,6 +50,7 @@ import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import add_report_only, finish, load_json, parse_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.internals import bethe_inference, nonlocal_objective  # noqa: E402
 from sklearn_struct.energies import PoissonCountEnergy
@@ -159,7 +160,7 @@ def run(grid, trials, n_steps, population, alpha, skip_ip=False):
         rate, psi = alpha * population, 1.0 / population
         energy = PoissonCountEnergy(counts=observed, rate=rate).fit(None, L)
         offsets = np.array([0, n_steps])
-        row = dict(s=L * L, trial=trial)
+        row = dict(s=L * L, trial=trial, steps=n_steps, population=population, alpha=alpha)
         sol = {}
         for variant in OURS:
             node, edge, t_ours, info = solve_ours(unary, log_trans, energy, psi, variant=variant)
@@ -192,12 +193,11 @@ def main():
     parser.add_argument("--alpha", type=float, default=0.5)
     parser.add_argument("--skip-ip", action="store_true")
     parser.add_argument("--fresh", action="store_true", help="do not keep earlier results of other sizes")
-    parser.add_argument("--report", action="store_true", help="rewrite the table from the saved json (run with "
-                        "the same --steps / --population / --alpha), no solving")
-    args = parser.parse_args()
-    if args.report:
-        (RESULTS / "cgm_table5.md").write_text(format_table(json.loads((RESULTS / "cgm_table5.json").read_text()), args))
-        return
+    add_report_only(parser)
+    args = parse_args(parser)
+    if args.report_only:
+        write_text(RESULTS / "cgm_table5.md", format_table(load_json(RESULTS / "cgm_table5.json")))
+        return finish()
     trials = args.trials + [args.trials[-1]] * (len(args.sizes) - len(args.trials))
     all_rows = []
     for grid, n in zip(args.sizes, trials):
@@ -207,12 +207,12 @@ def main():
     store = RESULTS / "cgm_table5.json"
     if store.exists() and not args.fresh:
         done = {r["s"] for r in all_rows}
-        all_rows = [r for r in json.loads(store.read_text()) if r["s"] not in done] + all_rows
+        all_rows = [r for r in load_json(store) if r["s"] not in done] + all_rows
     all_rows.sort(key=lambda r: (r["s"], r["trial"]))
-    store.write_text(json.dumps(all_rows, indent=1))
-    text = format_table(all_rows, args)
+    save_json(store, all_rows)
+    text = format_table(load_json(store))
     print(text)
-    (RESULTS / "cgm_table5.md").write_text(text)
+    write_text(RESULTS / "cgm_table5.md", text)
 
 
 def _variant_cells(rs, v, ip):
@@ -226,9 +226,11 @@ def _variant_cells(rs, v, ip):
     return cells + [f"{gap:+.1e}", f"{ok}/{len(rs)}"], f"{ip / t:.0f}"
 
 
-def format_table(rows, args):
+def format_table(rows):
+    """The md of Table 5 from the saved trials (each carries its T, N and alpha)."""
+    setup = rows[0]
     lines = ["# Table 5: CGM approximate MAP (bird migration), seconds, mean over trials", "",
-             f"T = {args.steps} steps, N = {args.population} birds, alpha = {args.alpha}. One thread each. "
+             f"T = {setup['steps']} steps, N = {setup['population']} birds, alpha = {setup['alpha']}. One thread each. "
              "RDA = Bethe-RDA (Algorithm 1) with beta='auto': the paper's beta_t = 0 unless a step lands where "
              "the Poisson gradient is more than twice its l2 norm at mu_0, then that step is redone with a "
              "larger, non-decreasing beta_t (1, 2, 4, ...; Xiao's RDA allows any such sequence). "

@@ -87,6 +87,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import KFold
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import add_report_only, finish, load_json, parse_args, save_figure, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.citation_features import citation_features  # noqa: E402
 
@@ -342,7 +343,7 @@ def report(folds, elapsed):
               + ", ".join(f"{f['fit_constrained_s']:.0f} / {f['fit_crfsuite_s']:.0f}" for f in folds) + "."]
     lines += previous_run()
     lines += ["", "Per-fold numbers: `citations.json`. Script: `benchmarks/papers/bench_citations.py`.", "", NOTES]
-    (RESULTS / f"{OUT}.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / f"{OUT}.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     plot(folds)
 
@@ -367,19 +368,18 @@ def plot(folds):
     ax[1].set_ylabel("test references")
     ax[1].set_title("Figure 2: iterations to converge")
     fig.tight_layout()
-    fig.savefig(RESULTS / f"{OUT}.png", dpi=100)
+    save_figure(fig, RESULTS / f"{OUT}.png", dpi=100)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--folds", type=int, nargs="*", default=list(range(5)))
-    parser.add_argument("--report-only", action="store_true")
+    add_report_only(parser)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--limit", type=int, default=None, help="use only the first N references (smoke test)")
     parser.add_argument("--out", default="citations", help="output name under benchmarks/results/")
     parser.add_argument("--merge", nargs="*", help="with --report-only: result names whose folds to merge")
-    args = parser.parse_args()
-    RESULTS.mkdir(exist_ok=True)
+    args = parse_args(parser)
     global OUT
     OUT = args.out
     path = RESULTS / f"{OUT}.json"
@@ -387,14 +387,15 @@ def main():
         # --merge a b ...: folds run by separate processes (e.g. --folds 3 --out citations_f3) into one table
         folds, elapsed = {}, 0.0
         for name in args.merge or [OUT]:
-            saved = json.loads((RESULTS / f"{name}.json").read_text())
+            saved = load_json(RESULTS / f"{name}.json")
             for f in saved["folds"]:
                 folds.setdefault(f["fold"], f)
             elapsed += saved["elapsed"]
         folds = [folds[k] for k in sorted(folds)]
-        path.write_text(json.dumps({"folds": folds, "elapsed": elapsed, "python": platform.python_version()}))
+        if args.merge:
+            write_text(path, json.dumps({"folds": folds, "elapsed": elapsed, "python": platform.python_version()}))
         report(folds, elapsed)
-        return
+        return finish()
     numba.set_num_threads(args.threads)
     start = time.perf_counter()
     feats, y = load()

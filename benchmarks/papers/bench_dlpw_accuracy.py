@@ -20,6 +20,7 @@ Run: ``python benchmarks/papers/bench_dlpw_accuracy.py`` (writes results/dlpw_ac
 (writes results/dlpw_accuracy/dlpw_accuracy_diagnostic.{md,json}).
 """
 
+import argparse
 import json
 import sys
 import time
@@ -40,6 +41,8 @@ from sklearn_struct import DLPWClassifier
 from sklearn_struct.datasets import load_scene, load_yeast
 from sklearn_struct.metrics import hamming_loss_multilabel, subset_accuracy
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import (add_report_only, finish, load_json, parse_args, save_figure, save_json,  # noqa: E402
+                         write_text)
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("dlpw_accuracy")
@@ -119,8 +122,13 @@ def yeast_speed_and_memory():
 
 
 def diagnostic():
-    results = {name: evaluate(name, DIAGNOSTIC_GRIDS) for name in ("yeast", "scene")}
-    (RESULTS / "dlpw_accuracy_diagnostic.json").write_text(json.dumps(results, indent=1))
+    save_json(RESULTS / "dlpw_accuracy_diagnostic.json", {name: evaluate(name, DIAGNOSTIC_GRIDS)
+                                                          for name in ("yeast", "scene")})
+    diagnostic_report(load_json(RESULTS / "dlpw_accuracy_diagnostic.json"))
+
+
+def diagnostic_report(results):
+    """dlpw_accuracy_diagnostic.md from the saved diagnostic json."""
     lines = ["# DLPW accuracy diagnostic: hinge-loss models without the label graph", "",
              "Same protocol as dlpw_accuracy.md (C by 3-fold CV on the training part, per metric).", "",
              "| set | method | Hamming loss (C) | subset accuracy (C) |", "|---|---|---|---|"]
@@ -128,7 +136,7 @@ def diagnostic():
         for method, row in results[name].items():
             lines.append(f"| {name} | {method} | {row['hamming']['hamming']:.4f} ({row['hamming']['C']:g}) | "
                          f"{row['subset']['subset']:.4f} ({row['subset']['C']:g}) |")
-    (RESULTS / "dlpw_accuracy_diagnostic.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "dlpw_accuracy_diagnostic.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
@@ -154,25 +162,26 @@ def plot(results):
         ax.set_title(label, fontsize=9)
     fig.suptitle("DLPW vs scikit-learn baselines, C by CV on the training part", fontsize=10)
     fig.tight_layout()
-    fig.savefig(RESULTS / "dlpw_accuracy.png", dpi=100)
+    save_figure(fig, RESULTS / "dlpw_accuracy.png", dpi=100)
 
 
 def main():
     warnings.simplefilter("ignore", ConvergenceWarning)
-    RESULTS.mkdir(exist_ok=True)
-    if "--diagnostic" in sys.argv:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--diagnostic", action="store_true", help="the hinge-loss models without the label graph")
+    add_report_only(parser)
+    args = parse_args(parser)
+    if args.report_only:  # both tables and the figure from the saved json, no fitting
+        report(load_json(RESULTS / "dlpw_accuracy.json"))
+        diagnostic_report(load_json(RESULTS / "dlpw_accuracy_diagnostic.json"))
+        return finish()
+    if args.diagnostic:
         diagnostic()
-        return
-    if "--plot-only" in sys.argv:  # redraw the figure from the saved results
-        plot(json.loads((RESULTS / "dlpw_accuracy.json").read_text()))
-        return
-    if "--report" in sys.argv:  # rewrite the table and figure from the saved results, no fitting
-        report(json.loads((RESULTS / "dlpw_accuracy.json").read_text()))
         return
     results = {name: evaluate(name) for name in ("yeast", "scene")}
     results["speed"] = yeast_speed_and_memory()
-    (RESULTS / "dlpw_accuracy.json").write_text(json.dumps(results, indent=1))
-    report(results)
+    save_json(RESULTS / "dlpw_accuracy.json", results)
+    report(load_json(RESULTS / "dlpw_accuracy.json"))
 
 
 def report(results):
@@ -206,7 +215,7 @@ def report(results):
               "| messages (MB, float64) |", "|---|---|---|---|---|",
               f"| {s['epochs_per_s']:.1f} | {s['epochs_per_s_float32']:.1f} | {s['peak_MB']:.1f} | "
               f"{s['message_floats']:,} | {s['message_MB_float64']:.2f} |"]
-    (RESULTS / "dlpw_accuracy.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "dlpw_accuracy.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -23,7 +23,6 @@ dlpw_figure1_yeast_long``) merged in with ``--merge results/dlpw_figure1/dlpw_fi
 
 import sys
 import argparse
-import json
 import os
 import platform
 import time
@@ -34,6 +33,8 @@ import scipy.sparse as sp
 from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import (add_report_only, finish, load_json, parse_args, save_figure, save_json,  # noqa: E402
+                         write_text)
 from _lib.results import results_dir  # noqa: E402
 from _lib.dlpw_baselines import cutting_plane, dlpw, exact_objective, pegasos_lp  # noqa: E402
 from _lib.internals import _augment  # noqa: E402
@@ -137,19 +138,18 @@ def main():
     parser.add_argument("--out", default="dlpw_figure1")
     parser.add_argument("--merge", nargs="*", default=[],
                         help="result files (json) of other runs whose sets replace these; no training")
-    parser.add_argument("--report", action="store_true", help="rewrite the table and figure from the saved json, "
-                        "no training")
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
     RESULTS.mkdir(exist_ok=True)
     out_json = RESULTS / f"{args.out}.json"
-    results = json.loads(out_json.read_text()) if out_json.exists() else {}
-    if args.report:
+    results = load_json(out_json) if out_json.exists() else {}
+    if args.report_only:
         write_report(results, args.out)
-        return
+        return finish()
     if args.merge:
         for other in args.merge:
-            results.update(json.loads(Path(other).read_text()))
-        out_json.write_text(json.dumps(results, indent=1))
+            results.update(load_json(Path(other)))
+        save_json(out_json, results)
         write_report(results, args.out)
         return
     for name in args.sets:
@@ -170,8 +170,8 @@ def main():
         results[name] = {"description": desc, "budget_s": budget, "C": C, "best": best, "curves": curves,
                          "time_to_1pct": reach, "paper": PAPER[name],
                          "final_star_vs_highs": check}
-        out_json.write_text(json.dumps(results, indent=1))
-    write_report(results, args.out)
+        save_json(out_json, results)
+    write_report(load_json(out_json), args.out)
 
 
 def _fmt_ratio(reach, method):
@@ -224,7 +224,7 @@ def write_report(results, out):
     for name, r in results.items():
         for method, v in r.get("final_star_vs_highs", {}).items():
             lines.append(f"\n{name}, {method}: final eq. 7 by star updates {v['star']:.6g}, by HiGHS {v['highs']:.6g}")
-    (RESULTS / f"{out}.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / f"{out}.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     plot(results, out)
 
@@ -248,7 +248,7 @@ def plot(results, out):
         ax.set_ylabel("eq. 7 objective")
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(RESULTS / f"{out}.png", dpi=110)
+    save_figure(fig, RESULTS / f"{out}.png", dpi=110)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ seed-to-seed spread; rows "gp-var-b, random_state=101", their own part files)::
     ... bench_gp_struct_table1.py table 5 basenp,chunking,seg,JapaneseNE gp-var-b paper 0,1,2,3,4 101
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/papers/bench_gp_struct_table1.py scaling
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/papers/bench_gp_struct_table1.py figure
-    python benchmarks/papers/bench_gp_struct_table1.py report
+    python benchmarks/papers/bench_gp_struct_table1.py --report-only   # or: report
 """
 
 import json
@@ -44,6 +44,7 @@ import numpy as np
 from sklearn_struct import ChainCRF, GPStructClassifier
 from sklearn_struct.preprocessing import CRFppTemplateFeaturizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, load_json, report_only_args, save_figure, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.gp_struct import (C2_GRID, error_rate, GP, GP_COMMON, GP_PAPER, gp_params, load_pool, OWN_CV_RULE, PAPER,  # noqa: E402
                             paper_split, SETTINGS, SETTINGS_PAPER, SETTINGS_POOLED, TASKS)
@@ -367,7 +368,7 @@ def plot_figure1(curve):
     ax[1].set_ylabel("error %")
     fig.suptitle("gp-var-s, base NP (cf. paper Fig. 1)")
     fig.tight_layout()
-    fig.savefig(RESULTS / "gp_struct_figure1.png", dpi=100)
+    save_figure(fig, RESULTS / "gp_struct_figure1.png", dpi=100)
 
 
 def _part(task, protocol, splits=None, methods=None, seed=None):
@@ -393,7 +394,7 @@ def _merged_part(task, protocol):
         return None
     merged, by_split = {}, {}
     for path in parts:
-        data = json.loads(path.read_text())
+        data = load_json(path)
         for key in ("settings",):
             merged.setdefault(key, data.get(key))
         for method, vals in data["rows"].items():
@@ -429,19 +430,19 @@ def report():
                     traces.setdefault(method, {}).update(per)
         if rows:
             lines = table_lines(rows, n_splits, settings, protocol, ids)
-            (RESULTS / f"{_table_name(protocol)}.md").write_text("\n".join(lines) + "\n")
-            (RESULTS / f"{_table_name(protocol)}.json").write_text(json.dumps(
+            write_text(RESULTS / f"{_table_name(protocol)}.md", "\n".join(lines) + "\n")
+            write_text(RESULTS / f"{_table_name(protocol)}.json", json.dumps(
                 dict(protocol=protocol, n_splits=n_splits, rows=rows, split_ids=ids, paper=PAPER, settings=settings),
                 indent=1))
             print("\n".join(lines))
         if traces and protocol == "paper":  # the convergence plot is the papers-protocol table's
             plot_convergence(traces)
-    extra = {k: json.loads((RESULTS / f"gp_struct_{k}.part.json").read_text())
+    extra = {k: load_json(RESULTS / f"gp_struct_{k}.part.json")
              for k in ("scaling", "figure1") if (RESULTS / f"gp_struct_{k}.part.json").exists()}
     if extra:
         lines = scaling_lines(extra.get("scaling", []), extra.get("figure1", []))
-        (RESULTS / "gp_struct_scaling.md").write_text("\n".join(lines) + "\n")
-        (RESULTS / "gp_struct_scaling.json").write_text(json.dumps(dict(settings=SETTINGS, **extra), indent=1))
+        write_text(RESULTS / "gp_struct_scaling.md", "\n".join(lines) + "\n")
+        write_text(RESULTS / "gp_struct_scaling.json", json.dumps(dict(settings=SETTINGS, **extra), indent=1))
         print("\n".join(lines))
 
 
@@ -469,13 +470,17 @@ def plot_convergence(traces):
             ax.legend(fontsize=6)
     fig.suptitle("ELBO over the fit, papers' protocol (common random numbers: one seed per fit)")
     fig.tight_layout()
-    fig.savefig(RESULTS / "gp_struct_elbo_convergence.png", dpi=90)
+    save_figure(fig, RESULTS / "gp_struct_elbo_convergence.png", dpi=90)
 
 
 def main():
     os.environ.setdefault("SKLEARN_STRUCT_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "data"))
     RESULTS.mkdir(exist_ok=True)
     what = sys.argv[1] if len(sys.argv) > 1 else "report"
+    if what == "report" or what.startswith("-"):  # the tables from the saved parts, no fitting
+        report_only_args([a for a in sys.argv[1:] if a != "report"], __doc__.split("\n")[0])
+        report()
+        return finish()
     if what == "table":
         n_splits = int(sys.argv[2]) if len(sys.argv) > 2 else 5
         wanted = sys.argv[3].split(",") if len(sys.argv) > 3 else [t[0] for t in TASKS]

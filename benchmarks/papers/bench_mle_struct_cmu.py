@@ -17,7 +17,6 @@ rescaling with the normalised Hamming loss, BCFW). The paper's numbers (read off
 Run: ``python benchmarks/papers/bench_mle_struct_cmu.py`` (about 2-4 minutes; writes results/mle_struct_cmu/mle_struct_cmu.*).
 """
 
-import json
 import sys
 import time
 import warnings
@@ -32,6 +31,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_struct import MLEStructMatcher
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, load_json, report_only_args, save_figure, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.matching_baselines import MatchingSSVM  # noqa: E402
 from sklearn_struct.datasets import load_cmu_house_hotel
@@ -104,23 +104,14 @@ def main():
             r = rows[-1]
             print(f"{seq} gap {gap:2d}: MLE-Struct {r['mle_error']:.4f} (alpha {r['mle_alpha']}), "
                   f"SSVM {r['ssvm_error']:.4f}; paper {r['paper_mle']:.4f} / {r['paper_linlearn']:.4f}", flush=True)
-    write(rows, time.perf_counter() - start)
+    total = time.perf_counter() - start
+    save_json(RESULTS / "mle_struct_cmu.json", [dict(r, total_seconds=total) for r in rows])
+    report(load_json(RESULTS / "mle_struct_cmu.json"))
 
 
-def write(rows, total):
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "mle_struct_cmu.json").write_text(json.dumps(rows, indent=1))
-    report(rows, total)
-
-
-def saved_total():
-    """The run time of the saved run, as its table states it (the json holds the rows only)."""
-    text = (RESULTS / "mle_struct_cmu.md").read_text()
-    return float(text.split("Total run time ", 1)[1].split(" s", 1)[0])
-
-
-def report(rows, total):
-    """Table and figure from the rows (``--report``: the saved json, no fitting)."""
+def report(rows):
+    """Table and figure from the saved rows (each carries the run's ``total_seconds``)."""
+    total = rows[0]["total_seconds"]
     lines = [
         "# CMU house / hotel: test Hamming error of the MAP matching by frame gap (Tang et al. 2016, Fig. 4)",
         "",
@@ -144,7 +135,7 @@ def report(rows, total):
         f"Goal (at or below the paper's MLE-Struct error at every gap): met on {n_ok} of {len(rows)} (sequence, gap) cells.",
         f"Goal (no worse than our SSVM baseline): met on {n_svm} of {len(rows)} cells.",
     ]
-    (RESULTS / "mle_struct_cmu.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "mle_struct_cmu.md", "\n".join(lines) + "\n")
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, seq in zip(axes, ["hotel", "house"]):
         rs = [r for r in rows if r["sequence"] == seq]
@@ -158,12 +149,13 @@ def report(rows, total):
         ax.set_ylabel("test Hamming error")
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(RESULTS / "mle_struct_cmu.png", dpi=100)
+    save_figure(fig, RESULTS / "mle_struct_cmu.png", dpi=100)
     print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    if "--report" in sys.argv:  # rewrite the table and figure from the saved json, no fitting
-        report(json.loads((RESULTS / "mle_struct_cmu.json").read_text()), saved_total())
+    if report_only_args(description=__doc__.split("\n")[0]).report_only:
+        report(load_json(RESULTS / "mle_struct_cmu.json"))
+        finish()
     else:
         main()

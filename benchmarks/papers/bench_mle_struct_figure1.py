@@ -19,7 +19,6 @@ Run: ``python benchmarks/papers/bench_mle_struct_figure1.py`` (a few minutes; wr
 """
 
 import sys
-import json
 import time
 import warnings
 from pathlib import Path
@@ -33,6 +32,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_struct import MLEStructMatcher
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, load_json, report_only_args, save_figure, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.matching_baselines import exact_log_likelihood, exact_matching_mle  # noqa: E402
 from sklearn_struct.oracles.matching import sample_matchings
@@ -86,7 +86,10 @@ def main():
             mean = lambda k, f: float(np.mean([cell[k][f] for cell in cells]))
             print(f"{label} M={M}: exact {mean('exact', 'loglik'):.4f} bethe {mean('bethe', 'loglik'):.4f} "
                   f"rw {mean('rw', 'loglik'):.4f}", flush=True)
-    write(results, time.perf_counter() - start)
+    save_json(RESULTS / "mle_struct_figure1.json", {
+        "total_seconds": time.perf_counter() - start,
+        "regimes": {k: {str(M): v for M, v in d.items()} for k, d in results.items()}})
+    write(load_json(RESULTS / "mle_struct_figure1.json"))
 
 
 def _sandwich(cells):
@@ -106,10 +109,10 @@ def _sandwich(cells):
     return "yes" if all(v == "yes" for v in verdicts) else "? (within the duality gap)"
 
 
-def write(results, total):
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "mle_struct_figure1.json").write_text(json.dumps(
-        {k: {str(M): v for M, v in d.items()} for k, d in results.items()}, indent=1))
+def write(saved):
+    """Table and figure from the saved json (``{"total_seconds", "regimes": {label: {M: cells}}}``)."""
+    total = saved["total_seconds"]
+    results = {k: {int(M): v for M, v in d.items()} for k, d in saved["regimes"].items()}
     lines = [
         "# Synthetic 10x10 matchings (Tang et al. 2016, Fig. 1): exact regularised log-likelihood per sample",
         "",
@@ -132,7 +135,7 @@ def write(results, total):
             lines.append(f"| {label} | {M} | {m('exact', 'loglik'):.4f} | {m('bethe', 'loglik'):.4f} | {m('rw', 'loglik'):.4f} "
                          f"| {'yes' if goal else 'no'} | {sandwich} | {conv} |")
     lines += ["", f"Goal (Bethe likelihood at least RW's): met in {n_goal} of {n_cells} cells (every seed)."]
-    (RESULTS / "mle_struct_figure1.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "mle_struct_figure1.md", "\n".join(lines) + "\n")
     fig, axes = plt.subplots(2, 2, figsize=(10, 7))
     for col, (label, d) in enumerate(results.items()):
         Ms = list(d)
@@ -149,9 +152,13 @@ def write(results, total):
             axes[row, col].set_ylabel("per-sample regularised log-likelihood")
             axes[row, col].legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(RESULTS / "mle_struct_figure1.png", dpi=100)
+    save_figure(fig, RESULTS / "mle_struct_figure1.png", dpi=100)
     print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    main()
+    if report_only_args(description=__doc__.split("\n")[0]).report_only:
+        write(load_json(RESULTS / "mle_struct_figure1.json"))
+        finish()
+    else:
+        main()

@@ -19,7 +19,6 @@ graphs, beside the paper's. Same process, one thread each; absolute times are no
 Run: ``python benchmarks/papers/bench_mle_struct_table2.py`` (a few minutes; writes results/mle_struct_table2/mle_struct_table2.*).
 """
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ import numpy as np
 
 from sklearn_struct.oracles.matching import bp_matching_marginals, fw_bethe_marginals
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, load_json, report_only_args, save_figure, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("mle_struct_table2")
@@ -115,12 +115,16 @@ def main():
                      "paper": PAPER.get(n) if beta == 1.0 else None,
                      "notes": notes})
         print(n, np.round(geo, 2), reached, flush=True)
-    write(rows, curves)
+    save_json(RESULTS / "mle_struct_table2.json", rows)
+    save_json(RESULTS / "mle_struct_table2_curves.json",
+              [{"n": n, "beta": beta, "fw_seconds": list(map(float, tf)), "fw_error": list(map(float, ef)),
+                "bp_seconds": list(map(float, tb)), "bp_error": list(map(float, eb))}
+               for (n, beta), (tf, ef, tb, eb) in curves.items()])
+    write(load_json(RESULTS / "mle_struct_table2.json"))
 
 
-def write(rows, curves):
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "mle_struct_table2.json").write_text(json.dumps(rows, indent=1))
+def write(rows):
+    """The table from the saved rows; the figure from the saved curves of graph 0 (older runs have none)."""
     head = " | ".join(f"{e}" for e in EPS)
     lines = [
         "# FW vs BP for Bethe matching marginals (Tang et al. 2016, Table 2): time ratio BP / FW to reach l-inf error",
@@ -144,26 +148,26 @@ def write(rows, curves):
         "O(n^2); FW needs one O(n^3) assignment per step and O(1/t) steps, so BP is faster here at every",
         "tolerance, unlike the paper's Table 2 (their BP implementation and timings are not described).",
     ]
-    (RESULTS / "mle_struct_table2.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "mle_struct_table2.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
-    if curves is None:
+    if not (RESULTS / "mle_struct_table2_curves.json").exists():
         return
+    curves = load_json(RESULTS / "mle_struct_table2_curves.json")
     fig, axes = plt.subplots(1, len(curves), figsize=(4 * len(curves), 3.5))
-    for ax, ((n, beta), (tf, ef, tb, eb)) in zip(np.atleast_1d(axes), curves.items()):
-        ax.loglog(tf, ef, label="FW")
-        ax.loglog(tb, eb, "o-", ms=3, label="BP")
-        ax.set_title(f"rand-{n}, beta={beta:g} (graph 0)")
+    for ax, c in zip(np.atleast_1d(axes), curves):
+        ax.loglog(c["fw_seconds"], c["fw_error"], label="FW")
+        ax.loglog(c["bp_seconds"], c["bp_error"], "o-", ms=3, label="BP")
+        ax.set_title(f"rand-{c['n']}, beta={c['beta']:g} (graph 0)")
         ax.set_xlabel("seconds")
         ax.set_ylabel("l-inf error to Bethe marginals")
         ax.legend()
     fig.tight_layout()
-    fig.savefig(RESULTS / "mle_struct_table2.png", dpi=100)
+    save_figure(fig, RESULTS / "mle_struct_table2.png", dpi=100)
 
 
 if __name__ == "__main__":
-    import sys
-
-    if "--table-only" in sys.argv:  # rewrite the markdown from the saved json
-        write(json.loads((RESULTS / "mle_struct_table2.json").read_text()), None)
+    if report_only_args(description=__doc__.split("\n")[0]).report_only:
+        write(load_json(RESULTS / "mle_struct_table2.json"))
+        finish()
     else:
         main()

@@ -11,7 +11,8 @@ psi learned by Algorithm 3 (one shared weight), the base CRF trained to CRFsuite
 convergence tolerance 1e-4 on the node marginals. Without the data it falls back to a
 generated dictionary task (``--generated``).
 
-Outputs ``benchmarks/results/nonlocal_iterations/nonlocal_iterations.md`` (tables) and ``.png`` (both figures).
+Outputs ``benchmarks/results/nonlocal_iterations/nonlocal_iterations.md`` (tables), ``.png`` (both figures)
+and ``.json`` (what they show; ``--report-only`` redraws both from it).
 
 Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/papers/bench_nonlocal_iterations.py``
 """
@@ -26,6 +27,8 @@ import numpy as np
 from sklearn_struct import NonLocalCRF
 from sklearn_struct.energies import UnigramDictionaryEnergy, WordDictionaryEnergy
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import (add_report_only, finish, load_json, load_saved, parse_args, save_figure,  # noqa: E402
+                         save_json, write_text)
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("nonlocal_iterations")
@@ -60,7 +63,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--generated", action="store_true")
     parser.add_argument("--epochs", type=int, default=1)
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
+    if args.report_only:
+        report(load_saved(RESULTS / "nonlocal_iterations.json"))
+        return finish()
     name, X, y, Xt, yt = load_task(args.generated)
     print(f"{name}: {len(X)} train / {len(Xt)} test sequences")
 
@@ -80,19 +87,30 @@ def main():
             info = model.infer(Xt, max_iter=cap)
             accs.append(accuracy(info.labels, yt))
         full = model.infer(Xt, max_iter=40)
-        rows[label] = accs
-        hists[label] = (full.n_iter, full.converged)
+        rows[label] = [float(a) for a in accs]
+        hists[label] = {"n_iter": np.asarray(full.n_iter).tolist(), "converged": np.asarray(full.converged).tolist()}
         print(label, dict(zip(CAPS, np.round(accs, 4))))
+    save_json(RESULTS / "nonlocal_iterations.json", {
+        "task": name, "caps": CAPS, "accuracy": rows, "base_accuracy": float(base.score(Xt, yt)),
+        "base_n_iter": int(base.n_iter_), "iterations": hists})
+    report(load_json(RESULTS / "nonlocal_iterations.json"))
+
+
+def report(saved):
+    """The tables and both figures from the saved json."""
+    name, caps, rows = saved["task"], saved["caps"], saved["accuracy"]
+    hists = {label: (np.array(h["n_iter"]), np.array(h["converged"])) for label, h in saved["iterations"].items()}
+    base_acc = saved["base_accuracy"]
 
     lines = [f"# Figures 1-2 analogue: Bethe-RDA iterations ({name})", "",
              "Character accuracy of Viterbi under theta_t against the cap on inference iterations "
              "(cap 0 = base CRF potentials; the paper's Figure 1: most F1 gain within 5-10 iterations).", "",
-             "| cap | " + " | ".join(str(c) for c in CAPS) + " |",
-             "|---|" + "---|" * len(CAPS)]
+             "| cap | " + " | ".join(str(c) for c in caps) + " |",
+             "|---|" + "---|" * len(caps)]
     for label, accs in rows.items():
         lines.append(f"| {label} | " + " | ".join(f"{100 * a:.2f}" for a in accs) + " |")
-    lines += ["", f"base CRF accuracy: {100 * base.score(Xt, yt):.2f} (c2 = 1, trained to CRFsuite's stopping rule: "
-              f"{base.n_iter_} L-BFGS iterations)", "",
+    lines += ["", f"base CRF accuracy: {100 * base_acc:.2f} (c2 = 1, trained to CRFsuite's stopping rule: "
+              f"{saved['base_n_iter']} L-BFGS iterations)", "",
               "Iterations to converge (tolerance 1e-4 on node marginals, cap 40; paper's Figure 2 on "
               "citations: 93.7% converged, mean 9.8 iterations, long-tailed):", "",
               "| energy | converged within 40 | mean iterations | median | 90th pct |", "|---|---|---|---|---|"]
@@ -101,8 +119,7 @@ def main():
                      f"{np.percentile(n_iter, 90):.0f} |")
     text = "\n".join(lines) + "\n"
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "nonlocal_iterations.md").write_text(text)
+    write_text(RESULTS / "nonlocal_iterations.md", text)
     try:
         import matplotlib
 
@@ -111,8 +128,8 @@ def main():
 
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
         for label, accs in rows.items():
-            axes[0].plot(CAPS, 100 * np.array(accs), marker="o", label=label)
-        axes[0].axhline(100 * base.score(Xt, yt), color="gray", ls="--", label="base CRF")
+            axes[0].plot(caps, 100 * np.array(accs), marker="o", label=label)
+        axes[0].axhline(100 * base_acc, color="gray", ls="--", label="base CRF")
         axes[0].set_xlabel("max inference iterations")
         axes[0].set_ylabel("character accuracy (%)")
         axes[0].legend()
@@ -123,7 +140,7 @@ def main():
         axes[1].set_ylabel("% of test words")
         axes[1].legend()
         fig.tight_layout()
-        fig.savefig(RESULTS / "nonlocal_iterations.png", dpi=100)
+        save_figure(fig, RESULTS / "nonlocal_iterations.png", dpi=100)
     except ImportError:
         pass
 

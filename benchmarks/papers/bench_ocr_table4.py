@@ -87,6 +87,7 @@ from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn_struct import NonLocalCRF
 from sklearn_struct.energies import RandomFourierMeanMap, UnigramDictionaryEnergy, WordDictionaryEnergy
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import add_report_only, finish, load_json, parse_args, save_figure, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("ocr_table4")
@@ -457,14 +458,18 @@ def read_csv(path):
     return rows
 
 
-def markdown(summary, fold_ids, total_s, notes=()):
+def _setup():
+    return dict(machine=platform.machine(), cpu_count=os.cpu_count(), python=platform.python_version())
+
+
+def markdown(summary, fold_ids, total_s, notes=(), setup=None):
     lines = [
         "# OCR handwriting (Table 4 of Vilnis et al. 2015): learned non-local energies",
         "",
         f"Taskar et al. OCR letters, 10-fold protocol (train on 9 folds, test on 1); folds run: "
         f"{', '.join(map(str, fold_ids))}. Character accuracy (%), mean over the folds run "
-        f"(std across folds). Machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}. Whole run: {total_s / 60:.1f} min.",
+        f"(std across folds). Machine: {(setup or _setup())['machine']}, {(setup or _setup())['cpu_count']} cores, "
+        f"Python {(setup or _setup())['python']}. Whole run: {total_s / 60:.1f} min.",
         "",
         "| model | ours | std | paper | ours - paper | mean fit (s) | mean predict (s) | psi | "
         "inference iterations | converged |",
@@ -524,8 +529,7 @@ def plot(rows, path):
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title("OCR, 10-fold cross-validation")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path, dpi=100)
 
 
 def main(argv=None):
@@ -538,25 +542,24 @@ def main(argv=None):
     parser.add_argument("--out", default=str(RESULTS / "ocr_table4"), help="output path without extension")
     parser.add_argument("--append", action="store_true",
                         help="merge into the existing .csv, replacing only the rows of the models and folds run")
-    parser.add_argument("--report-only", action="store_true",
-                        help="rewrite the .md from the existing .csv without fitting anything")
-    args = parser.parse_args(argv)
+    add_report_only(parser)  # the .md (and .png) from the .csv and the run's .json (wall time, machine)
+    args = parse_args(parser, argv)
     out = Path(args.out)
     if args.report_only:
         rows = read_csv(out.with_suffix(".csv"))
         fold_ids = sorted({r["fold"] for r in rows})
-        total = sum(r["fit_s"] + r["predict_s"] for r in rows if r["model"] in ("crf", "clf_mm"))
-        total += sum(r["psi_learning_s"] + r["predict_s"] for r in rows if r["model"] in ENERGY_MODELS)
-        old = out.with_suffix(".md").read_text() if out.with_suffix(".md").exists() else ""
-        wall = re.search(r"Whole run: ([0-9.]+) min", old)  # keep the wall time of the real run
-        if wall:
-            text = markdown(summarize(rows, list(PAPER)), fold_ids, 60 * float(wall.group(1)))
-        else:
+        run = load_json(out.with_suffix(".json")) if out.with_suffix(".json").exists() else None
+        if run is not None:
+            text = markdown(summarize(rows, list(PAPER)), fold_ids, run["wall_s"], setup=run)
+        else:  # no run record: the fits' own times
+            total = sum(r["fit_s"] + r["predict_s"] for r in rows if r["model"] in ("crf", "clf_mm"))
+            total += sum(r["psi_learning_s"] + r["predict_s"] for r in rows if r["model"] in ENERGY_MODELS)
             text = markdown(summarize(rows, list(PAPER)), fold_ids, total)
             text = text.replace("Whole run:", "Fit + predict time of all rows:")
-        out.with_suffix(".md").write_text(text)
+        write_text(out.with_suffix(".md"), text)
         plot(rows, out.with_suffix(".png"))
         print(text)
+        finish()
         return rows
 
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
@@ -573,9 +576,8 @@ def main(argv=None):
     if args.append and out.with_suffix(".csv").exists():  # keep the other models' / folds' rows
         kept = [r for r in read_csv(out.with_suffix(".csv"))
                 if not (r["model"] in args.models and r["fold"] in args.folds)]
-        old_md = out.with_suffix(".md").read_text() if out.with_suffix(".md").exists() else ""
-        wall = re.search(r"Whole run: ([0-9.]+) min", old_md)
-        start -= 60 * float(wall.group(1)) if wall else 0.0  # report the total of both runs
+        if out.with_suffix(".json").exists():  # report the total of both runs
+            start -= load_json(out.with_suffix(".json"))["wall_s"]
     all_models = [m for m in PAPER if m in args.models or any(r["model"] == m for r in kept)]
     for k in args.folds:
         print(f"fold {k} ({np.sum(folds == k)} test words)", flush=True)
@@ -584,8 +586,9 @@ def main(argv=None):
         fold_ids = sorted({r["fold"] for r in every})
         out.parent.mkdir(parents=True, exist_ok=True)
         write_csv(every, out.with_suffix(".csv"))
-        out.with_suffix(".md").write_text(markdown(summarize(every, all_models), fold_ids,
-                                                   time.perf_counter() - start))
+        save_json(out.with_suffix(".json"), dict(_setup(), wall_s=time.perf_counter() - start))
+        write_text(out.with_suffix(".md"), markdown(summarize(every, all_models), fold_ids,
+                                                    time.perf_counter() - start))
     if rows:
         plot(every, out.with_suffix(".png"))
     print(out.with_suffix(".md").read_text() if rows else "nothing run")

@@ -43,6 +43,8 @@ from sklearn_struct.oracles.loopy import loopy_bp
 from sklearn_struct.parsing import DependencyParserBP, attachment_score, pruned_link_marginals
 from sklearn_struct.utils.graph import grid_edges
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import (add_report_only, finish, load_json, parse_args, save_figure, save_json,  # noqa: E402
+                         write_text)
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("parsing_table1")
@@ -185,17 +187,45 @@ def summarise(res):
 
 
 def write(results, throughput, args):
-    RESULTS.mkdir(exist_ok=True)
+    """Save the per-sentence csv and the json (everything the tables show), then render from them."""
+    per_sentence = ["language,method,sentence,n_words,link_variables,factors,kept,time_ms,bp_time_ms,bp_iters,"
+                    "max_abs_err_points,prop2_bound"]
+    for lang, res in results.items():
+        for name, rs in res["rows"].items():
+            for i, r in enumerate(rs):
+                per_sentence.append(f"{lang},{name},{i},{r['n']},{r['nodes']},{r['factors']},{r['kept']},"
+                                    f"{1000 * r['time']:.4f},{1000 * r['bp_time']:.4f},{r['iters']},{r['err']:.4f},"
+                                    f"{r['bound']:.5g}")
+    write_text(RESULTS / "parsing_table1_sentences.csv", "\n".join(per_sentence) + "\n")
+    slim = {lang: {k: v for k, v in res.items() if k != "rows"} | {"table": summarise(res), "full_bp": _full_bp(res)}
+            for lang, res in results.items()}
+    slim["setup"] = dict(machine=platform.machine(), cpu_count=os.cpu_count(), epochs=args.epochs,
+                         ising_msgs_per_s=throughput)
+    write_text(RESULTS / "parsing_table1.json", json.dumps(slim, indent=1, default=float))
+    report(load_json(RESULTS / "parsing_table1.json"))
+
+
+def _full_bp(res):
+    full = res["rows"]["BP"]
+    return dict(msgs_per_s=sum(r["msgs"] for r in full) / sum(r["bp_time"] for r in full),
+                mean_factors=float(np.mean([r["factors"] for r in full])),
+                mean_nodes=float(np.mean([r["nodes"] for r in full])))
+
+
+def report(saved):
+    """The md, the summary csv and the figure from the saved json and per-sentence csv."""
+    setup = saved["setup"]
+    results = {lang: res for lang, res in saved.items() if lang != "setup"}
     lines = ["# Pruned BP, Table 1 (second-order dependency parsing)", "",
-             f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other jobs; one thread. "
-             f"Training: {args.epochs} epochs of averaged SGD on full-BP marginals, on the dev part; test on the "
+             f"Machine: {setup['machine']}, {setup['cpu_count']} cores shared with other jobs; one thread. "
+             f"Training: {setup['epochs']} epochs of averaged SGD on full-BP marginals, on the dev part; test on the "
              "test part (UD; the paper used the CoNLL 2007 data, so absolute numbers differ). T = total inference "
              "time over the test set in ms (seed + gains + selection + BP; the paper's T is per its own corpus); "
              "E in percentage points; A = UAS over all words. Models trained on 85% of the dev part, parameters "
              f"tuned on the other 15% (UAS within {UAS_SLACK} of full BP there, fewest factors).", ""]
     csv = ["language,method,F,T_ms,E,A,speedup,mean_iters,mean_bound,paper_F,paper_T,paper_E,paper_A"]
     for lang, res in results.items():
-        tab = summarise(res)
+        tab = res["table"]
         cfg = res["config"]
         model = ("non-projective" if not cfg["projective"] else "projective") + " + grandparents" + (
             " + siblings" if cfg["siblings"] else "")
@@ -219,30 +249,29 @@ def write(results, throughput, args):
                   f"Goal: MinJoint >= {GOAL_SPEEDUP[lang]:.0f}x faster than full BP with UAS within {UAS_SLACK}: "
                   f"measured {mj['speedup']:.2f}x, UAS {mj['A']:.2f} vs {tab['BP']['A']:.2f} -> "
                   f"{'met' if met else 'NOT met'}.", ""]
-        full = res["rows"]["BP"]
-        msgs = sum(r["msgs"] for r in full)
-        bp_t = sum(r["bp_time"] for r in full)
-        lines.append(f"Full-BP throughput: {msgs / bp_t / 1e6:.1f} M messages/s "
-                     f"(Ising 64x64 loopy BP in the same process: {throughput / 1e6:.1f} M messages/s); "
-                     f"{np.mean([r['factors'] for r in full]):.0f} pairwise factors and "
-                     f"{np.mean([r['nodes'] for r in full]):.0f} link variables per sentence on average.")
+        full = res["full_bp"]
+        lines.append(f"Full-BP throughput: {full['msgs_per_s'] / 1e6:.1f} M messages/s "
+                     f"(Ising 64x64 loopy BP in the same process: {setup['ising_msgs_per_s'] / 1e6:.1f} M messages/s); "
+                     f"{full['mean_factors']:.0f} pairwise factors and "
+                     f"{full['mean_nodes']:.0f} link variables per sentence on average.")
         lines.append("")
-    (RESULTS / "parsing_table1.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "parsing_table1.csv").write_text("\n".join(csv) + "\n")
-    per_sentence = ["language,method,sentence,n_words,link_variables,factors,kept,time_ms,bp_time_ms,bp_iters,"
-                    "max_abs_err_points,prop2_bound"]
-    for lang, res in results.items():
-        for name, rs in res["rows"].items():
-            for i, r in enumerate(rs):
-                per_sentence.append(f"{lang},{name},{i},{r['n']},{r['nodes']},{r['factors']},{r['kept']},"
-                                    f"{1000 * r['time']:.4f},{1000 * r['bp_time']:.4f},{r['iters']},{r['err']:.4f},"
-                                    f"{r['bound']:.5g}")
-    (RESULTS / "parsing_table1_sentences.csv").write_text("\n".join(per_sentence) + "\n")
-    slim = {lang: {k: v for k, v in res.items() if k != "rows"} | {"table": summarise(res)}
-            for lang, res in results.items()}
-    (RESULTS / "parsing_table1.json").write_text(json.dumps(slim, indent=1, default=float))
-    plot(results)
+    write_text(RESULTS / "parsing_table1.md", "\n".join(lines) + "\n")
+    write_text(RESULTS / "parsing_table1.csv", "\n".join(csv) + "\n")
+    plot(_sentence_rows(results))
     print("\n".join(lines))
+
+
+def _sentence_rows(languages):
+    """``{language: {method: [row, ...]}}`` read back from parsing_table1_sentences.csv (the figure's data)."""
+    import csv
+
+    out = {lang: {} for lang in languages}
+    with open(RESULTS / "parsing_table1_sentences.csv") as fh:
+        for r in csv.DictReader(fh):
+            out[r["language"]].setdefault(r["method"], []).append(dict(
+                n=int(r["n_words"]), nodes=int(r["link_variables"]), kept=int(r["kept"]),
+                time=float(r["time_ms"]) / 1000, err=float(r["max_abs_err_points"])))
+    return {lang: {"rows": rows} for lang, rows in out.items()}
 
 
 def plot(results):
@@ -288,14 +317,18 @@ def plot(results):
         axes[row, 1].legend(fontsize=7)
         ax.set_title(f"{lang}: speed-up and error vs length")
     fig.tight_layout()
-    fig.savefig(RESULTS / "parsing_table1.png", dpi=90)
+    save_figure(fig, RESULTS / "parsing_table1.png", dpi=90)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--languages", nargs="+", default=["dutch", "italian", "english"])
-    args = ap.parse_args()
+    add_report_only(ap)
+    args = parse_args(ap)
+    if args.report_only:
+        report(load_json(RESULTS / "parsing_table1.json"))
+        return finish()
     results = {}
     for lang in args.languages:
         results[lang] = run_language(lang, args.epochs, lambda s: print(s, flush=True))

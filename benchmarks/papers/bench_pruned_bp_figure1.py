@@ -34,6 +34,8 @@ import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import (add_report_only, finish, load_json, load_saved, parse_args, save_figure,  # noqa: E402
+                         save_json, write_text)
 from _lib.results import results_dir  # noqa: E402
 from _lib.internals import make_ising_grid  # noqa: E402
 from sklearn_struct.oracles.loopy import loopy_bp, seed_gains, trw_edge_probabilities
@@ -163,7 +165,11 @@ def best_within_goal(rows):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--n-noisy", type=int, default=50, help="noisy images per shape (the paper: 50)")
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
+    if args.report_only:
+        write_results(**load_saved(RESULTS / "pruned_bp_figure1.json"))
+        return finish()
     numba.set_num_threads(1)
     images, _ = make_ising_grid(n_noisy=args.n_noisy, shape=(64, 64), random_state=0)
     edges = grid_edges((64, 64))
@@ -177,7 +183,10 @@ def main():
     trw_sweep, trw_full = gamma_sweep(images, edges, TRW_VARIANTS, GAMMAS_TRW, "trw")
     throughput = kernel_throughput()
     print(f"benchmark time {time.perf_counter() - start:.0f} s")
-    write_results(rows, bp_sweep, trw_sweep, bp_full, trw_full, throughput, params, args.n_noisy)
+    save_json(RESULTS / "pruned_bp_figure1.json", dict(
+        rows=rows, bp_sweep=bp_sweep, trw_sweep=trw_sweep, bp_full=bp_full, trw_full=trw_full, throughput=throughput,
+        params=params, n_noisy=args.n_noisy, machine=platform.machine(), cpu_count=os.cpu_count()))
+    write_results(**load_json(RESULTS / "pruned_bp_figure1.json"))
 
 
 # --------------------------------------------------------------------------------------
@@ -218,20 +227,20 @@ def plot(rows, bp_sweep, trw_sweep):
         ax.set_yticks([1, 2, 4, 8])
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(RESULTS / "pruned_bp_figure1.png", dpi=90)
+    save_figure(fig, RESULTS / "pruned_bp_figure1.png", dpi=90)
 
 
 def write_csv(rows, bp_sweep, trw_sweep):
-    with open(RESULTS / "pruned_bp_figure1.csv", "w") as fh:
-        fh.write("section,inference,dropped,rho,objective,alpha,gamma,kept_fraction,mean_abs_err,max_abs_err,"
-                 "speedup,pruned_ms,full_ms\n")
-        for r in rows:
-            fh.write(f"figure1,bp,drop,-,{r['objective']},{r['alpha']:g},,{r['kept']:.4f},{r['mae']:.5f},"
-                     f"{r['max_err']:.4f},{r['speedup']:.3f},{r['time_ms']:.3f},{r['full_ms']:.3f}\n")
-        for r in bp_sweep + trw_sweep:
-            fh.write(f"gamma_sweep,{r['inference']},{r['dropped']},{r['rho']},min_joint,5,{r['gamma']:g},"
-                     f"{r['kept']:.4f},{r['mae']:.5f},{r['max_err']:.4f},{r['speedup']:.3f},{r['time_ms']:.3f},"
-                     f"{r['full_ms']:.3f}\n")
+    out = ["section,inference,dropped,rho,objective,alpha,gamma,kept_fraction,mean_abs_err,max_abs_err,"
+           "speedup,pruned_ms,full_ms\n"]
+    for r in rows:
+        out.append(f"figure1,bp,drop,-,{r['objective']},{r['alpha']:g},,{r['kept']:.4f},{r['mae']:.5f},"
+                   f"{r['max_err']:.4f},{r['speedup']:.3f},{r['time_ms']:.3f},{r['full_ms']:.3f}\n")
+    for r in bp_sweep + trw_sweep:
+        out.append(f"gamma_sweep,{r['inference']},{r['dropped']},{r['rho']},min_joint,5,{r['gamma']:g},"
+                   f"{r['kept']:.4f},{r['mae']:.5f},{r['max_err']:.4f},{r['speedup']:.3f},{r['time_ms']:.3f},"
+                   f"{r['full_ms']:.3f}\n")
+    write_text(RESULTS / "pruned_bp_figure1.csv", "".join(out))
 
 
 def sweep_table(sweep, gammas):
@@ -264,8 +273,8 @@ def goal_line(name, rows):
     return f"| {name} ({kind}) | {text} | {'**yes**' if met else 'no'} |"
 
 
-def write_results(rows, bp_sweep, trw_sweep, bp_full, trw_full, throughput, params, n_noisy):
-    RESULTS.mkdir(exist_ok=True)
+def write_results(rows, bp_sweep, trw_sweep, bp_full, trw_full, throughput, params, n_noisy, machine, cpu_count):
+    """The md, csv and figure from the saved json (the arguments are its keys)."""
     plot(rows, bp_sweep, trw_sweep)
     write_csv(rows, bp_sweep, trw_sweep)
     at5 = {r["objective"]: r for r in rows if r["alpha"] == 5.0}
@@ -276,7 +285,7 @@ def write_results(rows, bp_sweep, trw_sweep, bp_full, trw_full, throughput, para
     lines = [
         "# Pruned BP, Figure 1 (64x64 Ising denoising)",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other jobs; numba threads 1; "
+        f"Machine: {machine}, {cpu_count} cores shared with other jobs; numba threads 1; "
         f"best of {REPEATS} runs, full and pruned timed back to back per image. Data: "
         f"make_ising_grid(n_noisy={n_noisy}, noise=0.6), i.e. {4 * n_noisy} images (the paper: 4 x 50). "
         f"Both sides: {BP}. Times include input checks, seed, gains, selection and (absorb) folding.",
@@ -344,7 +353,7 @@ def write_results(rows, bp_sweep, trw_sweep, bp_full, trw_full, throughput, para
                                   for n in met)
             if met else "not met by any configuration (neither the paper's method nor the extension)") + ".**",
     ]
-    (RESULTS / "pruned_bp_figure1.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "pruned_bp_figure1.md", "\n".join(lines) + "\n")
     print("\n".join(lines[-(len(variants) + 6):]))
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import (add_report_only, finish, load_json, load_saved, parse_args, save_json,  # noqa: E402
+                         write_text)
 from _lib.results import results_dir  # noqa: E402
 from _lib.internals import make_ising_grid  # noqa: E402
 from sklearn_struct.oracles.loopy import loopy_bp, seed_gains, trw_edge_probabilities
@@ -49,7 +51,11 @@ def pruned_trw(unary, edges, gamma, method, dropped):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-noisy", type=int, default=5)
-    args = ap.parse_args()
+    add_report_only(ap)
+    args = parse_args(ap)
+    if args.report_only:
+        report(load_saved(RESULTS / "pruned_bp_trw_rho.json"))
+        return finish()
     images, _ = make_ising_grid(n_noisy=args.n_noisy, noise=0.6, random_state=0)
     edges = grid_edges(images.shape[1:])
     n = images[0].size
@@ -70,9 +76,20 @@ def main():
                     marg = res.node_marginals if res is not None else None
                     err = np.abs(marg[:, 1] - full.node_marginals[:, 1]).mean() if marg is not None else np.nan
                     conv = res.converged if res is not None else True
-                    stats.setdefault((g, dropped, method), []).append((kept.mean(), err, t_full / t, conv))
+                    stats.setdefault((g, dropped, method), []).append(
+                        [float(kept.mean()), float(err), t_full / t, bool(conv)])
+    save_json(RESULTS / "pruned_bp_trw_rho.json", dict(
+        n_noisy=args.n_noisy, n_images=len(images),
+        cells=[dict(gamma=g, dropped=d, method=m, per_image=v) for (g, d, m), v in stats.items()]))
+    report(load_json(RESULTS / "pruned_bp_trw_rho.json"))
+
+
+def report(saved):
+    """The table from the saved json: per (gamma, dropped, rho method), per image [kept, err, speed-up, converged]."""
+    stats = {(c["gamma"], c["dropped"], c["method"]): c["per_image"] for c in saved["cells"]}
     lines = ["# Figure 1 TRW rows: old vs new default rho on the pruned graphs (same process)", "",
-             f"make_ising_grid(n_noisy={args.n_noisy}, noise=0.6): {len(images)} images of 64x64, alpha = 5, MinJoint; "
+             f"make_ising_grid(n_noisy={saved['n_noisy']}, noise=0.6): {saved['n_images']} images of 64x64, "
+             "alpha = 5, MinJoint; "
              "errors = mean |marginal error| against full-grid TRW (grid rho 4095/8064); speed-up = full-grid TRW "
              "time / pruned time (seed, gains, selection, rho and TRW), one run each on a shared 2-core machine. "
              "old = (n_c - 1)/|E_c| per component (the previous default, invalid on cycles with dangling paths); "
@@ -90,8 +107,7 @@ def main():
         conv = [np.mean([s[3] for s in stats[g, d, m]]) for m in ("uniform", "auto") for d in ("drop", "absorb")]
         cells.append(f"{min(conv[0], conv[1]):.0%} / {min(conv[2], conv[3]):.0%}")
         lines.append("| " + " | ".join(cells) + " |")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "pruned_bp_trw_rho.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "pruned_bp_trw_rho.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

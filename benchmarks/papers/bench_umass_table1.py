@@ -90,6 +90,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib import citations as bc  # noqa: E402
+from _lib.report import add_report_only, finish, parse_args, save_figure, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.umass import paper_protocol as pp  # noqa: E402
 from _lib.umass.protocol import (C2_GRID, CAPS, cross_fitted, FAMILY_FIXED, FAMILY_GRID,  # noqa: E402
@@ -305,7 +306,7 @@ def report(out, grobid):
     L += ["Script: `benchmarks/papers/bench_umass_table1.py`; numbers: `umass_table1.json`. What limits the learned "
           "family (oracle ceilings, the perceptron, the sampled gate, a selector, new candidate kinds, name lexicons, "
           "segment errors): the studies `benchmarks/studies/bench_umass_*.py`."]
-    (RESULTS / "umass_table1.md").write_text("\n".join(L) + "\n")
+    write_text(RESULTS / "umass_table1.md", "\n".join(L) + "\n")
     print("\n".join(L))
     plot(out)
 
@@ -360,7 +361,7 @@ def plot(out):
     ax[1].set_ylabel("test references")
     ax[1].set_title("Figure 2 (UMass): iterations to converge")
     fig.tight_layout()
-    fig.savefig(RESULTS / "umass_table1.png", dpi=100)
+    save_figure(fig, RESULTS / "umass_table1.png", dpi=100)
 
 
 def main():
@@ -372,9 +373,8 @@ def main():
                         "stop instead of bench_citations' cap (umass_table1_grobid[_perceptron]_converged.json)")
     parser.add_argument("--paper-protocol", action="store_true", help="after the main run: the paper's protocol, "
                         "psi (and theta) by Algorithm 3 on dev, settings by CV inside dev (umass_table1_paper.json)")
-    parser.add_argument("--report-only", action="store_true", help="rewrite the tables and figure from the saved "
-                        "results")
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
     numba.set_num_threads(1)
     path, gpath = RESULTS / "umass_table1.json", RESULTS / "umass_table1_grobid.json"
     start = time.perf_counter()
@@ -417,3 +417,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    finish()  # with --report-only --check: exit 1 if a table would change

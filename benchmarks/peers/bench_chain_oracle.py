@@ -26,6 +26,7 @@ import numpy as np
 from sklearn_struct.oracles.chain import forward_backward, viterbi
 from sklearn_struct.utils import lengths_to_offsets
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, load_json, load_saved, report_only_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("chain_oracle")
@@ -117,13 +118,22 @@ def main():
     t_np, (lz_np, node_np, counts_np) = best_of(lambda: numpy_forward_backward(unary, trans, offsets), 3)
     t_vit, _ = best_of(lambda: viterbi(unary, trans, offsets), 10)
     err = max(np.abs(lz - lz_np).max(), np.abs(node - node_np).max(), np.abs(counts - counts_np).max() / n_tok)
+    save_json(RESULTS / "chain_oracle.json", dict(
+        machine=platform.processor() or platform.machine(), cpu_count=os.cpu_count(), threads=numba.get_num_threads(),
+        source=source, n_sequences=len(lengths), n_tokens=n_tok, n_labels=N_LABELS, ours_s=t_ours, numpy_s=t_np,
+        viterbi_s=t_vit, max_abs_diff=float(err)))
+    report(load_json(RESULTS / "chain_oracle.json"))
 
-    L = N_LABELS
+
+def report(saved):
+    """The table from the saved json (seconds are best-of times)."""
+    L, n_tok, t_ours, t_np = saved["n_labels"], saved["n_tokens"], saved["ours_s"], saved["numpy_s"]
+    t_vit, err = saved["viterbi_s"], saved["max_abs_diff"]
     flops = n_tok * 3 * 2 * L * L  # forward, backward, edge counts: L^2 multiply-adds each
-    pp_bytes = (n_tok - len(lengths)) * L * L * 8
+    pp_bytes = (n_tok - saved["n_sequences"]) * L * L * 8
     rows = [
-        ("sequences / tokens / labels", f"{len(lengths)} / {n_tok} / {L} (lengths: {source})"),
-        ("numba threads", str(numba.get_num_threads())),
+        ("sequences / tokens / labels", f"{saved['n_sequences']} / {n_tok} / {L} (lengths: {saved['source']})"),
+        ("numba threads", str(saved["threads"])),
         ("ours: forward-backward (log Z, node marginals, summed edge counts)", f"{t_ours * 1e3:.1f} ms"),
         ("NumPy batched BLAS, same outputs", f"{t_np * 1e3:.1f} ms"),
         ("speed-up over NumPy", f"{t_np / t_ours:.1f}x"),
@@ -134,11 +144,15 @@ def main():
         ("target: whole batch < 0.1 s on 2 cores", "met" if t_ours < 0.1 else "NOT met"),
     ]
     table = "| measure | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
-    header = f"# Chain forward-backward, CoNLL-2000 size\n\nMachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores. Best of 10 (ours) / 3 (NumPy) runs.\n\n"
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "chain_oracle.md").write_text(header + table + "\n")
+    header = (f"# Chain forward-backward, CoNLL-2000 size\n\nMachine: {saved['machine']}, {saved['cpu_count']} cores. "
+              "Best of 10 (ours) / 3 (NumPy) runs.\n\n")
+    write_text(RESULTS / "chain_oracle.md", header + table + "\n")
     print(header + table)
 
 
 if __name__ == "__main__":
-    main()
+    if report_only_args(description=__doc__.split("\n")[0]).report_only:
+        report(load_saved(RESULTS / "chain_oracle.json"))
+        finish()
+    else:
+        main()

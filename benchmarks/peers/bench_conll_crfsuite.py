@@ -28,6 +28,7 @@ from sklearn_struct.datasets import load_conll2000
 from sklearn_struct.metrics import chunk_f1_score, token_accuracy
 from sklearn_struct.preprocessing import WindowFeaturizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, load_json, load_saved, report_only_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("conll_crfsuite")
@@ -86,14 +87,26 @@ def main():
         (f"sklearn_struct NonLocalCRF ({n_iter} iterations, {n_threads} numba threads)", pred_us, fit_us, predict_us),
         (f"sklearn_struct NonLocalCRF ({n_iter} iterations, 1 numba thread)", pred_1t, fit_1t, predict_1t),
     ]:
-        rows.append((name, 100 * chunk_f1_score(y_test, pred), 100 * token_accuracy(y_test, pred), fit_s, pred_s))
-    (_, f1_cs, _, _, _), (_, f1_us, _, _, _), _ = rows
+        rows.append(dict(model=name, f1=100 * chunk_f1_score(y_test, pred), accuracy=100 * token_accuracy(y_test, pred),
+                         fit_s=fit_s, predict_s=pred_s))
+    save_json(RESULTS / "conll_crfsuite.json", dict(
+        machine=platform.machine(), cpu_count=os.cpu_count(), n_attributes=X_train[0].shape[1], featurise_s=feat_s,
+        c2=C2, n_train=len(y_train), n_test=len(y_test), rows=rows))
+    report(load_json(RESULTS / "conll_crfsuite.json"))
+
+
+def report(saved):
+    """The table from the saved json (rows: crfsuite, ours with all numba threads, ours with one)."""
+    rows = [(r["model"], r["f1"], r["accuracy"], r["fit_s"], r["predict_s"]) for r in saved["rows"]]
+    (_, f1_cs, _, fit_cs, _), (_, f1_us, _, fit_us, _), (_, _, _, fit_1t, _) = rows
     lines = [
         "# CoNLL-2000 chunking: NonLocalCRF (base CRF) vs sklearn-crfsuite",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores; same features for both "
-        f"({X_train[0].shape[1]} attributes, featurised in {feat_s:.1f} s, not counted); c2={C2}, "
-        f"L-BFGS to CRFsuite's stopping rule (delta 1e-5 over 10 iterations) on both sides; train {len(y_train)} / test {len(y_test)} sentences.",
+        f"Machine: {saved['machine']}, {saved['cpu_count']} cores; same features for both "
+        f"({saved['n_attributes']} attributes, featurised in {saved['featurise_s']:.1f} s, not counted); "
+        f"c2={saved['c2']}, "
+        f"L-BFGS to CRFsuite's stopping rule (delta 1e-5 over 10 iterations) on both sides; "
+        f"train {saved['n_train']} / test {saved['n_test']} sentences.",
         "",
         "| model | chunk F1 | token accuracy | fit s | predict s |",
         "|---|---|---|---|---|",
@@ -107,10 +120,13 @@ def main():
         "Reference in ../shared/data/README.md, same machine type: crfsuite fit 28.8 s, F1 93.51, accuracy 95.82.",
     ]
     text = "\n".join(lines) + "\n"
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "conll_crfsuite.md").write_text(text)
+    write_text(RESULTS / "conll_crfsuite.md", text)
     print(text)
 
 
 if __name__ == "__main__":
-    main()
+    if report_only_args(description=__doc__.split("\n")[0]).report_only:
+        report(load_saved(RESULTS / "conll_crfsuite.json"))
+        finish()
+    else:
+        main()

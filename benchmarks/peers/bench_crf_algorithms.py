@@ -16,6 +16,7 @@ Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/peers/bench_crf_algo
 only these rows of ``RUNS``, into ``crf_algorithms_rows_0_3.md`` etc.).
 """
 
+import argparse
 import sys
 import time
 import warnings
@@ -30,6 +31,7 @@ from sklearn_struct.datasets import load_conll2000
 from sklearn_struct.metrics import chunk_f1_score, token_accuracy
 from sklearn_struct.preprocessing import SequenceVectorizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import add_report_only, finish, load_json, load_saved, parse_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.crf_tutorial import sent2features  # noqa: E402
 
@@ -85,6 +87,24 @@ def main(quick=False, rows=None):
     numba.set_num_threads(1)
     for algorithm in ("lbfgs", "l2sgd", "ap", "pa", "arow"):  # compile outside the timings
         ChainCRF(algorithm=algorithm, c1=0.1, max_iter=2).fit(X_train[:30], y_train[:30]).predict(X_test[:5])
+    measured = []
+    for name, algorithm, settings in [RUNS[i] for i in rows] if rows else RUNS:
+        cs = run_crfsuite(algorithm, settings, train_dicts, y_train, test_dicts)
+        us = run_ours(algorithm, settings, X_train, y_train, X_test)
+        for side, (pred, fit_s, n_iter, status) in (("crfsuite", cs), ("ours", us)):
+            measured.append(dict(algorithm=name, side=side, fit_cpu_s=fit_s[0], fit_wall_s=fit_s[1],
+                                 crfsuite_cpu_s=cs[1][0], n_iter=n_iter, accuracy=100 * token_accuracy(y_test, pred),
+                                 f1=100 * chunk_f1_score(y_test, pred), status=status))
+            print(measured[-1], flush=True)
+    suffix = ("_quick" if quick else "") + ("_rows_" + "_".join(map(str, rows)) if rows else "")
+    save_json(RESULTS / f"crf_algorithms{suffix}.json", dict(n_train=n_train, rows=measured))
+    report(RESULTS / f"crf_algorithms{suffix}.json")
+
+
+def report(path):
+    """The md beside the saved json ``path`` (one run: all algorithms, ``--quick`` or ``--rows``)."""
+    saved = load_json(path)
+    n_train = saved["n_train"]
     lines = [
         f"# CoNLL-2000: CRFsuite's training algorithms, ChainCRF vs sklearn-crfsuite ({n_train} training sentences)",
         "",
@@ -94,22 +114,25 @@ def main(quick=False, rows=None):
         "| algorithm | side | fit CPU s (wall s) | ratio ours/crfsuite (CPU) | iterations | token acc | chunk F1 | status |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for name, algorithm, settings in [RUNS[i] for i in rows] if rows else RUNS:
-        cs = run_crfsuite(algorithm, settings, train_dicts, y_train, test_dicts)
-        us = run_ours(algorithm, settings, X_train, y_train, X_test)
-        for side, (pred, fit_s, n_iter, status) in (("crfsuite", cs), ("ours", us)):
-            ratio = f"**{us[1][0] / cs[1][0]:.2f}**" if side == "ours" else ""
-            lines.append(f"| {name} | {side} | {fit_s[0]:.1f} ({fit_s[1]:.1f}) | {ratio} | {n_iter} | "
-                         f"{100 * token_accuracy(y_test, pred):.2f} | {100 * chunk_f1_score(y_test, pred):.2f} | "
-                         f"{status} |")
-        print(lines[-2], lines[-1], sep="\n", flush=True)
-    RESULTS.mkdir(exist_ok=True)
-    suffix = ("_quick" if quick else "") + ("_rows_" + "_".join(map(str, rows)) if rows else "")
-    out = RESULTS / f"crf_algorithms{suffix}.md"
-    out.write_text("\n".join(lines) + "\n")
+    for r in saved["rows"]:
+        ratio = f"**{r['fit_cpu_s'] / r['crfsuite_cpu_s']:.2f}**" if r["side"] == "ours" else ""
+        lines.append(f"| {r['algorithm']} | {r['side']} | {r['fit_cpu_s']:.1f} ({r['fit_wall_s']:.1f}) | {ratio} | "
+                     f"{r['n_iter']} | {r['accuracy']:.2f} | {r['f1']:.2f} | {r['status']} |")
+    out = path.with_suffix(".md")
+    write_text(out, "\n".join(lines) + "\n")
     print(f"wrote {out}")
 
 
 if __name__ == "__main__":
-    rows = [int(r) for r in sys.argv[sys.argv.index("--rows") + 1].split(",")] if "--rows" in sys.argv else None
-    main(quick="--quick" in sys.argv, rows=rows)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2000 training sentences")
+    parser.add_argument("--rows", type=lambda v: [int(r) for r in v.split(",")], help="only these RUNS, e.g. 3,4,5")
+    add_report_only(parser)
+    args = parse_args(parser)
+    if args.report_only:  # every saved run's md (tables written before the json was saved need a rerun)
+        for table in sorted(RESULTS.glob("crf_algorithms*.md")):
+            load_saved(table.with_suffix(".json"))  # exits when a table predates its json
+            report(table.with_suffix(".json"))
+        finish()
+    else:
+        main(quick=args.quick, rows=args.rows)

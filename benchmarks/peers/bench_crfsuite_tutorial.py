@@ -15,6 +15,7 @@ most 0.5x crfsuite's time.
 Run: ``SKLEARN_STRUCT_DATA=../shared/data nice -n 10 python benchmarks/peers/bench_crfsuite_tutorial.py``.
 """
 
+import argparse
 import json
 import platform
 import sys
@@ -34,6 +35,8 @@ from sklearn_struct.datasets import load_conll2000
 from sklearn_struct.metrics import chunk_f1_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import (add_report_only, finish, load_json, parse_args, save_figure, save_json,  # noqa: E402
+                         write_text)
 from _lib.results import results_dir  # noqa: E402
 from _lib.crf_tutorial import (tutorial_sent2features as sent2features, tutorial_sent2labels as sent2labels)  # noqa: E402  (the tutorial's feature code)
 
@@ -137,13 +140,13 @@ def main(stages=("tutorial", "sparsity", "search")):
 def save(out):
     """Write what is measured so far (the search, the longest part, comes last)."""
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "crfsuite_tutorial.json").write_text(json.dumps(out, indent=1))
-    report(out)
+    save_json(RESULTS / "crfsuite_tutorial.json", out)
+    report(load_json(RESULTS / "crfsuite_tutorial.json"))
 
 
 def report(out):
-    """The table (and figure) from the measured results, e.g. the saved json (``--report``: no fitting)."""
-    (RESULTS / "crfsuite_tutorial.md").write_text(markdown(out))
+    """The table (and figure) from the saved json."""
+    write_text(RESULTS / "crfsuite_tutorial.md", markdown(out))
     if len(out["sparsity"]) == 2:
         plot(out, RESULTS / "crfsuite_tutorial.png")
 
@@ -217,13 +220,17 @@ def plot(out, path):
     ax.set_title("CoNLL-2000, tutorial features: sparsity from L1")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
 
 
 if __name__ == "__main__":
-    if "--report" in sys.argv:  # rewrite the table and figure from the saved json, no fitting
-        report(json.loads((RESULTS / "crfsuite_tutorial.json").read_text()))
-        sys.exit()
-    # e.g. `--stages search` runs the search alone and adds it to the saved results
-    main(sys.argv[sys.argv.index("--stages") + 1].split(",") if "--stages" in sys.argv else
-         ("tutorial", "sparsity", "search"))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--stages", type=lambda v: v.split(","), default=("tutorial", "sparsity", "search"),
+                        help="e.g. `search`: run the search alone and add it to the saved results")
+    add_report_only(parser)
+    args = parse_args(parser)
+    if args.report_only:
+        report(load_json(RESULTS / "crfsuite_tutorial.json"))
+        finish()
+    else:
+        main(args.stages)

@@ -34,6 +34,8 @@ from sklearn_struct.datasets import make_ising_grid
 from sklearn_struct.oracles.loopy import loopy_bp
 from sklearn_struct.utils.graph import grid_edges
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import (finish, load_json, load_saved, report_only_args, save_figure, save_json,  # noqa: E402
+                         write_text)
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("loopy_vs_pgmpy")
@@ -153,7 +155,10 @@ def main():
     results = {}
     for tree, sizes in ((False, SIZES), (True, TREE_SIZES)):
         results[tree] = compare(sizes, tree, have_pgmpy)
-    write_results(results, pgmpy_version)
+    save_json(RESULTS / "loopy_vs_pgmpy.json", dict(
+        machine=platform.machine(), cpu_count=os.cpu_count(), pgmpy_version=pgmpy_version,
+        grids=dict(zip(("rows", "largest"), results[False])), trees=dict(zip(("rows", "largest"), results[True]))))
+    write_results(load_json(RESULTS / "loopy_vs_pgmpy.json"))
 
 
 def compare(sizes, tree, have_pgmpy):
@@ -216,17 +221,20 @@ def _plot(results):
     ax.set_title("Ising model, alpha = 5")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(RESULTS / "loopy_vs_pgmpy.png", dpi=90)
+    save_figure(fig, RESULTS / "loopy_vs_pgmpy.png", dpi=90)
 
 
-def write_results(results, pgmpy_version):
-    RESULTS.mkdir(exist_ok=True)
+def write_results(saved):
+    """The md and the figure from the saved json."""
+    pgmpy_version = saved["pgmpy_version"]
+    results = {False: (saved["grids"]["rows"], saved["grids"]["largest"]),
+               True: (saved["trees"]["rows"], saved["trees"]["largest"])}
     grid_rows, largest = results[False]
     tree_rows, largest_tree = results[True]
     lines = [
         "# Our loopy BP vs pgmpy BeliefPropagation (Ising model, alpha = 5)",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared), numba threads: 1. "
+        f"Machine: {saved['machine']}, {saved['cpu_count']} cores (shared), numba threads: 1. "
         f"pgmpy {pgmpy_version or 'not installed'}: BeliefPropagation = junction-tree calibration (exact); "
         "pgmpy has no loopy BP for Markov networks. Ours: sequential loopy BP, tol 1e-8, best of 5. "
         f"pgmpy: one run per size in a child process, limit {TIME_LIMIT:.0f} s (model building + "
@@ -246,10 +254,14 @@ def write_results(results, pgmpy_version):
         lines += ["", f"Largest tree pgmpy finished within {TIME_LIMIT:.0f} s: {at['nodes']} nodes; there ours "
                   f"is {at['pgmpy_s'] / at['ours_s']:.0f}x faster, with marginals equal to "
                   f"{at['max_diff']:.0e} (both algorithms are exact on trees)."]
-    (RESULTS / "loopy_vs_pgmpy.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "loopy_vs_pgmpy.md", "\n".join(lines) + "\n")
     _plot(results)
     print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    main()
+    if report_only_args(description=__doc__.split("\n")[0]).report_only:
+        write_results(load_saved(RESULTS / "loopy_vs_pgmpy.json"))
+        finish()
+    else:
+        main()

@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import add_report_only, finish, load_json, parse_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("cold_start")
@@ -224,7 +225,11 @@ def profile_lines(kernels, top=25):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=1, help="cold/warm pairs per estimator (median kept)")
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
+    if args.report_only:
+        report(load_json(RESULTS / "cold_start.json"))
+        return finish()
     import sklearn_struct
 
     load = os.getloadavg()[0]
@@ -253,16 +258,22 @@ def main():
         print(rows[-1], flush=True)
     tour = tour_rows(args.repeats)
     print(tour, flush=True)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "cold_start.json").write_text(json.dumps({"estimators": rows, "tour": tour}, indent=1))
+    save_json(RESULTS / "cold_start.json", {"estimators": rows, "tour": tour, "setup": dict(
+        cpu_count=os.cpu_count(), repeats=args.repeats, load_average=load)})
+    report(load_json(RESULTS / "cold_start.json"))
+
+
+def report(saved):
+    """The md from the saved json."""
+    rows, tour, setup = saved["estimators"], saved["tour"], saved["setup"]
     lines = ["# Cold start", "",
-             f"Fresh processes on this machine ({os.cpu_count()} cores); median of {args.repeats} run(s). "
+             f"Fresh processes on this machine ({setup['cpu_count']} cores); median of {setup['repeats']} run(s). "
              "Cold: empty numba cache (every kernel compiled, as after a fresh install). Warm: the cache "
              "the cold run left. Goal: cold fit + predict under 5 CPU s for every estimator. CPU seconds "
              "(all threads of the process) grow less with the machine's load than wall seconds do; numba "
              "compiles on one thread. Compiling: CPU seconds inside numba compilations during fit + predict; "
              "the rest of the cold CPU time is the fit itself (and Python). "
-             f"1-min load average at the start: {load:.1f}.", "",
+             f"1-min load average at the start: {setup['load_average']:.1f}.", "",
              "| estimator | import: CPU s | first fit + predict, cold cache: CPU s | of which compiling "
              "| of which fitting | same, wall s | warm cache: wall s | goal < 5 CPU s |",
              "|---|---|---|---|---|---|---|---|"]
@@ -290,7 +301,7 @@ def main():
               "every caller's library, so the cost follows the size of the code each model runs and the depth "
               "of its calls. The kernels whose compilation costs most in the cold tour:", ""]
     lines += profile_lines(kernels)
-    (RESULTS / "cold_start.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "cold_start.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

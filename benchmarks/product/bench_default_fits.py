@@ -37,6 +37,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import add_report_only, finish, load_json, parse_args, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("default_fits")
@@ -445,8 +446,17 @@ def merge_rows(old, new_rows, rerun=()):
 
 
 def write(rows, stem, machine=None):
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{stem}.json").write_text(json.dumps({"rows": rows}, indent=1) + "\n")
+    """Save the rows and the machine line, then render the md from the saved json."""
+    machine = machine or (f"Machine: {os.cpu_count()} cores, shared; 1-min load average at the end "
+                          f"{os.getloadavg()[0]:.1f}.")
+    write_text(RESULTS / f"{stem}.json", json.dumps({"rows": rows, "machine": machine}, indent=1) + "\n")
+    report(stem)
+
+
+def report(stem):
+    """``<stem>.md`` from ``<stem>.json`` (its rows and the run's machine line)."""
+    saved = load_json(RESULTS / f"{stem}.json")
+    rows = saved["rows"]
     lines = ["# Default fits on the bundled data sets (`bench_default_fits.py`)", "",
              "Every estimator with default parameters and the data preparation its page asks for, under "
              "`warnings.simplefilter(\"error\")`: 'warnings' is none or the warning that failed the row (the score "
@@ -469,8 +479,8 @@ def write(rows, stem, machine=None):
     n_warn = sum(1 for r in rows if r.get("warnings", "none") != "none" and r.get("status") != "pending")
     n_behind = sum(1 for r in rows if "baseline_score" in r and r["score"] < r["baseline_score"])
     lines += ["", f"{len(rows)} rows: {n_warn} ended in a warning; {n_behind} scored below their baseline.",
-              machine or f"Machine: {os.cpu_count()} cores, shared; 1-min load average at the end {os.getloadavg()[0]:.1f}."]
-    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
+              saved["machine"]]
+    write_text(RESULTS / f"{stem}.md", "\n".join(lines) + "\n")
 
 
 def main(argv=None):
@@ -478,14 +488,11 @@ def main(argv=None):
     parser.add_argument("--only", default="", help="comma-separated estimators: " + ", ".join(ESTIMATORS))
     parser.add_argument("--quick", action="store_true", help="small subsamples (writes default_fits_quick.*)")
     parser.add_argument("--pending", metavar="REASON", help="do not fit: mark the --only estimators' rows pending")
-    parser.add_argument("--report", action="store_true", help="rewrite the table from the saved json, no fitting")
-    args = parser.parse_args(argv)
-    if args.report:
-        stem = "default_fits_quick" if args.quick else "default_fits"
-        saved = (RESULTS / f"{stem}.md").read_text().splitlines()  # the run's machine line is not in the json
-        machine = next((line for line in saved if line.startswith("Machine: ")), None)
-        write(json.loads((RESULTS / f"{stem}.json").read_text())["rows"], stem, machine)
-        return
+    add_report_only(parser)
+    args = parse_args(parser, argv)
+    if args.report_only:
+        report("default_fits_quick" if args.quick else "default_fits")
+        return finish()
     lookup = {k: k for k in ESTIMATORS} | {v[0].lower(): k for k, v in ESTIMATORS.items()}
     chosen = [lookup.get(s.strip().lower()) for s in args.only.split(",") if s.strip()] or list(ESTIMATORS)
     if None in chosen:
@@ -514,7 +521,7 @@ def main(argv=None):
 def _save(stem, done, rerun):
     """Merge this run's rows into the file as it is now (another run may have written other estimators)."""
     path = RESULTS / f"{stem}.json"
-    old = json.loads(path.read_text())["rows"] if path.exists() else []
+    old = load_json(path)["rows"] if path.exists() else []
     write(merge_rows(old, done, rerun), stem)
 
 

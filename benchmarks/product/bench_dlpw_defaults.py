@@ -15,7 +15,6 @@ before the first measurement).
 Run: ``python benchmarks/product/bench_dlpw_defaults.py`` (writes results/dlpw_defaults/dlpw_defaults.{md,json}).
 """
 
-import json
 import sys
 import time
 import warnings
@@ -31,6 +30,7 @@ from sklearn_struct import DLPWClassifier
 from sklearn_struct.datasets import load_scene, load_yeast
 from sklearn_struct.metrics import hamming_loss_multilabel, subset_accuracy
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, load_json, report_only_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("dlpw_defaults")
@@ -68,10 +68,15 @@ def main():
                 rows.append({"set": name, "scaling": scaling, "method": "DLPWClassifier", "C": C, **res,
                              "default": C == DEFAULT_C, "vs_baseline_subset": res["subset"] - base["subset"]})
                 print(rows[-1], flush=True)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "dlpw_defaults.json").write_text(json.dumps({"default_C": DEFAULT_C, "rows": rows}, indent=1))
+    save_json(RESULTS / "dlpw_defaults.json", {"default_C": DEFAULT_C, "rows": rows})
+    report(load_json(RESULTS / "dlpw_defaults.json"))
+
+
+def report(saved):
+    """The md from the saved json."""
+    rows = saved["rows"]
     lines = ["# DLPWClassifier defaults against a default LogisticRegression (yeast, scene; MULAN test splits)", "",
-             f"Default `C = {DEFAULT_C}` (scikit-learn's meaning: it multiplies the summed loss). Every other "
+             f"Default `C = {saved['default_C']}` (scikit-learn's meaning: it multiplies the summed loss). Every other "
              "setting at its default; the baseline is `MultiOutputClassifier(LogisticRegression())` with its "
              "defaults. `*` marks the default C; 'converged' is False where the fit ended in a ConvergenceWarning.",
              "", "| set | X | method | C | subset accuracy ↑ | Hamming loss ↓ | epochs | converged | CPU s |",
@@ -85,9 +90,13 @@ def main():
         if r.get("default"):
             verdict = "at least as good" if r["vs_baseline_subset"] >= 0 else "WORSE"
             lines.append(f"- {r['set']}, {r['scaling']}: {r['vs_baseline_subset']:+.4f} ({verdict})")
-    (RESULTS / "dlpw_defaults.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "dlpw_defaults.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    main()
+    if report_only_args(description=__doc__.split("\n")[0]).report_only:
+        report(load_json(RESULTS / "dlpw_defaults.json"))
+        finish()
+    else:
+        main()

@@ -12,7 +12,6 @@ A ConvergenceWarning is recorded, not raised. Writes ``results/gp_struct_default
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/product/bench_gp_struct_default_fit.py
 """
 
-import json
 import os
 import sys
 import time
@@ -26,6 +25,7 @@ from sklearn_struct.datasets import load_crfpp
 from sklearn_struct.preprocessing import CRFppTemplateFeaturizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, load_json, report_only_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("gp_struct_default_fit")
@@ -67,19 +67,30 @@ def main():
     rows = [measure("base NP first 100 sentences -> the rest", first_100()),
             measure("base NP papers' split 0 (150 / 150)", paper_split0())]
     defaults = {k: v for k, v in GPStructClassifier().get_params().items() if k not in ("callback",)}
+    save_json(RESULTS / "gp_struct_default_fit.json", {
+        "defaults": ", ".join(f"{k}={v!r}" for k, v in defaults.items() if k != "random_state"), "rows": rows})
+    report(load_json(RESULTS / "gp_struct_default_fit.json"))
+
+
+def report(saved):
+    """The md from the saved json (``defaults``: the estimator's defaults at run time, as written)."""
+    rows = saved["rows"]
     lines = ["# GPStructClassifier() at its defaults on real base NP", "",
              "`GPStructClassifier(random_state=0)`, nothing else set (defaults: "
-             + ", ".join(f"{k}={v!r}" for k, v in defaults.items() if k != "random_state")
+             + saved["defaults"]
              + "). CPU seconds of this process (single-threaded work, shared machine).", "",
              "| data | train sentences | tokens | fit CPU s | stop_reason_ | n_iter_ | amplitude_ | test error % | warnings |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['data']} | {r['n_train']} | {r['n_tokens']} | {r['fit_cpu_s']:.1f} | {r['stop_reason']} | "
                      f"{r['n_iter']} | {r['amplitude']:g} | {r['error_pct']:.2f} | {len(r['warnings'])} |")
-    (RESULTS / "gp_struct_default_fit.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "gp_struct_default_fit.json").write_text(json.dumps(rows, indent=1))
+    write_text(RESULTS / "gp_struct_default_fit.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    main()
+    if report_only_args(description=__doc__.split("\n")[0]).report_only:
+        report(load_json(RESULTS / "gp_struct_default_fit.json"))
+        finish()
+    else:
+        main()

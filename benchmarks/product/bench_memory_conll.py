@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, load_json, report_only_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("memory_conll")
@@ -78,6 +79,14 @@ def main():
         base = run("baseline", store)
         full = run("featurise+fit", store)
         fit = run("fit only", store)
+    save_json(RESULTS / "memory_conll.json", {"baseline": base, "featurise_fit": full, "fit": fit, "setup": dict(
+        machine=platform.machine(), cpu_count=os.cpu_count(), python=platform.python_version(), c2=C2)}, indent=2)
+    report(load_json(RESULTS / "memory_conll.json"))
+
+
+def report(saved):
+    """The md from the saved json."""
+    base, full, fit, setup = saved["baseline"], saved["featurise_fit"], saved["fit"], saved["setup"]
     rows = [
         ("import sklearn_struct only (baseline)", f"{base['peak_mib']:.0f} MiB", "-"),
         ("load + featurise (peak so far)", f"{full['featurised_peak_mib']:.0f} MiB", "-"),
@@ -88,21 +97,22 @@ def main():
     table = "| process | peak RSS | wall time |\n|---|---|---|\n" + "\n".join(lines)
     header = (
         "# Peak memory of a CoNLL-2000 fit\n\n"
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}. "
-        f"NonLocalCRF(c2={C2}) without energy (the base chain CRF, CRFsuite's stopping rule) on "
+        f"Machine: {setup['machine']}, {setup['cpu_count']} cores, Python {setup['python']}. "
+        f"NonLocalCRF(c2={setup['c2']}) without energy (the base chain CRF, CRFsuite's stopping rule) on "
         f"{fit['n_sequences']} sentences / {fit['n_tokens']} tokens, {fit['n_attributes']} WindowFeaturizer "
         f"attributes, {fit['n_labels']} labels; {fit['n_iter']} L-BFGS iterations. Peak resident set size "
         "(`ru_maxrss`) of fresh processes. The issue's earlier measurement: 579 MiB (fit) / 714 MiB "
         "(with featurising).\n\n"
     )
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "memory_conll.md").write_text(header + table + "\n")
-    (RESULTS / "memory_conll.json").write_text(json.dumps({"baseline": base, "featurise_fit": full, "fit": fit},
-                                                          indent=2) + "\n")
+    write_text(RESULTS / "memory_conll.md", header + table + "\n")
     print(header + table)
 
 
 if __name__ == "__main__":
     t0 = time.perf_counter()
-    main()
+    if report_only_args(description=__doc__.split("\n")[0]).report_only:
+        report(load_json(RESULTS / "memory_conll.json"))
+        finish()
+    else:
+        main()
     print(f"({time.perf_counter() - t0:.0f} s)")

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import add_report_only, finish, load_json, parse_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("memory_per_token")
@@ -169,7 +170,11 @@ def main():
     parser.add_argument("--before", help="the json of an earlier run (other code), shown beside this one")
     parser.add_argument("--update", action="store_true",
                         help="keep the other fits of the last results (and their 'before'); rerun only these")
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
+    if args.report_only:
+        report(load_json(RESULTS / "memory_per_token.json"))
+        return finish()
     if not os.environ.get("SKLEARN_STRUCT_DATA"):
         sys.exit("Set SKLEARN_STRUCT_DATA to the folder holding conll2000/.")
     results = {}
@@ -183,29 +188,45 @@ def main():
                 print(f"{fitter} x{factor}: {r['bytes_per_token']:.0f} bytes/token "
                       f"({r['peak_bytes'] / 2**20:.0f} MiB peak, {r['baseline_bytes'] / 2**20:.0f} MiB baseline)",
                       flush=True)
-    header = (
-        "# Peak fit memory per token\n\n"
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}. "
-        f"CoNLL-2000 training set ({info['n_tokens']:,} tokens, {info['n_attributes']:,} WindowFeaturizer "
-        f"attributes, {info['nnz_per_token']:.1f} per token, {info['n_labels']} labels) and 4x that; c2={C2}, "
-        f"no bias, {MAX_ITER} L-BFGS iterations. Each fit in a fresh process: (peak RSS during the fit - RSS "
-        "with the data loaded) / tokens. Goal (issue #33): at most "
-        f"{GOAL}x sklearn-crfsuite's.\n\n"
-    )
     before = previous = None
     if args.update and (RESULTS / "memory_per_token.json").exists():
-        last = json.loads((RESULTS / "memory_per_token.json").read_text())
+        last = load_json(RESULTS / "memory_per_token.json")
         for r in last["runs"]:
             r.setdefault("label", last.get("label", ""))
         results = {**{(r["fitter"], r["factor"]): r for r in last["runs"]}, **results}
         previous = last["before"] if not args.before else None
-        args.factors = sorted({f for _, f in results})
-        args.fitters = [f for f in FITTERS if any(k[0] == f for k in results)]
     if args.before:
-        previous = json.loads(Path(args.before).read_text())
+        previous = load_json(Path(args.before))
     if previous:
-        before = {(r["fitter"], r["factor"]): r for r in previous["runs"]}
-        header += f"Before: {previous.get('label', '')}\n\n"
+        before = {"label": previous.get("label"), "runs": previous["runs"]}
+    save_json(RESULTS / "memory_per_token.json", {
+        "info": info, "max_iter": MAX_ITER, "c2": C2, "label": args.label,
+        "runs": [results[k] for k in sorted(results)],
+        "before": before, "setup": dict(machine=platform.machine(), cpu_count=os.cpu_count(),
+                                        python=platform.python_version())}, indent=2)
+    report(load_json(RESULTS / "memory_per_token.json"))
+
+
+def report(payload):
+    """The md from the saved json (this run's fits, and an earlier run's as 'before' where given)."""
+    info, setup = payload["info"], payload["setup"]
+    results = {(r["fitter"], r["factor"]): r for r in payload["runs"]}
+    factors = sorted({f for _, f in results})
+    fitters = [f for f in FITTERS if any(k[0] == f for k in results)]
+    header = (
+        "# Peak fit memory per token\n\n"
+        f"Machine: {setup['machine']}, {setup['cpu_count']} cores, Python {setup['python']}. "
+        f"CoNLL-2000 training set ({info['n_tokens']:,} tokens, {info['n_attributes']:,} WindowFeaturizer "
+        f"attributes, {info['nnz_per_token']:.1f} per token, {info['n_labels']} labels) and 4x that; "
+        f"c2={payload['c2']}, no bias, {payload['max_iter']} L-BFGS iterations. Each fit in a fresh process: "
+        "(peak RSS during the fit - RSS "
+        "with the data loaded) / tokens. Goal (issue #33): at most "
+        f"{GOAL}x sklearn-crfsuite's.\n\n"
+    )
+    before = None
+    if payload["before"]:
+        before = {(r["fitter"], r["factor"]): r for r in payload["before"]["runs"]}
+        header += f"Before: {payload['before'].get('label') or ''}\n\n"
     labels = sorted({r.get("label", "") for r in results.values()} - {""})
     if len(labels) == 1:
         header += f"Code: {labels[0]}.\n\n"
@@ -213,13 +234,8 @@ def main():
         header += "Fits by code version: " + "; ".join(
             f"{', '.join(sorted({f'{k[0]} x{k[1]}' for k, r in results.items() if r.get('label') == lab}))}: {lab}"
             for lab in labels) + "\n\n"
-    text = header + table(results, info, args.factors, args.fitters, before) + "\n"
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "memory_per_token.md").write_text(text)
-    payload = {"info": info, "max_iter": MAX_ITER, "c2": C2, "label": args.label,
-               "runs": [results[k] for k in sorted(results)],
-               "before": None if before is None else {"label": previous.get("label"), "runs": previous["runs"]}}
-    (RESULTS / "memory_per_token.json").write_text(json.dumps(payload, indent=2) + "\n")
+    text = header + table(results, info, factors, fitters, before) + "\n"
+    write_text(RESULTS / "memory_per_token.md", text)
     print(text)
 
 

@@ -27,6 +27,7 @@ import joblib
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import add_report_only, finish, load_json, parse_args, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 RESULTS = results_dir("parser_long")
@@ -63,7 +64,11 @@ def main():
     parser.add_argument("--lengths", type=int, nargs="+", default=[25, 50, 100, 150, 200, 300])
     parser.add_argument("--objectives", nargs="+", default=["none", "min_joint"])
     parser.add_argument("--cell", nargs=3, metavar=("MODEL", "N", "OBJECTIVE"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
+    if args.report_only:
+        report(load_json(RESULTS / "parser_long.json"))
+        return finish()
     if args.cell:
         return cell(args.cell[0], int(args.cell[1]), args.cell[2])
     from sklearn_struct import DependencyParserBP
@@ -87,10 +92,15 @@ def main():
 
 
 def write(rows, fit_s):
-    RESULTS.mkdir(parents=True, exist_ok=True)
     meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores (shared)", "python": platform.python_version(),
             "fit_seconds": fit_s, "load_average": os.getloadavg()[0]}
-    (RESULTS / "parser_long.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    write_text(RESULTS / "parser_long.json", json.dumps({"meta": meta, "rows": rows}, indent=1))
+    report(load_json(RESULTS / "parser_long.json"))
+
+
+def report(saved):
+    """The md from the saved json."""
+    meta, rows = saved["meta"], saved["rows"]
     lines = ["# DependencyParserBP.predict on one long sentence", "",
              "Default second-order model (non-projective, grandparents, one root child), trained for one epoch",
              "on 300 UD EWT dev sentences; long sentences concatenate EWT test sentences. One fresh process",
@@ -107,7 +117,7 @@ def write(rows, fit_s):
         for r in cells:
             lines.append(f"| {name} | {r['n']} | {r['n_factors']:,} | {r['cpu_s']:.2f} | {r['cpu_s'] / ref:.1f} | "
                          f"{r['peak_mib']:.0f} |")
-    (RESULTS / "parser_long.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "parser_long.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

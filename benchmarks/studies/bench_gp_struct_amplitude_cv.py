@@ -11,7 +11,7 @@ Everything before the test columns uses the training half only.
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_amplitude_cv.py fits chunking 0 4,16,64
     ... fits chunking 3 4,16 101  # random_state=101 instead of the split's: the seed-to-seed spread
     ... fits chunking 0,1,2,3,4 cv 101  # the default fit (amplitude by CV) at random_state=101
-    python benchmarks/studies/bench_gp_struct_amplitude_cv.py report  # results/gp_struct_amplitude_cv/gp_struct_amplitude_cv.md
+    python benchmarks/studies/bench_gp_struct_amplitude_cv.py --report-only  # gp_struct_amplitude_cv.md
 """
 
 import copy
@@ -24,6 +24,7 @@ import numpy as np
 from sklearn.preprocessing import LabelEncoder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, report_only_requested, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.gp_struct import error_rate, paper_split  # noqa: E402
 
@@ -144,12 +145,12 @@ def summary(data, task):
 
 def main():
     data = json.loads(OUT.read_text()) if OUT.exists() else {"cv": {}, "fits": {}}
-    if sys.argv[1] == "report":
+    if report_only_requested(description=__doc__.split("\n")[0]):  # or the first word `report`
         tasks = sorted({k.split("/")[0] for k in data["cv"]})
         lines = report(data) + ["## Summary (test error %, mean over the splits)", ""]
         lines += [line for t in tasks for line in summary(data, t)]
-        OUT.with_suffix(".md").write_text("\n".join(lines) + "\n")
-        return
+        write_text(OUT.with_suffix(".md"), "\n".join(lines) + "\n")
+        return finish()
     what, tasks, splits = sys.argv[1], sys.argv[2].split(","), [int(s) for s in sys.argv[3].split(",")]
     for task in tasks:
         for split in splits:

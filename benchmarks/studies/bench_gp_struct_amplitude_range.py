@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, report_only_requested, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import (cv_errors, DECODERS, error_rate, errors, GP_PAPER, GRID, merged, paper_split, TASKS,  # noqa: E402
@@ -175,7 +176,7 @@ def report(out):
                          f"{np.mean([r['error'] for r in rows]):.2f} | {np.mean(cpu):.0f} / {max(cpu):.0f} | "
                          f"{', '.join(r['stop'] for r in rows)} |")
     lines += kernel_report(out)
-    (RESULTS / "gp_struct_amplitude_range.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "gp_struct_amplitude_range.md", "\n".join(lines) + "\n")
 
 
 def kernel_report(out):
@@ -201,6 +202,9 @@ def kernel_report(out):
 
 def main():
     os.environ.setdefault("SKLEARN_STRUCT_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "data"))
+    if report_only_requested(description=__doc__.split("\n")[0]):  # or the first word `report`
+        report(merged())
+        return finish()
     if len(sys.argv) > 1 and sys.argv[1] == "fit":
         splits = [int(s) for s in sys.argv[4].split(",")] if len(sys.argv) > 4 else range(5)
         out = run_fits(float(sys.argv[2]), sys.argv[3], splits, *sys.argv[5:6])
@@ -208,8 +212,6 @@ def main():
         out = crf_sweep(sys.argv[2].split(",") if len(sys.argv) > 2 else [t[0] for t in TASKS])
     elif len(sys.argv) > 1 and sys.argv[1] == "kernels":
         out = kernel_sweep(sys.argv[2].split(",") if len(sys.argv) > 2 else [t[0] for t in TASKS])
-    elif len(sys.argv) > 1 and sys.argv[1] == "report":
-        out = merged()
     else:
         out = run_maps(sys.argv[1].split(",") if len(sys.argv) > 1 else [t[0] for t in TASKS])
     report(out)

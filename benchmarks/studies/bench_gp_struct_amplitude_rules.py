@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, load_json, report_only_requested, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import cv_errors, DECODERS, GRID, TASKS, whitened  # noqa: E402
@@ -123,22 +124,24 @@ def report(out):
             per_token = rule == "evidence"
             vals = np.mean([np.asarray(r[rule]) / (r["n_tok"] if per_token else 1) for r in rows], axis=0)
             lines.append(f"| {name} | {rule} | " + " | ".join(f"{v:.3f}" if per_token else f"{v:.2f}" for v in vals) + " |")
-    (RESULTS / "gp_struct_amplitude_rules.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "gp_struct_amplitude_rules.md", "\n".join(lines) + "\n")
 
 
 def main():
     os.environ.setdefault("SKLEARN_STRUCT_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "data"))
-    tasks = sys.argv[1].split(",") if len(sys.argv) > 1 and sys.argv[1] != "report" else [t[0] for t in TASKS]
+    if report_only_requested(description=__doc__.split("\n")[0]):  # or the first word `report`
+        report(load_json(PATH))
+        return finish()
+    tasks = sys.argv[1].split(",") if len(sys.argv) > 1 else [t[0] for t in TASKS]
     out = json.loads(PATH.read_text()) if PATH.exists() else {}
-    if not (len(sys.argv) > 1 and sys.argv[1] == "report"):
-        for task, name, _ in TASKS:
-            if task not in tasks:
-                continue
-            out[name] = []
-            for split in range(5):
-                out[name].append(measure(task, split))
-                print(name, split, {k: pick(out[name][-1], k) for k in RULES}, flush=True)
-                PATH.write_text(json.dumps(out, indent=1))
+    for task, name, _ in TASKS:
+        if task not in tasks:
+            continue
+        out[name] = []
+        for split in range(5):
+            out[name].append(measure(task, split))
+            print(name, split, {k: pick(out[name][-1], k) for k in RULES}, flush=True)
+            PATH.write_text(json.dumps(out, indent=1))
     report(out)
 
 

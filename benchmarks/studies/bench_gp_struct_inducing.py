@@ -33,6 +33,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, load_json, report_only_requested, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import GP_PAPER, TASKS, error_rate, paper_split  # noqa: E402
@@ -99,11 +100,14 @@ def report(out):
                          f"{', '.join(str(r['M']) for r in rows)} | {amplitudes} | "
                          f"{np.mean([r['error'] for r in rows]):.2f} | {np.mean([r['error_viterbi_mean'] for r in rows]):.2f} | "
                          f"{np.mean(cpu):.0f} / {max(cpu):.0f} | {', '.join(r['stop'] for r in rows)} |")
-    (RESULTS / "gp_struct_inducing.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / "gp_struct_inducing.md", "\n".join(lines) + "\n")
 
 
 def main():
     os.environ.setdefault("SKLEARN_STRUCT_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "data"))
+    if report_only_requested(description=__doc__.split("\n")[0]):  # or the first word `report`
+        report(load_json(PATH))
+        return finish()
     out = json.loads(PATH.read_text()) if PATH.exists() else {}
     if sys.argv[1] == "ktil":
         out["ktil"] = {name: residual_variance(task) for task, name, _ in TASKS}

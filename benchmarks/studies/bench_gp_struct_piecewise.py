@@ -24,7 +24,7 @@ reference. Papers' protocol (``_lib.gp_struct.paper_split``), M = 500 SVD induci
 as ``GPStructClassifier()`` builds them. Writes ``results/gp_struct_piecewise/gp_struct_piecewise.{md,json}``::
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_piecewise.py [splits] [tasks]
-    python benchmarks/studies/bench_gp_struct_piecewise.py report   # the table from the stored json
+    python benchmarks/studies/bench_gp_struct_piecewise.py --report-only # the table from the stored json
     python benchmarks/studies/bench_gp_struct_piecewise.py fits TASK [splits]  # the decoders on Table 1's gp-var-p fits
 """
 
@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, load_json, report_only_requested, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import cv_errors, DECODERS, errors, paper_split, TASKS, whitened  # noqa: E402
@@ -193,17 +194,19 @@ def main():
         keep = [r for r in old if (r["task"], r["split"]) not in {(q["task"], q["split"]) for q in res}]
         path.write_text(json.dumps(keep + res, indent=1))
         return
-    if sys.argv[1:2] == ["report"]:  # rewrite the table from the stored rows
-        rows = json.loads((RESULTS / "gp_struct_piecewise.json").read_text())
+    report_only = report_only_requested(description=__doc__.split("\n")[0])  # or the first word `report`
+    if report_only:  # rewrite the table from the stored rows
+        rows = load_json(RESULTS / "gp_struct_piecewise.json")
         splits = sorted({r["split"] for r in rows})
     else:
         splits = [int(s) for s in sys.argv[1].split(",")] if len(sys.argv) > 1 else [0, 1, 2, 3, 4]
         rows = run(splits, sys.argv[2].split(",") if len(sys.argv) > 2 else None)
     lines = report(rows, splits)
-    (RESULTS / "gp_struct_piecewise.md").write_text("\n".join(lines) + "\n")
-    if sys.argv[1:2] != ["report"]:
+    write_text(RESULTS / "gp_struct_piecewise.md", "\n".join(lines) + "\n")
+    if not report_only:
         (RESULTS / "gp_struct_piecewise.json").write_text(json.dumps(rows, indent=1))
     print("\n".join(lines))
+    finish()
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ into ``results/gp_struct_samples/gp_struct_samples_{task}.{md,json}`` (``report 
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_samples.py chunking 0,1,2,3,4 100,1000
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_samples.py JapaneseNE 3,4 100,1000
-    python benchmarks/studies/bench_gp_struct_samples.py report JapaneseNE
+    python benchmarks/studies/bench_gp_struct_samples.py report JapaneseNE   # --report-only: every task's table
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_samples.py seg 0,1,2,3,4 1000 gp-var-s
 
 An optional fourth argument runs another Table 1 variant at its Table 1 settings
@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, report_only_requested, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import GP_PAPER, PAPER, TASKS, error_rate, paper_split  # noqa: E402
@@ -78,8 +79,8 @@ def report(task, rows, sizes, method="gp-var-b"):
 
 def write(task, rows, sizes, name, method="gp-var-b"):
     lines = report(task, rows, sizes, method)
-    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / f"{name}.json").write_text(json.dumps(rows, indent=1))
+    write_text(RESULTS / f"{name}.md", "\n".join(lines) + "\n")
+    write_text(RESULTS / f"{name}.json", json.dumps(rows, indent=1))
     return lines
 
 
@@ -100,7 +101,14 @@ def merge(task, method="gp-var-b"):
 
 def main():
     os.environ.setdefault("SKLEARN_STRUCT_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "data"))
-    if sys.argv[1] == "report":
+    if {"--report-only", "-h", "--help"} & set(sys.argv[1:]):  # every merged table from its part files
+        report_only_requested(description=__doc__.split("\n")[0])
+        for table in sorted(RESULTS.glob("gp_struct_samples_*.md")):
+            rest = table.stem.removeprefix("gp_struct_samples_")
+            method, task = rest.split("_", 1) if rest.startswith("gp-var-") else ("gp-var-b", rest)
+            merge(task, method)
+        return finish()
+    if sys.argv[1] == "report":  # one task's table: report TASK [METHOD]
         print("\n".join(merge(sys.argv[2], *sys.argv[3:4])))
         return
     task = sys.argv[1]

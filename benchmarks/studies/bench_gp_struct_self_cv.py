@@ -18,7 +18,7 @@ part file per task and variant (the row "METHOD, amplitude by its own 3-fold CV"
 
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_self_cv.py SPLIT [SPLIT ...]
     SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_self_cv.py run seg gp-var-s 0.25,1,4,16 0,1,2,3,4
-    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_self_cv.py report
+    SKLEARN_STRUCT_DATA=../shared/data python benchmarks/studies/bench_gp_struct_self_cv.py --report-only
 """
 
 import json
@@ -30,6 +30,7 @@ import numpy as np
 from sklearn.model_selection import KFold
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import finish, report_only_requested, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 from _lib.gp_struct import GP_PAPER, OWN_CV_RULE, error_rate, paper_split  # noqa: E402
@@ -100,8 +101,8 @@ def _part_row(error, cv_cpu, fit_cpu, pick, method, stop):
 
 def _write_part(path, method, entries):
     """Table 1 part file of the row "METHOD, amplitude by its own 3-fold CV"; ``entries``: [(split, row entry)]."""
-    path.write_text(json.dumps(dict(n_splits=len(entries), rows={f"{method}, {OWN_CV_RULE}": [e for _, e in entries]},
-                                    splits=[k for k, _ in entries]), indent=1))
+    write_text(path, json.dumps(dict(n_splits=len(entries), rows={f"{method}, {OWN_CV_RULE}": [e for _, e in entries]},
+                                     splits=[k for k, _ in entries]), indent=1))
 
 
 def run_report():
@@ -185,13 +186,14 @@ def report():
               f"shows the first as the row 'gp-var-b, {OWN_CV_RULE}' (its fit seconds: the CV's and the final fit's CPU)."]
     _write_part(PART, "gp-var-b", part)
     L += run_report()
-    (RESULTS / "gp_struct_self_cv.md").write_text("\n".join(L) + "\n")
+    write_text(RESULTS / "gp_struct_self_cv.md", "\n".join(L) + "\n")
     print("\n".join(L))
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["report"]:
+    if report_only_requested(description=__doc__.split("\n")[0]):  # or the first word `report`
         report()
+        finish()
     elif sys.argv[1] == "run":
         for s in sys.argv[5].split(","):
             run(sys.argv[2], sys.argv[3], tuple(float(a) for a in sys.argv[4].split(",")), int(s))

@@ -24,7 +24,6 @@ Run: ``python benchmarks/studies/bench_mle_struct_single_double.py`` (writes res
 """
 
 import sys
-import json
 import time
 import warnings
 from pathlib import Path
@@ -38,6 +37,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_struct import MLEStructMatcher
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import (add_report_only, finish, load_json, needs_rerun, parse_args, save_figure,  # noqa: E402
+                         save_json, write_text)
 from _lib.results import results_dir  # noqa: E402
 from _lib.matching_baselines import _bp_likelihood, _true_features, double_loop_bethe_mle  # noqa: E402
 from _lib.matching import training_set  # noqa: E402
@@ -110,13 +111,20 @@ def main(setting="cmu"):
         "double_bp_sweeps": int(hist["bp_sweeps"][-1]), "L_double_final": L_dl, "L_best": L_best,
         "L_single_final": float(vs[-1]),
     }
-    write(rows, info, (ts, vs, td, vd, single))
+    stem = _stem(setting)
+    curves = {"single_s": ts, "single_L": vs, "double_s": td, "double_L": vd}
+    save_json(RESULTS / f"{stem}.json", {"rows": rows, "info": info, "curves": curves})
+    write(load_json(RESULTS / f"{stem}.json"))
 
 
-def write(rows, info, curves):
-    RESULTS.mkdir(exist_ok=True)
-    stem = "mle_struct_single_double" + ("" if info["setting"] == "cmu" else "_" + info["setting"])
-    (RESULTS / f"{stem}.json").write_text(json.dumps({"rows": rows, "info": info}, indent=1))
+def _stem(setting):
+    return "mle_struct_single_double" + ("" if setting == "cmu" else "_" + setting)
+
+
+def write(saved):
+    """The md, and the figure where the json holds the curves (runs before --report-only saved none)."""
+    rows, info, curves = saved["rows"], saved["info"], saved.get("curves")
+    stem = _stem(info["setting"])
     lines = [
         "# Single loop (MLE-Struct, BCFW) vs double loop (gradient steps + BP): "
         + ("100 CMU house pairs (30 nodes)" if info["setting"] == "cmu" else "100 synthetic 10x10 matchings (eq. 11)"),
@@ -142,11 +150,11 @@ def write(rows, info, curves):
         f"converged {i['default_converged']} (gap per node {i['default_gap_per_node']:.2g})"
         + (". Goal < 10 s for this 30-node, 100-pair set." if i["setting"] == "cmu" else "."),
     ]
-    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    write_text(RESULTS / f"{stem}.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     if curves is None:
         return
-    ts, vs, td, vd, single = curves
+    ts, vs, td, vd = (np.asarray(curves[k]) for k in ("single_s", "single_L", "double_s", "double_L"))
     best = info["L_best"]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.loglog(ts, best - vs + 1e-6 * abs(best), "o-", ms=3, label="single loop (MLE-Struct BCFW)")
@@ -155,7 +163,7 @@ def write(rows, info, curves):
     ax.set_ylabel("L_best - L(theta)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(RESULTS / f"{stem}.png", dpi=100)
+    save_figure(fig, RESULTS / f"{stem}.png", dpi=100)
 
 
 if __name__ == "__main__":
@@ -163,12 +171,14 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--setting", choices=["cmu", "synthetic"], default="cmu")
-    parser.add_argument("--table-only", action="store_true", help="rewrite the markdown from the saved json")
-    args = parser.parse_args()
-    if args.table_only:
-        stem = "mle_struct_single_double" + ("" if args.setting == "cmu" else "_" + args.setting)
-        saved = json.loads((RESULTS / f"{stem}.json").read_text())
-        saved["info"].setdefault("setting", args.setting)
-        write(saved["rows"], saved["info"], None)
+    add_report_only(parser)
+    args = parse_args(parser)
+    if args.report_only:  # both settings' tables
+        for setting in ("cmu", "synthetic"):
+            saved = load_json(RESULTS / f"{_stem(setting)}.json")
+            if "default_max_iter" not in saved["info"]:
+                needs_rerun(RESULTS / f"{_stem(setting)}.json", "written by an older wording of the table")
+            write(saved)
+        finish()
     else:
         main(args.setting)

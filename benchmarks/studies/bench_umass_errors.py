@@ -37,6 +37,7 @@ import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import add_report_only, finish, parse_args, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.umass import protocol as B  # noqa: E402
 
@@ -263,7 +264,7 @@ def report(out, weak):
         L += kinds_report(json.loads(kpath.read_text())["kinds"])
     if kpath.exists() and ppath.exists() and weak:
         L += summary(d, json.loads(kpath.read_text())["kinds"], json.loads(ppath.read_text()), weak)
-    (RESULTS / "umass_errors.md").write_text("\n".join(L) + "\n")
+    write_text(RESULTS / "umass_errors.md", "\n".join(L) + "\n")
     print("\n".join(L))
 
 
@@ -345,8 +346,8 @@ def main():
     parser.add_argument("--weak", type=int, nargs="*", help="L-BFGS caps of weaker base CRFs for the family's gain")
     parser.add_argument("--kinds", nargs="*", help="dev screen of the candidate kinds (names: only those variants)")
     parser.add_argument("--psi-features", action="store_true", help="input-dependent psi (MM features) on dev")
-    parser.add_argument("--report-only", action="store_true")
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
     numba.set_num_threads(1)
     path = RESULTS / "umass_errors.json"
     log = lambda msg: print(msg, flush=True)  # noqa: E731
@@ -377,3 +378,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    finish()  # with --report-only --check: exit 1 if a table would change

@@ -27,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.internals import fit_energy, in_sample_thetas  # noqa: E402
+from _lib.report import add_report_only, finish, parse_args, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.umass.protocol import (CEILING_STRENGTHS, IN_SAMPLE_EPOCHS, load_features, MAX_ITER,  # noqa: E402
                                  oracle_ceiling, PERCEPTRON_FIXED, quiet, RESULTS as MAIN, seg_f1, with_energy)
@@ -129,8 +130,8 @@ def families_report(fam):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("names", nargs="*", help="only these variants (default: all)")
-    parser.add_argument("--report-only", action="store_true", help="rewrite the table from the saved results")
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
     numba.set_num_threads(1)
     start = time.perf_counter()
     if not args.report_only:
@@ -139,9 +140,10 @@ def main():
     L = families_report(json.loads(PATH.read_text()))
     L[0] = "# " + L[0].removeprefix("## ")
     L += ["Script: `benchmarks/studies/bench_umass_families.py`; numbers: `umass_families.json`.", ""]
-    (RESULTS / "umass_families.md").write_text("\n".join(L))
+    write_text(RESULTS / "umass_families.md", "\n".join(L))
     print("\n".join(L))
 
 
 if __name__ == "__main__":
     main()
+    finish()  # with --report-only --check: exit 1 if a table would change

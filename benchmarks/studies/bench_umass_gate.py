@@ -43,6 +43,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.internals import in_sample_thetas  # noqa: E402
+from _lib.report import add_report_only, finish, parse_args, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.umass import grobid as gc  # noqa: E402
 from _lib.umass import paper_protocol as pp  # noqa: E402
@@ -223,8 +224,8 @@ def main():
                         "GROBID folds, base CRFs to convergence (umass_gate_grobid.json)")
     parser.add_argument("--paper", action="store_true", help="after bench_umass_table1.py --paper-protocol: its "
                         "protocol (a) through the sampled gate (umass_gate_paper.json)")
-    parser.add_argument("--report-only", action="store_true", help="rewrite the tables from the saved results")
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
     numba.set_num_threads(1)
     start = time.perf_counter()
 
@@ -247,9 +248,10 @@ def main():
     L[0] = "# " + L[0].removeprefix("## ")
     L += ["Script: `benchmarks/studies/bench_umass_gate.py`; numbers: `umass_gate.json`, `umass_gate_grobid.json`, "
           "`umass_gate_paper.json`.", ""]
-    (RESULTS / "umass_gate.md").write_text("\n".join(L))
+    write_text(RESULTS / "umass_gate.md", "\n".join(L))
     print("\n".join(L))
 
 
 if __name__ == "__main__":
     main()
+    finish()  # with --report-only --check: exit 1 if a table would change

@@ -34,6 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.internals import fit_energy, in_sample_thetas  # noqa: E402
+from _lib.report import add_report_only, finish, parse_args, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.umass import protocol as bt  # noqa: E402
 from _lib.umass.grobid import fold_data, SCHEME  # noqa: E402
@@ -144,8 +145,8 @@ def report(rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folds", type=int, nargs="*", help="GROBID folds to run (0-4)")
-    parser.add_argument("--report-only", action="store_true", help="rewrite the table from the saved folds")
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
     numba.set_num_threads(1)
     start = time.perf_counter()
     if args.folds and not args.report_only:
@@ -153,9 +154,10 @@ def main():
     L = report(json.loads(PATH.read_text()))
     L[0] = "# " + L[0].removeprefix("## ")
     L += ["Script: `benchmarks/studies/bench_umass_grobid_ceiling.py`; numbers: `umass_grobid_ceiling.json`.", ""]
-    (RESULTS / "umass_grobid_ceiling.md").write_text("\n".join(L))
+    write_text(RESULTS / "umass_grobid_ceiling.md", "\n".join(L))
     print("\n".join(L))
 
 
 if __name__ == "__main__":
     main()
+    finish()  # with --report-only --check: exit 1 if a table would change

@@ -28,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.internals import fit_energy, in_sample_thetas  # noqa: E402
+from _lib.report import add_report_only, finish, parse_args, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.umass.protocol import (CEILING_STRENGTHS, cross_fitted, IN_SAMPLE_EPOCHS, load_features,  # noqa: E402
                                  MAX_ITER, oracle_ceiling, per_field, PERCEPTRON_FIXED, quiet, RESULTS as MAIN,
@@ -148,8 +149,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--in-sample", action="store_true", help="after the default run: the perceptron's psi "
                         "fitted on dev and scored on dev, the most one psi vector over the family can do")
-    parser.add_argument("--report-only", action="store_true", help="rewrite the table from the saved results")
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
     numba.set_num_threads(1)
     start = time.perf_counter()
 
@@ -166,9 +167,10 @@ def main():
     L = learners_report(json.loads(PATH.read_text()), saved["test"])
     L[0] = "# " + L[0].removeprefix("## ")
     L += ["Script: `benchmarks/studies/bench_umass_learners.py`; numbers: `umass_learners.json`.", ""]
-    (RESULTS / "umass_learners.md").write_text("\n".join(L))
+    write_text(RESULTS / "umass_learners.md", "\n".join(L))
     print("\n".join(L))
 
 
 if __name__ == "__main__":
     main()
+    finish()  # with --report-only --check: exit 1 if a table would change

@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for
 from _lib.citation_features import _NOT_LETTER  # noqa: E402
 from _lib.internals import fit_energy, in_sample_thetas  # noqa: E402
 from _lib.name_lexicons import load_name_lexicons  # noqa: E402
+from _lib.report import add_report_only, finish, parse_args, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.umass import protocol as B  # noqa: E402
 from _lib.umass.errors import analyse  # noqa: E402
@@ -341,7 +342,7 @@ def report(dev, test=None):
           "the title tokens. By the rule set before the run (test only if dev's gain is clearly above +0.40), "
           "testing was not run with lexicons.", ""]
     L += ["Script: `benchmarks/studies/bench_umass_lexicons.py`; numbers: `umass_lexicons_dev.json`."]
-    (RESULTS / "umass_lexicons.md").write_text("\n".join(L) + "\n")
+    write_text(RESULTS / "umass_lexicons.md", "\n".join(L) + "\n")
     print("\n".join(L))
 
 
@@ -352,8 +353,8 @@ def main():
     parser.add_argument("--test", action="store_true", help="the pickled lexicon models chosen on dev, scored on "
                         "testing once (umass_lexicons_test.json)")
     parser.add_argument("--cache", default="/tmp/umass_lexicons", help="pickles of the fitted models")
-    parser.add_argument("--report-only", action="store_true", help="rewrite the table from the saved results")
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
     numba.set_num_threads(1)
     start = time.perf_counter()
 
@@ -370,3 +371,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    finish()  # with --report-only --check: exit 1 if a table would change

@@ -43,6 +43,7 @@ from sklearn.metrics import roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.internals import fit_energy, satisfaction_probability  # noqa: E402
+from _lib.report import add_report_only, finish, parse_args, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.umass import grobid as gc  # noqa: E402
 from _lib.umass import protocol as bt  # noqa: E402
@@ -206,8 +207,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--grobid", type=int, nargs="*", help="the same on GROBID folds, base CRFs to "
                         "convergence (umass_selector_grobid.json)")
-    parser.add_argument("--report-only", action="store_true", help="rewrite the tables from the saved results")
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
     numba.set_num_threads(1)
     start = time.perf_counter()
 
@@ -223,9 +224,10 @@ def main():
     L[0] = "# " + L[0].removeprefix("## ")
     L += ["Script: `benchmarks/studies/bench_umass_selector.py`; numbers: `umass_selector.json`, "
           "`umass_selector_grobid.json`.", ""]
-    (RESULTS / "umass_selector.md").write_text("\n".join(L))
+    write_text(RESULTS / "umass_selector.md", "\n".join(L))
     print("\n".join(L))
 
 
 if __name__ == "__main__":
     main()
+    finish()  # with --report-only --check: exit 1 if a table would change
