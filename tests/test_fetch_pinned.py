@@ -106,6 +106,28 @@ def test_ocr_content_check_accepts_the_real_data(tmp_path, monkeypatch):
     assert len(data.words) == 6877
 
 
+@pytest.mark.skipif(not (SHARED / "ocr_letters").is_dir(), reason="shared data folder not available")
+def test_ocr_content_digest_pins_words_not_numbering(tmp_path, monkeypatch):
+    # the pin is a SHA-256 of the words' folds, letters and pixels: a copy with other ids and
+    # another line order is the same data set; one pixel changed is not
+    rows = gzip.decompress((SHARED / "ocr_letters" / "letter.data.gz").read_bytes()).decode().splitlines()
+    fields = [r.split("\t") for r in rows]
+    old_to_new = {f[0]: str(100000 + i) for i, f in enumerate(fields)}  # renumber every id
+    renumbered = [[old_to_new[f[0]], f[1], old_to_new.get(f[2], "-1"), str(int(f[3]) + 7)] + f[4:]
+                  for f in fields]
+    renumbered.reverse()
+    good = gzip.compress(("\n".join("\t".join(f) for f in renumbered) + "\n").encode())
+    _serve(monkeypatch, lambda url: good)
+    assert len(fetch_ocr_letters(data_home=tmp_path / "a", dtype="uint8").words) == 6877
+    flipped = [list(f) for f in renumbered]
+    flipped[1234][70] = "1" if flipped[1234][70] == "0" else "0"
+    bad = gzip.compress(("\n".join("\t".join(f) for f in flipped) + "\n").encode())
+    _serve(monkeypatch, lambda url: bad)
+    with pytest.raises(OSError, match="content SHA-256"):
+        fetch_ocr_letters(data_home=tmp_path / "b", dtype="uint8")
+    assert not any(p.is_file() for p in (tmp_path / "b").rglob("*"))
+
+
 def test_conll2000_checksum_is_verified(tmp_path, monkeypatch):
     payload = gzip.compress(b"He PRP B-NP\nran VBD B-VP\n\n")
     _serve(monkeypatch, lambda url: payload)

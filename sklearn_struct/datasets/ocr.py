@@ -1,5 +1,6 @@
 """Loader for the Taskar et al. OCR handwriting data (``letter.data``): words as sequences of letters."""
 
+import hashlib
 import io
 
 import numpy as np
@@ -13,8 +14,10 @@ __all__ = ["load_ocr_letters", "fetch_ocr_letters", "read_letter_data"]
 
 OCR_URL = "https://ai.stanford.edu/~btaskar/ocr/letter.data.gz"
 # No published digest of the original letter.data.gz is known and the shared data folder's copy was
-# rebuilt (renumbered ids), so a download is pinned by its content instead: _check_ocr_download.
+# rebuilt (renumbered ids), so a download is pinned by a SHA-256 of its content instead (the words'
+# letters, pixels and folds; independent of id numbering and line order): _check_ocr_download.
 OCR_N_LETTERS, OCR_N_WORDS = 52152, 6877
+OCR_CONTENT_SHA256 = "5dbd54963e460faf503aae9112f19f22856ca70b357608603df6c4d82651d61d"
 _OCR_FILES = ["ocr_letters/letter.data.gz", "ocr_letters/letter.data"]
 _N_PIXELS = 128  # 16 x 8 binary images, row-major
 # numeric columns of a line: id, next_id, word_id, position, fold, p_0 .. p_127 (column 1 is the letter)
@@ -58,11 +61,13 @@ def load_ocr_letters(data_home=None, dtype=np.float64):
 def fetch_ocr_letters(data_home=None, download_if_missing=True, dtype=np.float64):
     """Load the OCR letters, downloading ``letter.data.gz`` from Taskar's page first if missing.
 
-    The download is pinned by its address (HTTPS) and its content, not by a digest: no digest of
-    the original ``letter.data.gz`` is published, and the shared data folder's copy was rebuilt
-    from a public pickle (ids renumbered), so it cannot give one. A download is kept only if it
-    parses as the data set: 52,152 letters in 6,877 words, every pixel 0 or 1, folds 0 to 9;
-    otherwise it is deleted and an OSError says why.
+    The download is pinned by its address (HTTPS) and by a SHA-256 of its content, not of its
+    bytes: no digest of the original ``letter.data.gz`` is published, and the shared data folder's
+    copy was rebuilt from a public pickle (ids renumbered), so its bytes cannot give one. The
+    content digest (``_ocr_content_digest``: every word's fold, letters and pixels, sorted, so
+    independent of id numbering and line order) was computed from that copy. A download is kept
+    only if it parses as the data set (52,152 letters in 6,877 words, every pixel 0 or 1, folds
+    0 to 9) with that digest; otherwise it is deleted and an OSError says why.
 
     Parameters
     ----------
@@ -151,3 +156,24 @@ def _check_ocr_download(path):
         raise ValueError(f"{n_letters} letters in {len(data.labels)} words, expected {OCR_N_LETTERS} in {OCR_N_WORDS}")
     if set(np.unique(data.folds).tolist()) != set(range(10)) or any(np.any(im > 1) for im in data.images):
         raise ValueError("folds are not 0..9 or pixels are not 0/1")
+    digest = _ocr_content_digest(data)
+    if digest != OCR_CONTENT_SHA256:
+        raise ValueError(f"content SHA-256 {digest}, expected {OCR_CONTENT_SHA256} (the words' letters, pixels "
+                         f"and folds differ from the data set's)")
+
+
+def _ocr_content_digest(data):
+    """SHA-256 of an OCR data set's content: each word's fold, letters and 0/1 pixels, sorted.
+
+    Independent of letter and word ids and of the order of lines and words, so two files holding
+    the same words in the same folds have the same digest whatever their numbering.
+    """
+    records = sorted(
+        b"%d\t%s\t" % (int(fold), "".join(labels).encode("ascii")) + np.packbits(np.asarray(im) > 0.5).tobytes()
+        for fold, labels, im in zip(data.folds, data.labels, data.images)
+    )
+    h = hashlib.sha256()
+    for r in records:
+        h.update(len(r).to_bytes(4, "little"))
+        h.update(r)
+    return h.hexdigest()
