@@ -198,6 +198,8 @@ def write(out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,4", help="corpus copies, comma-separated (default 1,4)")
+    parser.add_argument("--merge", action="store_true",
+                        help="add the rows of --sizes to the stored results (keeping the other sizes and the projection)")
     args = parser.parse_args()
     if not os.environ.get("SKLEARN_STRUCT_DATA"):
         sys.exit("Set SKLEARN_STRUCT_DATA to the folder holding conll2000/.")
@@ -207,18 +209,29 @@ def main():
     X1 = WindowFeaturizer().fit_transform(data.sequences)
     y1 = [np.asarray(lab) for lab in data.labels]
     n_labels = len(np.unique(np.concatenate(y1)))
-    per_token = per_token_compute(X1, _encode(y1), n_labels)
+    stored = json.loads((RESULTS / "scaleout.json").read_text()) if args.merge else None
+    per_token = None if stored else per_token_compute(X1, _encode(y1), n_labels)
     out = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "max_iter": MAX_ITER, "sizes": []}
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   worker_dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         for k in (int(s) for s in args.sizes.split(",")):
             out["sizes"].append(run_size(k, X1, y1, client))
             print(json.dumps(out["sizes"][-1]), flush=True)
+        if stored:
+            write(_merged(stored, out["sizes"]))
+            return
         out["latency_ms"] = 1e3 * latency(client, out["sizes"][0]["theta_bytes"])
     out["per_token_us"] = 1e6 * per_token
     out["theta_bytes"] = out["sizes"][0]["theta_bytes"]
     out["projection"] = projection(per_token, out["theta_bytes"], out["latency_ms"] / 1e3)
     write(out)
+
+
+def _merged(stored, rows):
+    """The stored results with ``rows`` added (a stored row of the same size replaced)."""
+    new = {r["copies"] for r in rows}
+    stored["sizes"] = sorted([r for r in stored["sizes"] if r["copies"] not in new] + rows, key=lambda r: r["copies"])
+    return stored
 
 
 def _encode(y):

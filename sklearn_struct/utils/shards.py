@@ -251,10 +251,10 @@ class ResidentShards:
             if not callable(load):
                 raise TypeError(f"loaders must be callables, got {type(load).__name__} at index {i}.")
         client = dask_client() if client is None else _check_client(client, ("nthreads", "submit", "scatter"))
-        if client is None or len(loaders) <= 1:
+        if client is None:
             return cls([load() for load in loaders], n_jobs=n_jobs, client=None)
-        self = cls([None] * len(loaders), n_jobs=n_jobs, client=client)
-        self._loaders = loaders
+        self = cls([None] * len(loaders), n_jobs=n_jobs, client=None)
+        self.client, self._loaders = client, loaders  # on the cluster even for one shard: not through here
         return self
 
     def _place(self, i, worker):
