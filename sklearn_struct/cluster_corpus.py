@@ -210,7 +210,7 @@ def _loaders(source):
         raise ValueError("ClusterCorpus: source is an empty list of loaders: at least one shard is needed.")
     for i, load in enumerate(source):
         if not callable(load):
-            raise ValueError(f"ClusterCorpus: loader {i} is not callable ({type(load).__name__}).")
+            raise ValueError(f"ClusterCorpus: source[{i}] is not callable ({type(load).__name__}): a loader must be.")
     return list(source)
 
 

@@ -7,15 +7,20 @@ decoding in each worker process), so "only the parameters travel" is measured, n
 
 import os
 import pickle
+import re
 import signal
+import sys
 import warnings
 from functools import partial
+from pathlib import Path
 
 import joblib
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
+
+from _bounded import run_cpu_bounded
 
 from sklearn_struct import ChainCRF, GPStructClassifier, PrunedBPMarginals
 from sklearn_struct.datasets import make_chain_data
@@ -345,7 +350,7 @@ def test_cluster_corpus_rejects_bad_input(healthy):
     with pytest.raises(ValueError, match="no dask cluster"):
         ChainCRF().fit(good)
     for bad, match in [(([], SequenceVectorizer()), "empty list of loaders"), (("abc", SequenceVectorizer()), "Bag"),
-                       (([1], SequenceVectorizer()), "loader 0 is not callable"),
+                       (([1], SequenceVectorizer()), r"source\[0\] is not callable"),
                        ((db.from_sequence([1]), object()), "featurizer"),
                        ((db.from_sequence([1]), SequenceVectorizer(sparse=False)), "sparse")]:
         with pytest.raises(ValueError, match=match):
@@ -363,3 +368,20 @@ def test_cluster_corpus_rejects_bad_input(healthy):
         for bag, match in cases:
             with pytest.raises(ValueError, match=match):
                 ChainCRF().fit(ClusterCorpus(bag, WindowFeaturizer()))
+
+
+_DOC = Path(__file__).resolve().parents[1] / "doc" / "scaling_out.md"
+_SCRIPTS = [b for b in re.findall(r"```python\n(.*?)```", _DOC.read_text(), flags=re.S) if "ClusterCorpus(" in b]
+
+
+@pytest.mark.parametrize("block", _SCRIPTS, ids=[f"script{i}" for i in range(len(_SCRIPTS))])
+def test_scaling_out_page_cluster_corpus_example_runs(block, tmp_path):
+    """The page's end-to-end example (files read on the workers of a LocalCluster) runs as pasted."""
+    assert "LocalCluster" in block
+    script = tmp_path / "example.py"
+    script.write_text(block)
+    proc = run_cpu_bounded([sys.executable, str(script)], cpu_seconds=300, cwd=tmp_path, capture_output=True,
+                           text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip()
+    print(proc.stdout)
