@@ -15,6 +15,10 @@ and in each later one, against the pickled parameter vector; wall and CPU second
 and the workers' own CPU); the largest difference between the two models. From the measured
 compute per token and bytes per evaluation, a projection of one L-BFGS evaluation at 10M / 100M
 tokens on 8 / 32 / 128 workers over 10 Gbit/s. Writes ``benchmarks/results/scaleout/scaleout.{md,json}``.
+With ``--corpus``: the same fit from a :class:`~sklearn_struct.cluster_corpus.ClusterCorpus` of
+CoNLL-2000 split into two files that the workers read, featurise and pack themselves, against the
+local fit of the same sentences: the bytes of the preparation (vocabularies, counts) and of each
+evaluation, and the model difference. ``--merge`` adds the rows run to the stored results.
 Needs ``SKLEARN_STRUCT_DATA`` (CoNLL-2000). Run: ``python benchmarks/product/bench_scaleout.py``.
 """
 
@@ -25,8 +29,10 @@ import pickle
 import platform
 import resource
 import sys
+import tempfile
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 import joblib
@@ -38,7 +44,8 @@ from _lib.internals import ChainObjective  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 from sklearn_struct import ChainCRF  # noqa: E402
-from sklearn_struct.datasets import load_conll2000  # noqa: E402
+from sklearn_struct.cluster_corpus import ClusterCorpus  # noqa: E402
+from sklearn_struct.datasets import load_conll, load_conll2000  # noqa: E402
 from sklearn_struct.preprocessing import WindowFeaturizer  # noqa: E402
 from sklearn_struct.utils.shards import ResidentShards, count_worker_bytes  # noqa: E402
 
@@ -64,7 +71,8 @@ class _Meter:
             before = sum(meter.read().values())
             out = meter.original(shards, func, params, *args)
             if shards.distributed:
-                meter.rows.append((sum(meter.read().values()) - before, len(pickle.dumps(params)), params.size))
+                meter.rows.append((sum(meter.read().values()) - before, len(pickle.dumps(params)),
+                                   getattr(params, "size", 0)))
             return out
 
         ResidentShards.map = map
@@ -73,12 +81,54 @@ class _Meter:
         ResidentShards.map = self.original
 
 
-def _fit(X, y):
+def _fit(X, y, n_jobs=2):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         start, cpu = time.perf_counter(), _cpu()
-        crf = ChainCRF(n_jobs=2, max_iter=MAX_ITER, c2=1.0).fit(X, y)
+        crf = ChainCRF(n_jobs=n_jobs, max_iter=MAX_ITER, c2=1.0).fit(X, y)
         return crf, time.perf_counter() - start, _cpu() - cpu
+
+
+def run_corpus(data, client, n_files=2):
+    """ChainCRF from CoNLL files read, featurised and packed on the workers (a ClusterCorpus)
+    against the local fit of the same sentences (featurised here, one shard)."""
+    featurizer = WindowFeaturizer()
+    local, wall_local, cpu_local = _fit(featurizer.fit_transform(data.sequences), data.labels, n_jobs=None)
+    with tempfile.TemporaryDirectory() as folder:
+        paths = _split_files(data, folder, n_files)
+        file_bytes = sum(os.path.getsize(p) for p in paths)
+        corpus = ClusterCorpus([partial(load_conll, p, columns=("word", "pos", "chunk")) for p in paths],
+                               WindowFeaturizer())
+        meter, worker_cpu = _Meter(client), _worker_cpu(client)
+        try:
+            with joblib.parallel_backend("dask"):
+                remote, wall_dask, cpu_driver = _fit(corpus, None)
+        finally:
+            meter.close()
+    later = np.array([row[0] for row in meter.rows[3:]], dtype=float)
+    theta_bytes = meter.rows[-1][1]
+    diff = max(np.max(np.abs(remote.coef_ - local.coef_)), np.max(np.abs(remote.transition_ - local.transition_)))
+    return {"files": n_files, "file_bytes": int(file_bytes), "n_tokens": int(corpus.n_tokens_),
+            "n_features": int(remote.n_features_in_), "theta_bytes": int(theta_bytes),
+            "same_vocabulary": corpus.featurizer_.vectorizer_.vocabulary_ == featurizer.vectorizer_.vocabulary_,
+            "preparation_bytes": [int(row[0]) for row in meter.rows[:3]], "evaluations": len(later),
+            "later_bytes_mean": float(later.mean()), "later_bytes_max": float(later.max()),
+            "ratio_to_theta_max": float(later.max() / theta_bytes), "wall_local": wall_local, "cpu_local": cpu_local,
+            "wall_dask": wall_dask, "cpu_dask_driver": cpu_driver, "cpu_dask_workers": _worker_cpu(client) - worker_cpu,
+            "max_abs_model_difference": float(diff), "same_n_iter": bool(local.n_iter_ == remote.n_iter_)}
+
+
+def _split_files(data, folder, n_files):
+    """The sentences in ``n_files`` CoNLL files of contiguous blocks (so the files' order is the data's)."""
+    bounds = np.linspace(0, len(data.sequences), n_files + 1).astype(int)
+    paths = []
+    for f in range(n_files):
+        paths.append(os.path.join(folder, f"train-{f}.txt"))
+        with open(paths[-1], "w") as out:
+            for i in range(bounds[f], bounds[f + 1]):
+                out.write("".join(f"{t['word']} {t['pos']} {lab}\n" for t, lab in zip(data.sequences[i], data.labels[i]))
+                          + "\n")
+    return paths
 
 
 def _worker_cpu(client):
@@ -191,6 +241,21 @@ def write(out):
     for p in out["projection"]:
         lines.append(f"| {p['tokens'] / 1e6:.0f}M | {p['workers']} | {p['compute_s']:.3f} s | {p['comm_s']:.3f} s | "
                      f"{p['evaluation_s']:.3f} s | {p['speedup_vs_one_core']:.1f}x | {p['efficiency']:.0%} |")
+    if out.get("corpus"):
+        c = out["corpus"]
+        lines += ["", "## A corpus the driver never holds (`ClusterCorpus`)", "",
+                  f"CoNLL-2000 train in {c['files']} CoNLL files ({c['file_bytes'] / 1e6:.1f} MB), each read, featurised "
+                  "(`WindowFeaturizer`) and packed on one worker; the driver merges the vocabularies and counts. "
+                  "Against the local fit of the same sentences (featurised in this process, one shard), same "
+                  "`ChainCRF(max_iter=30, c2=1)`.", "",
+                  "| tokens | features | bytes to the workers: load / vocabulary / pairs | later evaluations, mean (max) "
+                  "| max / theta | same vocabulary | wall local / dask | CPU local / dask (driver + workers) | "
+                  "model difference |", "|---|---|---|---|---|---|---|---|---|",
+                  f"| {c['n_tokens']:,} | {c['n_features']:,} | "
+                  + " / ".join(f"{b / 1e6:.2f}" for b in c["preparation_bytes"]) + " MB | "
+                  f"{c['later_bytes_mean'] / 1e6:.2f} ({c['later_bytes_max'] / 1e6:.2f}) MB | {c['ratio_to_theta_max']:.2f}x | "
+                  f"{c['same_vocabulary']} | {c['wall_local']:.1f} / {c['wall_dask']:.1f} s | {c['cpu_local']:.1f} / "
+                  f"{c['cpu_dask_driver']:.1f} + {c['cpu_dask_workers']:.1f} s | {c['max_abs_model_difference']:.1e} |"]
     (RESULTS / "scaleout.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -198,6 +263,7 @@ def write(out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,4", help="corpus copies, comma-separated (default 1,4)")
+    parser.add_argument("--corpus", action="store_true", help="also fit from a ClusterCorpus of CoNLL files")
     parser.add_argument("--merge", action="store_true",
                         help="add the rows of --sizes to the stored results (keeping the other sizes and the projection)")
     args = parser.parse_args()
@@ -214,11 +280,14 @@ def main():
     out = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "max_iter": MAX_ITER, "sizes": []}
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   worker_dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
-        for k in (int(s) for s in args.sizes.split(",")):
+        for k in (int(s) for s in args.sizes.split(",") if s):
             out["sizes"].append(run_size(k, X1, y1, client))
             print(json.dumps(out["sizes"][-1]), flush=True)
+        if args.corpus:
+            out["corpus"] = run_corpus(data, client)
+            print(json.dumps(out["corpus"]), flush=True)
         if stored:
-            write(_merged(stored, out["sizes"]))
+            write(_merged(stored, out["sizes"], out.get("corpus")))
             return
         out["latency_ms"] = 1e3 * latency(client, out["sizes"][0]["theta_bytes"])
     out["per_token_us"] = 1e6 * per_token
@@ -227,8 +296,10 @@ def main():
     write(out)
 
 
-def _merged(stored, rows):
-    """The stored results with ``rows`` added (a stored row of the same size replaced)."""
+def _merged(stored, rows, corpus=None):
+    """The stored results with ``rows`` (and ``corpus``) added (a stored row of the same size replaced)."""
+    if corpus is not None:
+        stored["corpus"] = corpus
     new = {r["copies"] for r in rows}
     stored["sizes"] = sorted([r for r in stored["sizes"] if r["copies"] not in new] + rows, key=lambda r: r["copies"])
     return stored
