@@ -126,11 +126,18 @@ class ClusterCorpus:
         try:
             stats = shards.map(_vocabulary_stats, None)
             names, classes = self._merge_vocabulary(stats)
-            shards._loaders = [partial(_coded, f, names, classes) for f in load]
-            counts = shards.map(_encode, (names, classes))
+            # each shard gets its own columns' numbers in the corpus's vocabulary, not the vocabulary
+            index = {name: i for i, name in enumerate(names)}
+            columns = [(np.array([index.get(n, -1) for n in s["names"]], dtype=_int_type(len(names))), len(names),
+                        classes) for s in stats]
+            del stats, index
+            shards._loaders = [partial(_coded, f, c) for f, c in zip(load, columns)]
+            counts = shards._map_each(_encode, columns)
             pairs, transitions = _merge_counts(counts, len(names), len(classes), all_possible_states, min_freq)
-            shards._loaders = [partial(_built, f, pairs, len(classes)) for f in shards._loaders]
-            shards.map(_build, pairs, len(classes))
+            del counts
+            sent = tuple(a.astype(_int_type(max(len(pairs[1]), len(classes)))) for a in pairs)  # half the bytes
+            shards._loaders = [partial(_built, f, sent, len(classes)) for f in shards._loaders]
+            shards.map(_build, sent, len(classes))
         except BaseException:
             shards.close()
             raise
@@ -328,27 +335,33 @@ def _vocabulary_stats(shard, _):
     return {k: shard[k] for k in ("n_sequences", "n_tokens", "names", "counts", "labels")}
 
 
-def _coded(load, names, classes):
+def _int_type(largest):
+    return np.int32 if largest < np.iinfo(np.int32).max else np.int64
+
+
+def _coded(load, columns):
     """Step 2 (after ``load``, step 1): columns renumbered to the corpus's, labels encoded."""
     shard = load()
-    _encode(shard, (names, classes))
+    _encode(shard, columns)
     return shard
 
 
-def _encode(shard, vocabulary):
-    names, classes = vocabulary
+def _encode(shard, columns):
+    """``columns``: (this shard's column -> the corpus's, -1 for a dropped one; n_features; classes)."""
+    column, n_features, classes = columns
     L = len(classes)
-    out = {"seen": sp.csr_matrix((len(names), L)), "freq": sp.csr_matrix((len(names), L)),
+    out = {"seen": sp.csr_matrix((n_features, L)), "freq": sp.csr_matrix((n_features, L)),
            "transitions": np.zeros((L, L))}
     if "packed" not in shard:
         return out
-    index = {name: i for i, name in enumerate(names)}
-    column = np.array([index.get(name, -1) for name in shard["names"]] + [-1], dtype=np.int64)
     packed = shard["packed"].tocsr()
     cols = column[packed.indices]
     keep = cols >= 0
-    rows = np.repeat(np.arange(packed.shape[0]), np.diff(packed.indptr))[keep]
-    X = sp.csr_matrix((packed.data[keep], (rows, cols[keep])), shape=(packed.shape[0], len(names)))
+    if keep.all():
+        X = sp.csr_matrix((packed.data, cols, packed.indptr), shape=(packed.shape[0], n_features))
+    else:  # columns below min_freq dropped: each row keeps its remaining entries
+        kept = np.concatenate([[0], np.cumsum(keep)])
+        X = sp.csr_matrix((packed.data[keep], cols[keep], kept[packed.indptr]), shape=(packed.shape[0], n_features))
     X.sort_indices()
     y = np.searchsorted(classes, shard["y"]).astype(np.int64)
     Y = sp.csr_matrix((np.ones(len(y)), (np.arange(len(y)), y)), shape=(len(y), L))

@@ -79,6 +79,7 @@ class _Meter:
             return out
 
         monkeypatch.setattr(ResidentShards, "map", map)
+        monkeypatch.setattr(ResidentShards, "_map_each", _metered(self, ResidentShards._map_each))
 
     def check(self, max_ratio=3.0, overhead=0):
         """Every evaluation after the first (which scatters the shards) ships at most
@@ -89,6 +90,17 @@ class _Meter:
         assert first_bytes > 5 * np.max(later)  # the scatter: the data went out once
         assert np.all(later <= max_ratio * theta_bytes + overhead), (later, theta_bytes)
         return first_bytes, later
+
+
+def _metered(meter, original):
+    """``original`` (a ResidentShards method taking ``(func, params, ...)``) recording its bytes in ``meter``."""
+    def method(shards, func, params, *args):
+        before = sum(meter.read().values())
+        out = original(shards, func, params, *args)
+        if shards.distributed:
+            meter.per_evaluation.append((sum(meter.read().values()) - before, len(pickle.dumps(params))))
+        return out
+    return method
 
 
 def _fit_quiet(est, X, y):
@@ -273,7 +285,7 @@ def _write_conll(path, X, y):
     return str(path)
 
 
-def _corpus_maps(meter, n_prep=3):
+def _corpus_maps(meter, n_prep=3):  # load + vocabulary, columns + counts, pairs
     """(bytes of the preparation maps, of the later evaluations, theta bytes) from a _Meter."""
     prep = [b for b, _ in meter.per_evaluation[:n_prep]]
     later = np.array([b for b, _ in meter.per_evaluation[n_prep:]])

@@ -64,21 +64,26 @@ class _Meter:
 
     def __init__(self, client):
         self.read, self.rows = count_worker_bytes(client), []
-        self.original = ResidentShards.map
+        self.originals = {name: getattr(ResidentShards, name) for name in ("map", "_map_each")}
+        for name, original in self.originals.items():
+            setattr(ResidentShards, name, self._metered(original))
+
+    def _metered(self, original):
         meter = self
 
-        def map(shards, func, params, *args):
+        def method(shards, func, params, *args):
             before = sum(meter.read().values())
-            out = meter.original(shards, func, params, *args)
+            out = original(shards, func, params, *args)
             if shards.distributed:
                 meter.rows.append((sum(meter.read().values()) - before, len(pickle.dumps(params)),
                                    getattr(params, "size", 0)))
             return out
 
-        ResidentShards.map = map
+        return method
 
     def close(self):
-        ResidentShards.map = self.original
+        for name, original in self.originals.items():
+            setattr(ResidentShards, name, original)
 
 
 def _fit(X, y, n_jobs=2):
