@@ -141,7 +141,8 @@ def _worker_cpu(client):
 
 
 def per_token_compute(X, y, n_labels):
-    """Seconds per token of one objective evaluation on one core (one shard, numba on one thread)."""
+    """CPU seconds per token of one objective evaluation (one shard, numba on one thread): CPU time,
+    not wall time, which on the shared machine counts the other jobs' share of the cores too."""
     import numba
 
     objective = ChainObjective(X, y, n_labels, 1.0)
@@ -152,9 +153,9 @@ def per_token_compute(X, y, n_labels):
         objective(theta)  # warm
         times = []
         for _ in range(3):
-            start = time.perf_counter()
+            start = time.process_time()
             objective(theta)
-            times.append(time.perf_counter() - start)
+            times.append(time.process_time() - start)
     finally:
         numba.set_num_threads(threads)
     return min(times) / sum(x.shape[0] for x in X)
@@ -236,7 +237,7 @@ def write(out):
     lines += ["", "Before (issue #33, the same fit on the same cluster): 115.2 MB per evaluation against a 1.45 MB "
               "weight vector (79.6x), the dask fit 1.9-2.5x slower than one local chunk.", "",
               "## Projection: one L-BFGS evaluation, 10 Gbit/s", "",
-              f"Measured: {out['per_token_us']:.3f} us of compute per token per evaluation on one core, "
+              f"Measured: {out['per_token_us']:.3f} us of compute (CPU time) per token per evaluation on one core, "
               f"theta {out['theta_bytes'] / 1e6:.2f} MB (CoNLL-2000's features; more features scale the "
               f"communication in proportion), {out['latency_ms']:.1f} ms per evaluation of scheduling "
               "(a do-nothing evaluation on this cluster). Model: compute N / W + 2 W theta / 10 Gbit/s "
@@ -272,7 +273,7 @@ def main():
     parser.add_argument("--sizes", default="1,4", help="corpus copies, comma-separated (default 1,4)")
     parser.add_argument("--corpus", action="store_true", help="also fit from a ClusterCorpus of CoNLL files")
     parser.add_argument("--merge", action="store_true",
-                        help="add the rows of --sizes to the stored results (keeping the other sizes and the projection)")
+                        help="add the rows of --sizes to the stored results (keeping the other sizes; the projection measured again)")
     args = parser.parse_args()
     if not os.environ.get("SKLEARN_STRUCT_DATA"):
         sys.exit("Set SKLEARN_STRUCT_DATA to the folder holding conll2000/.")
@@ -283,7 +284,7 @@ def main():
     y1 = [np.asarray(lab) for lab in data.labels]
     n_labels = len(np.unique(np.concatenate(y1)))
     stored = json.loads((RESULTS / "scaleout.json").read_text()) if args.merge else None
-    per_token = None if stored else per_token_compute(X1, _encode(y1), n_labels)
+    per_token = per_token_compute(X1, _encode(y1), n_labels)
     out = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "max_iter": MAX_ITER, "sizes": []}
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   worker_dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
@@ -294,8 +295,7 @@ def main():
             out["corpus"] = run_corpus(data, client)
             print(json.dumps(out["corpus"]), flush=True)
         if stored:
-            write(_merged(stored, out["sizes"], out.get("corpus")))
-            return
+            out = _merged(stored, out["sizes"], out.get("corpus"))
         out["latency_ms"] = 1e3 * latency(client, out["sizes"][0]["theta_bytes"])
     out["per_token_us"] = 1e6 * per_token
     out["theta_bytes"] = out["sizes"][0]["theta_bytes"]
