@@ -211,6 +211,15 @@ def latency(client, theta_bytes):
     return float(np.median(times[2:]))
 
 
+def idle_cpu(client, seconds=30.0):
+    """CPU seconds per minute the idle cluster costs: this process (client and, in a LocalCluster,
+    the scheduler) and the workers (heartbeats, memory and system monitors)."""
+    driver, workers = _cpu(), _worker_cpu(client)
+    time.sleep(seconds)
+    scale = 60.0 / seconds
+    return {"driver": (_cpu() - driver) * scale, "workers": (_worker_cpu(client) - workers) * scale}
+
+
 def _noop(shard, theta):
     return 0.0
 
@@ -234,6 +243,11 @@ def write(out):
             f"({r['later_bytes_max'] / 1e6:.2f}) MB | {r['ratio_to_theta_max']:.2f}x | {r['evaluations']} | "
             f"{r['wall_local']:.1f} / {r['wall_dask']:.1f} s | {r['cpu_local']:.1f} / "
             f"{r['cpu_dask_driver']:.1f} + {r['cpu_dask_workers']:.1f} s | {r['max_abs_model_difference']:.1e} |")
+    if "idle_cpu_per_minute" in out:
+        idle = out["idle_cpu_per_minute"]
+        lines += ["", f"The idle cluster itself costs {idle['driver']:.2f} s of CPU per minute in this process (client and "
+                  f"scheduler) and {idle['workers']:.2f} s in the two workers (dask's heartbeats and monitors): included in "
+                  "the dask CPU columns, in proportion to the wall time."]
     lines += ["", "Before (issue #33, the same fit on the same cluster): 115.2 MB per evaluation against a 1.45 MB "
               "weight vector (79.6x), the dask fit 1.9-2.5x slower than one local chunk.", "",
               "## Projection: one L-BFGS evaluation, 10 Gbit/s", "",
@@ -297,6 +311,7 @@ def main():
         if stored:
             out = _merged(stored, out["sizes"], out.get("corpus"))
         out["latency_ms"] = 1e3 * latency(client, out["sizes"][0]["theta_bytes"])
+        out["idle_cpu_per_minute"] = idle_cpu(client)
     out["per_token_us"] = 1e6 * per_token
     out["theta_bytes"] = out["sizes"][0]["theta_bytes"]
     out["projection"] = projection(per_token, out["theta_bytes"], out["latency_ms"] / 1e3)
