@@ -15,7 +15,7 @@ and in each later one, against the pickled parameter vector; wall and CPU second
 and the workers' own CPU); the largest difference between the two models. From the measured
 compute per token and bytes per evaluation, a projection of one L-BFGS evaluation at 10M / 100M
 tokens on 8 / 32 / 128 workers over 10 Gbit/s. Writes ``benchmarks/results/scaleout/scaleout.{md,json}``.
-With ``--corpus``: the same fit from a :class:`~sklearn_struct.cluster_corpus.ClusterCorpus` of
+With ``--corpus 1,4``: the same fit from a :class:`~sklearn_struct.cluster_corpus.ClusterCorpus` of
 CoNLL-2000 split into two files that the workers read, featurise and pack themselves, against the
 local fit of the same sentences: the bytes of the preparation (vocabularies, counts) and of each
 evaluation, and the model difference. ``--merge`` adds the rows run to the stored results.
@@ -38,6 +38,7 @@ from pathlib import Path
 import joblib
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import Bunch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.internals import ChainObjective  # noqa: E402
@@ -94,9 +95,10 @@ def _fit(X, y, n_jobs=2):
         return crf, time.perf_counter() - start, _cpu() - cpu
 
 
-def run_corpus(data, client, n_files=2):
-    """ChainCRF from CoNLL files read, featurised and packed on the workers (a ClusterCorpus)
-    against the local fit of the same sentences (featurised here, one shard)."""
+def run_corpus(data, client, copies=1, n_files=2):
+    """ChainCRF from CoNLL files (the training set ``copies`` times) read, featurised and packed on the
+    workers (a ClusterCorpus) against the local fit of the same sentences (featurised here, one shard)."""
+    data = Bunch(sequences=data.sequences * copies, labels=data.labels * copies)
     featurizer = WindowFeaturizer()
     local, wall_local, cpu_local = _fit(featurizer.fit_transform(data.sequences), data.labels, n_jobs=None)
     with tempfile.TemporaryDirectory() as folder:
@@ -113,7 +115,7 @@ def run_corpus(data, client, n_files=2):
     later = np.array([row[0] for row in meter.rows[3:]], dtype=float)
     theta_bytes = meter.rows[-1][1]
     diff = max(np.max(np.abs(remote.coef_ - local.coef_)), np.max(np.abs(remote.transition_ - local.transition_)))
-    return {"files": n_files, "file_bytes": int(file_bytes), "n_tokens": int(corpus.n_tokens_),
+    return {"copies": copies, "files": n_files, "file_bytes": int(file_bytes), "n_tokens": int(corpus.n_tokens_),
             "n_features": int(remote.n_features_in_), "theta_bytes": int(theta_bytes),
             "same_vocabulary": corpus.featurizer_.vectorizer_.vocabulary_ == featurizer.vectorizer_.vocabulary_,
             "preparation_bytes": [int(row[0]) for row in meter.rows[:3]], "evaluations": len(later),
@@ -262,22 +264,24 @@ def write(out):
         lines.append(f"| {p['tokens'] / 1e6:.0f}M | {p['workers']} | {p['compute_s']:.3f} s | {p['comm_s']:.3f} s | "
                      f"{p['evaluation_s']:.3f} s | {p['speedup_vs_one_core']:.1f}x | {p['efficiency']:.0%} |")
     if out.get("corpus"):
-        c = out["corpus"]
+        rows = out["corpus"] if isinstance(out["corpus"], list) else [out["corpus"]]
         lines += ["", "## A corpus the driver never holds (`ClusterCorpus`)", "",
-                  f"CoNLL-2000 train in {c['files']} CoNLL files ({c['file_bytes'] / 1e6:.1f} MB), each read, featurised "
+                  f"CoNLL-2000 train x k in {rows[0]['files']} CoNLL files, each read, featurised "
                   "(`WindowFeaturizer`) and packed on one worker; the driver merges the vocabularies and counts. "
                   "Against the local fit of the same sentences (featurised in this process beforehand, one shard), "
                   "same `ChainCRF(max_iter=30, c2=1)`: the dask times include reading and featurising on the workers, "
                   "the local ones do not. The preparation sends each worker its columns' numbers in the merged "
                   "vocabulary and the weighted (attribute, label) pairs, once.", "",
-                  "| tokens | features | bytes to the workers: load / vocabulary / pairs | later evaluations, mean (max) "
-                  "| max / theta | same vocabulary | wall local / dask | CPU local / dask (driver + workers) | "
-                  "model difference |", "|---|---|---|---|---|---|---|---|---|",
-                  f"| {c['n_tokens']:,} | {c['n_features']:,} | "
-                  + " / ".join(f"{b / 1e6:.2f}" for b in c["preparation_bytes"]) + " MB | "
-                  f"{c['later_bytes_mean'] / 1e6:.2f} ({c['later_bytes_max'] / 1e6:.2f}) MB | {c['ratio_to_theta_max']:.2f}x | "
-                  f"{c['same_vocabulary']} | {c['wall_local']:.1f} / {c['wall_dask']:.1f} s | {c['cpu_local']:.1f} / "
-                  f"{c['cpu_dask_driver']:.1f} + {c['cpu_dask_workers']:.1f} s | {c['max_abs_model_difference']:.1e} |"]
+                  "| corpus | files | tokens | features | bytes to the workers: load / vocabulary / pairs | later "
+                  "evaluations, mean (max) | max / theta | same vocabulary | wall local / dask | CPU local / dask "
+                  "(driver + workers) | model difference |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for c in rows:
+            lines.append(
+                f"| {c.get('copies', 1)}x | {c['file_bytes'] / 1e6:.1f} MB | {c['n_tokens']:,} | {c['n_features']:,} | "
+                + " / ".join(f"{b / 1e6:.2f}" for b in c["preparation_bytes"]) + " MB | "
+                f"{c['later_bytes_mean'] / 1e6:.2f} ({c['later_bytes_max'] / 1e6:.2f}) MB | {c['ratio_to_theta_max']:.2f}x | "
+                f"{c['same_vocabulary']} | {c['wall_local']:.1f} / {c['wall_dask']:.1f} s | {c['cpu_local']:.1f} / "
+                f"{c['cpu_dask_driver']:.1f} + {c['cpu_dask_workers']:.1f} s | {c['max_abs_model_difference']:.1e} |")
     (RESULTS / "scaleout.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -285,7 +289,8 @@ def write(out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,4", help="corpus copies, comma-separated (default 1,4)")
-    parser.add_argument("--corpus", action="store_true", help="also fit from a ClusterCorpus of CoNLL files")
+    parser.add_argument("--corpus", default="", help="corpus copies to fit from a ClusterCorpus of CoNLL files "
+                        "read on the workers, comma-separated (default none)")
     parser.add_argument("--merge", action="store_true",
                         help="add the rows of --sizes to the stored results (keeping the other sizes; the projection measured again)")
     args = parser.parse_args()
@@ -305,9 +310,10 @@ def main():
         for k in (int(s) for s in args.sizes.split(",") if s):
             out["sizes"].append(run_size(k, X1, y1, client))
             print(json.dumps(out["sizes"][-1]), flush=True)
-        if args.corpus:
-            out["corpus"] = run_corpus(data, client)
-            print(json.dumps(out["corpus"]), flush=True)
+        out["corpus"] = []
+        for k in (int(s) for s in args.corpus.split(",") if s):
+            out["corpus"].append(run_corpus(data, client, k))
+            print(json.dumps(out["corpus"][-1]), flush=True)
         if stored:
             out = _merged(stored, out["sizes"], out.get("corpus"))
         out["latency_ms"] = 1e3 * latency(client, out["sizes"][0]["theta_bytes"])
@@ -320,8 +326,12 @@ def main():
 
 def _merged(stored, rows, corpus=None):
     """The stored results with ``rows`` (and ``corpus``) added (a stored row of the same size replaced)."""
-    if corpus is not None:
-        stored["corpus"] = corpus
+    if corpus:
+        old = stored.get("corpus") or []
+        old = old if isinstance(old, list) else [old]
+        new = {c["copies"] for c in corpus}
+        stored["corpus"] = sorted([c for c in old if c.get("copies", 1) not in new] + corpus,
+                                  key=lambda c: c["copies"])
     new = {r["copies"] for r in rows}
     stored["sizes"] = sorted([r for r in stored["sizes"] if r["copies"] not in new] + rows, key=lambda r: r["copies"])
     return stored
