@@ -326,7 +326,8 @@ def _featurized(load, index, featurizer):
     y = np.concatenate(y)
     if any(v is None for v in y.tolist()):
         raise ValueError(f"ClusterCorpus shard {index}: a label is None (partial labels need a local fit).")
-    shard.update(packed=packed, offsets=offsets, y=y, n_tokens=packed.shape[0], names=vectorizer.vectorizer_.feature_names_,
+    shard.update(packed=packed, offsets=offsets, y=y, n_tokens=packed.shape[0],
+                 names=vectorizer.vectorizer_.feature_names_,
                  counts=np.bincount(packed.indices, minlength=packed.shape[1]), labels=np.unique(y))
     return shard
 

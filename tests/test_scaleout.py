@@ -126,6 +126,14 @@ def test_shards_sum_in_a_fixed_order_on_the_cluster(healthy):
         value, grad = remote.sum(_loss, np.ones(4))
         assert len(set(remote.workers)) == 2
     assert value == local[0] and np.array_equal(grad, local[1])
+    # per-shard parameters: each task gets its own (a ClusterCorpus sends each shard its column numbers)
+    offsets = [np.full(4, float(i)) for i in range(5)]
+    with ResidentShards(parts, client=healthy) as remote:
+        each = remote._map_each(np.add, offsets)
+    for a, b in zip(each, ResidentShards(parts)._map_each(np.add, offsets)):
+        assert np.array_equal(a, b)
+    with pytest.raises(ValueError, match="per_shard has 4 entries for 5 shards"):
+        ResidentShards(parts)._map_each(np.add, offsets[:4])
 
 
 def _loss(shard, theta):

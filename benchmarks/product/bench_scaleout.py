@@ -133,7 +133,8 @@ def _split_files(data, folder, n_files):
         paths.append(os.path.join(folder, f"train-{f}.txt"))
         with open(paths[-1], "w") as out:
             for i in range(bounds[f], bounds[f + 1]):
-                out.write("".join(f"{t['word']} {t['pos']} {lab}\n" for t, lab in zip(data.sequences[i], data.labels[i]))
+                tokens = zip(data.sequences[i], data.labels[i])
+                out.write("".join(f"{t['word']} {t['pos']} {lab}\n" for t, lab in tokens)
                           + "\n")
     return paths
 
@@ -247,8 +248,9 @@ def write(out):
             f"{r['cpu_dask_driver']:.1f} + {r['cpu_dask_workers']:.1f} s | {r['max_abs_model_difference']:.1e} |")
     if "idle_cpu_per_minute" in out:
         idle = out["idle_cpu_per_minute"]
-        lines += ["", f"The idle cluster itself costs {idle['driver']:.2f} s of CPU per minute in this process (client and "
-                  f"scheduler) and {idle['workers']:.2f} s in the two workers (dask's heartbeats and monitors): included in "
+        lines += ["", f"The idle cluster itself costs {idle['driver']:.2f} s of CPU per minute in this process (client "
+                  f"and scheduler) and {idle['workers']:.2f} s in the two workers (dask's heartbeats and monitors): "
+                  "included in "
                   "the dask CPU columns, in proportion to the wall time."]
     lines += ["", "Before (issue #33, the same fit on the same cluster): 115.2 MB per evaluation against a 1.45 MB "
               "weight vector (79.6x), the dask fit 1.9-2.5x slower than one local chunk.", "",
@@ -279,7 +281,8 @@ def write(out):
             lines.append(
                 f"| {c.get('copies', 1)}x | {c['file_bytes'] / 1e6:.1f} MB | {c['n_tokens']:,} | {c['n_features']:,} | "
                 + " / ".join(f"{b / 1e6:.2f}" for b in c["preparation_bytes"]) + " MB | "
-                f"{c['later_bytes_mean'] / 1e6:.2f} ({c['later_bytes_max'] / 1e6:.2f}) MB | {c['ratio_to_theta_max']:.2f}x | "
+                f"{c['later_bytes_mean'] / 1e6:.2f} ({c['later_bytes_max'] / 1e6:.2f}) MB | "
+                f"{c['ratio_to_theta_max']:.2f}x | "
                 f"{c['same_vocabulary']} | {c['wall_local']:.1f} / {c['wall_dask']:.1f} s | {c['cpu_local']:.1f} / "
                 f"{c['cpu_dask_driver']:.1f} + {c['cpu_dask_workers']:.1f} s | {c['max_abs_model_difference']:.1e} |")
     (RESULTS / "scaleout.md").write_text("\n".join(lines) + "\n")
@@ -292,7 +295,8 @@ def main():
     parser.add_argument("--corpus", default="", help="corpus copies to fit from a ClusterCorpus of CoNLL files "
                         "read on the workers, comma-separated (default none)")
     parser.add_argument("--merge", action="store_true",
-                        help="add the rows of --sizes to the stored results (keeping the other sizes; the projection measured again)")
+                        help="add the rows of --sizes to the stored results (keeping the other sizes; the "
+                        "projection measured again)")
     args = parser.parse_args()
     if not os.environ.get("SKLEARN_STRUCT_DATA"):
         sys.exit("Set SKLEARN_STRUCT_DATA to the folder holding conll2000/.")
