@@ -10,8 +10,9 @@ in four steps, each shard staying on one worker from the first to the last
    its feature names, their token counts and its label set;
 2. the driver merges them into the vocabulary (and label set) the featurizer would have learnt
    from the whole corpus, sorted the same way, the ``min_freq`` rule applied to the summed counts,
-   and sends it to every worker once; each worker renumbers its columns and encodes its labels,
-   and sends back its (attribute, label) and transition counts;
+   and sends each shard, once, the numbers of its columns in it (and the labels); each worker
+   renumbers its columns and encodes its labels, and sends back its (attribute, label) and
+   transition counts;
 3. the driver merges those into the weights the model has (the pairs CRFsuite keeps, the
    transitions that are features) and sends the pairs once; each worker packs its shard;
 4. L-BFGS (OWL-QN with ``c1 > 0``) on the resident shards: only ``theta`` out, each shard's
