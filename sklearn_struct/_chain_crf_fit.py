@@ -27,7 +27,7 @@ from .utils.packing import pack_sequences, transition_pairs
 from .utils.shards import n_shards
 
 __all__ = ["ALGORITHMS", "SOLVER_OPTIONS", "ONLINE_ALGORITHMS", "check_solver_options", "fit_chain_algorithm",
-           "DevSet"]
+           "DevSet", "minimize_chain_objective"]
 
 # CRFsuite's options of each algorithm: (default, check, description of valid values)
 _POSITIVE_INT = (lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1, "an int >= 1")
@@ -184,11 +184,20 @@ def _fit_lbfgs(X, y_enc, n_labels, params, options, max_iter, previous, progress
     else:
         objective = ConstrainedChainObjective(X, y_enc, n_labels, params["c2"], allowed=constraints[0],
                                               structure=constraints[1], sample_weight=sample_weight, **common)
-    n_w, L = objective.n_weights, n_labels
     y = np.concatenate(y_enc)
     offsets = np.concatenate([[0], np.cumsum([len(v) for v in y_enc])])
-    fixed = n_w + L + np.flatnonzero(~transition_mask(y, offsets, L, params["all_possible_transitions"],
-                                                      params["min_freq"]))
+    transitions = transition_mask(y, offsets, n_labels, params["all_possible_transitions"], params["min_freq"])
+    return minimize_chain_objective(objective, transitions, params, options, max_iter, previous, progress, dev, what,
+                                    constraints)
+
+
+def minimize_chain_objective(objective, transitions, params, options, max_iter, previous, progress, dev=None,
+                             what="the CRF", constraints=None):
+    """L-BFGS / OWL-QN on a built chain objective (:class:`~sklearn_struct._chain_crf.ChainObjective`
+    or one with its interface, e.g. over a cluster-resident corpus); ``transitions`` is the flat
+    (L * L,) mask of the transitions that are features. Returns ``_fit_lbfgs``'s tuple."""
+    n_w, L = objective.n_weights, objective.n_labels
+    fixed = n_w + L + np.flatnonzero(~transitions)
     if constraints is not None:
         fixed = np.union1d(fixed, objective.forbidden_transitions())
     if not params["fit_intercept"]:

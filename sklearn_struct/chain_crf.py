@@ -20,6 +20,7 @@ from ._chain_crf_constrained import (check_feasible, fixed_masks, has_unknown_la
                                      onehot_masks, start_partial_fit, structure_from, topk_of_chain)
 from ._chain_crf_partial import partial_fit_chain
 from ._chain_crf_weights import sequence_weights
+from .cluster_corpus import fit_chain_crf_from_corpus, is_cluster_corpus
 from .oracles.chain import forward_backward, viterbi
 from .utils._proba import MarginalsAsProbaMixin
 from .utils._model_file import (
@@ -219,7 +220,7 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
-    def fit(self, X, y, X_dev=None, y_dev=None, sample_weight=None):
+    def fit(self, X, y=None, X_dev=None, y_dev=None, sample_weight=None):
         """Fit the CRF by ``algorithm``.
 
         Starts from zero, or with ``warm_start`` from the parameters of the previous fit.
@@ -230,7 +231,9 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features)
+        X : list of array-like or sparse matrices of shape (n_tokens_i, n_features), or ClusterCorpus
+            Or a :class:`sklearn_struct.cluster_corpus.ClusterCorpus`: sequences that live on a
+            dask cluster, featurised and fitted there (``y`` None; ``"lbfgs"`` only).
         y : list of array-like of shape (n_tokens_i,)
             Labels of each token; any hashable values. Partial labels (``"lbfgs"`` only): ``None``
             at a token whose label is unknown, or a ``set`` of the labels it may take; the fit
@@ -246,6 +249,8 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
         -------
         self : ChainCRF
         """
+        if is_cluster_corpus(X):  # sequences that live on a dask cluster
+            return fit_chain_crf_from_corpus(self, X, y, X_dev, y_dev, sample_weight)
         check_solver_options(self.algorithm, self.solver_options)
         if (X_dev is None) != (y_dev is None):
             raise ValueError("X_dev and y_dev must be given together (a development set), got only one of them.")

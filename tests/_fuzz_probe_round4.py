@@ -481,7 +481,29 @@ def probe_segment_errors(p):
              [("string", "type", False), ("number", 3, False)], ("key",))
 
 
+def probe_cluster_corpus(p):
+    """ClusterCorpus's checks (a fit needs a cluster: tests/test_scaleout.py)."""
+    from functools import partial
+
+    from sklearn_struct.cluster_corpus import ClusterCorpus
+    from sklearn_struct.datasets import make_chain_data
+    from sklearn_struct.preprocessing import SequenceVectorizer
+
+    loaders = [partial(make_chain_data, 5), partial(make_chain_data, 6)]
+    p.valid("ClusterCorpus", lambda: ClusterCorpus(loaders, SequenceVectorizer()).n_shards, lambda out: out == 2)
+    make = lambda source=loaders, featurizer=SequenceVectorizer(), client=None: ClusterCorpus(  # noqa: E731
+        source, featurizer, client=client)
+    p.mutate("ClusterCorpus", make, {}, "source",
+             [("none", None, False), ("nan", math.nan, False), ("a-string", "abc", False), ("empty", [], False),
+              ("a-dict", {"a": 1}, False), ("not-callable", [1, 2], True)], ("source",))
+    p.mutate("ClusterCorpus", make, {}, "featurizer",
+             [("none", None, False), ("a-string", "abc", False), ("dense", SequenceVectorizer(sparse=False), False)],
+             ("featurizer", "sparse"))
+    p.mutate("ClusterCorpus", make, {}, "client", [("string", "abc", False), ("number", 3, False)], ("client",))
+
+
 SECTIONS = {
+    "cluster_corpus": probe_cluster_corpus,
     "chain_constrained": probe_chain_constrained,
     "shards": probe_shards,
     "explain": probe_explain,

@@ -7,15 +7,20 @@ decoding in each worker process), so "only the parameters travel" is measured, n
 
 import os
 import pickle
+import re
 import signal
+import sys
 import warnings
 from functools import partial
+from pathlib import Path
 
 import joblib
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
+
+from _bounded import run_cpu_bounded
 
 from sklearn_struct import ChainCRF, GPStructClassifier, PrunedBPMarginals
 from sklearn_struct.datasets import make_chain_data
@@ -74,6 +79,7 @@ class _Meter:
             return out
 
         monkeypatch.setattr(ResidentShards, "map", map)
+        monkeypatch.setattr(ResidentShards, "_map_each", _metered(self, ResidentShards._map_each))
 
     def check(self, max_ratio=3.0, overhead=0):
         """Every evaluation after the first (which scatters the shards) ships at most
@@ -84,6 +90,17 @@ class _Meter:
         assert first_bytes > 5 * np.max(later)  # the scatter: the data went out once
         assert np.all(later <= max_ratio * theta_bytes + overhead), (later, theta_bytes)
         return first_bytes, later
+
+
+def _metered(meter, original):
+    """``original`` (a ResidentShards method taking ``(func, params, ...)``) recording its bytes in ``meter``."""
+    def method(shards, func, params, *args):
+        before = sum(meter.read().values())
+        out = original(shards, func, params, *args)
+        if shards.distributed:
+            meter.per_evaluation.append((sum(meter.read().values()) - before, len(pickle.dumps(params))))
+        return out
+    return method
 
 
 def _fit_quiet(est, X, y):
@@ -109,6 +126,14 @@ def test_shards_sum_in_a_fixed_order_on_the_cluster(healthy):
         value, grad = remote.sum(_loss, np.ones(4))
         assert len(set(remote.workers)) == 2
     assert value == local[0] and np.array_equal(grad, local[1])
+    # per-shard parameters: each task gets its own (a ClusterCorpus sends each shard its column numbers)
+    offsets = [np.full(4, float(i)) for i in range(5)]
+    with ResidentShards(parts, client=healthy) as remote:
+        each = remote._map_each(np.add, offsets)
+    for a, b in zip(each, ResidentShards(parts)._map_each(np.add, offsets)):
+        assert np.array_equal(a, b)
+    with pytest.raises(ValueError, match="per_shard has 4 entries for 5 shards"):
+        ResidentShards(parts)._map_each(np.add, offsets[:4])
 
 
 def _loss(shard, theta):
@@ -240,3 +265,143 @@ def test_a_lost_worker_without_recovery_is_a_clear_error(healthy, track_shards, 
         if k != "callback":
             assert np.array_equal(getattr(est, k), v) if isinstance(v, np.ndarray) else getattr(est, k) == v, k
 
+
+
+# ---------------------------------------------------------------------------- a corpus that lives on the cluster
+def _tagged_corpus(n_seq=150, seed=0):
+    """(word, POS) token sequences and chunk-like labels that depend on the POS and the previous label."""
+    rng = np.random.RandomState(seed)
+    words = [f"w{i}" for i in range(60)] + ["The", "IBM", "1990"]
+    tags = ["NN", "VB", "DT", "JJ", "IN"]
+    X, y = [], []
+    for _ in range(n_seq):
+        T = rng.randint(3, 12)
+        pos = rng.randint(0, len(tags), size=T)
+        X.append([(words[rng.randint(len(words))], tags[p]) for p in pos])
+        labels = ["B-NP" if p in (0, 2) else "I-NP" if p == 3 else "O" for p in pos]
+        y.append([lab if rng.rand() > 0.1 else "O" for lab in labels])
+    return X, y
+
+
+def _as_dicts(X):
+    return [[{"w": w, "pos": p, "len": len(w), "tags": [p[:1], "x"]} for w, p in seq] for seq in X]
+
+
+def _write_conll(path, X, y):
+    path.write_text("".join("".join(f"{w} {p} {lab}\n" for (w, p), lab in zip(seq, labs)) + "\n"
+                            for seq, labs in zip(X, y)))
+    return str(path)
+
+
+def _corpus_maps(meter, n_prep=3):  # load + vocabulary, columns + counts, pairs
+    """(bytes of the preparation maps, of the later evaluations, theta bytes) from a _Meter."""
+    prep = [b for b, _ in meter.per_evaluation[:n_prep]]
+    later = np.array([b for b, _ in meter.per_evaluation[n_prep:]])
+    return prep, later, meter.per_evaluation[-1][1]
+
+
+@pytest.mark.parametrize("params", [dict(), dict(all_possible_states=True, all_possible_transitions=False,
+                                                 min_freq=2.0)], ids=["observed-pairs", "min-freq"])
+def test_chain_crf_fits_a_bag_featurised_on_the_workers_as_it_fits_locally(healthy, monkeypatch, params):
+    db = pytest.importorskip("dask.bag")
+    from sklearn_struct.cluster_corpus import ClusterCorpus
+    from sklearn_struct.preprocessing import SequenceVectorizer
+
+    X, y = _tagged_corpus()
+    X = _as_dicts(X)
+    vectorizer = SequenceVectorizer(min_freq=2)
+    local = _fit_quiet(ChainCRF(max_iter=8, c2=0.1, **params), vectorizer.fit_transform(X), y)
+    corpus = ClusterCorpus(db.from_sequence(list(zip(X, y)), npartitions=3), SequenceVectorizer(min_freq=2))
+    meter = _Meter(healthy, monkeypatch)
+    with joblib.parallel_backend("dask"):
+        remote = _fit_quiet(ChainCRF(max_iter=8, c2=0.1, **params), corpus, None)
+    assert corpus.featurizer_.vocabulary_ == vectorizer.vocabulary_  # merged from the workers' vocabularies
+    assert corpus.n_sequences_ == len(X) and corpus.n_tokens_ == sum(map(len, X))
+    assert np.array_equal(remote.classes_, local.classes_) and remote.n_iter_ == local.n_iter_
+    np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(remote.transition_, local.transition_, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(remote.intercept_, local.intercept_, rtol=1e-9, atol=1e-10)
+    Xt = corpus.featurizer_.transform(X[:20])
+    assert remote.predict(Xt)[0].tolist() == local.predict(vectorizer.transform(X[:20]))[0].tolist()
+    prep, later, theta = _corpus_maps(meter)
+    assert len(later) >= 3 and np.all(later <= 3 * theta + 8000), (later, theta)  # 3 shards: theta in 3 tasks
+    print("bag corpus: preparation", prep, "bytes; evaluations", later.min(), "-", later.max(), "; theta", theta)
+
+
+def test_chain_crf_fits_conll_files_loaded_on_the_workers_and_survives_a_lost_worker(healthy, monkeypatch,
+                                                                                       track_shards, tmp_path):
+    from sklearn_struct.cluster_corpus import ClusterCorpus
+    from sklearn_struct.datasets import load_conll
+    from sklearn_struct.preprocessing import WindowFeaturizer
+
+    X, y = _tagged_corpus(n_seq=600, seed=1)
+    paths = [_write_conll(tmp_path / f"part{i}.txt", X[i::2], y[i::2]) for i in range(2)]
+    order = [i for k in range(2) for i in range(k, len(X), 2)]  # the files' sequences, in file order
+    featurizer = WindowFeaturizer(window=1)
+    Xl = featurizer.fit_transform([X[i] for i in order])
+    local = _fit_quiet(ChainCRF(max_iter=8, c2=0.1), Xl, [y[i] for i in order])
+    corpus = ClusterCorpus([partial(load_conll, p) for p in paths], WindowFeaturizer(window=1))
+    original_map = ResidentShards.map
+    meter = _Meter(healthy, monkeypatch)
+    with joblib.parallel_backend("dask"):
+        remote = _fit_quiet(ChainCRF(max_iter=8, c2=0.1), corpus, None)
+    prep, later, theta = _corpus_maps(meter)
+    corpus_bytes = sum(os.path.getsize(p) for p in paths)
+    assert prep[0] < 0.2 * corpus_bytes  # the files were read on the workers, not sent by the driver
+    assert np.all(later <= 3 * theta + 8000), (later, theta)
+    print("file corpus", corpus_bytes, "bytes; preparation", prep, "evaluations", later.min(), "-", later.max())
+    monkeypatch.setattr(ResidentShards, "map", original_map)
+    with joblib.parallel_backend("dask"), shard_options(timeout=TIMEOUT, poll=0.2):
+        again = _fit_quiet(ChainCRF(max_iter=8, c2=0.1, callback=_killer(healthy, 2)), corpus, None)
+    assert _SHARDS[-1]._recoveries == 1  # made again on the live worker: loaded, featurised, packed
+    assert corpus.featurizer_.vectorizer_.vocabulary_ == featurizer.vectorizer_.vocabulary_
+    for model in (remote, again):
+        np.testing.assert_allclose(model.coef_, local.coef_, rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(model.transition_, local.transition_, rtol=1e-9, atol=1e-10)
+
+
+def test_cluster_corpus_rejects_bad_input(healthy):
+    db = pytest.importorskip("dask.bag")
+    from sklearn_struct.cluster_corpus import ClusterCorpus
+    from sklearn_struct.preprocessing import SequenceVectorizer, WindowFeaturizer
+
+    X, y = _tagged_corpus(n_seq=20)
+    good = ClusterCorpus(db.from_sequence(list(zip(_as_dicts(X), y)), npartitions=2), SequenceVectorizer())
+    with pytest.raises(ValueError, match="no dask cluster"):
+        ChainCRF().fit(good)
+    for bad, match in [(([], SequenceVectorizer()), "empty list of loaders"), (("abc", SequenceVectorizer()), "Bag"),
+                       (([1], SequenceVectorizer()), r"source\[0\] is not callable"),
+                       ((db.from_sequence([1]), object()), "featurizer"),
+                       ((db.from_sequence([1]), SequenceVectorizer(sparse=False)), "sparse")]:
+        with pytest.raises(ValueError, match=match):
+            ClusterCorpus(*bad)
+    with joblib.parallel_backend("dask"):
+        for est, kwargs, match in [(ChainCRF(), {"y": y}, "y is not supported"),
+                                   (ChainCRF(algorithm="ap"), {}, "algorithm='lbfgs'"),
+                                   (ChainCRF(class_weight="balanced"), {}, "class_weight")]:
+            with pytest.raises(ValueError, match=match):
+                est.fit(good, **kwargs)
+        cases = [(db.from_sequence([], npartitions=1), "the corpus is empty"),
+                 (db.from_sequence([(X[0], y[0][:-1])] + list(zip(X[1:], y[1:])), npartitions=2),
+                  r"shard 0, sequence 0: \d+ tokens but \d+ labels"),
+                 (db.from_sequence([X[0]], npartitions=1), r"shard 0, sequence 0: expected a \(tokens, labels\)")]
+        for bag, match in cases:
+            with pytest.raises(ValueError, match=match):
+                ChainCRF().fit(ClusterCorpus(bag, WindowFeaturizer()))
+
+
+_DOC = Path(__file__).resolve().parents[1] / "doc" / "scaling_out.md"
+_SCRIPTS = [b for b in re.findall(r"```python\n(.*?)```", _DOC.read_text(), flags=re.S) if "ClusterCorpus(" in b]
+
+
+@pytest.mark.parametrize("block", _SCRIPTS, ids=[f"script{i}" for i in range(len(_SCRIPTS))])
+def test_scaling_out_page_cluster_corpus_example_runs(block, tmp_path):
+    """The page's end-to-end example (files read on the workers of a LocalCluster) runs as pasted."""
+    assert "LocalCluster" in block
+    script = tmp_path / "example.py"
+    script.write_text(block)
+    proc = run_cpu_bounded([sys.executable, str(script)], cpu_seconds=300, cwd=tmp_path, capture_output=True,
+                           text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip()
+    print(proc.stdout)

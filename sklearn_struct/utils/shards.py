@@ -251,10 +251,10 @@ class ResidentShards:
             if not callable(load):
                 raise TypeError(f"loaders must be callables, got {type(load).__name__} at index {i}.")
         client = dask_client() if client is None else _check_client(client, ("nthreads", "submit", "scatter"))
-        if client is None or len(loaders) <= 1:
+        if client is None:
             return cls([load() for load in loaders], n_jobs=n_jobs, client=None)
-        self = cls([None] * len(loaders), n_jobs=n_jobs, client=client)
-        self._loaders = loaders
+        self = cls([None] * len(loaders), n_jobs=n_jobs, client=None)
+        self.client, self._loaders = client, loaders  # on the cluster even for one shard: not through here
         return self
 
     def _place(self, i, worker):
@@ -280,6 +280,15 @@ class ResidentShards:
         if not self.distributed:
             return self._map_local(func, params, args)
         return self._map_dask(func, params, args)
+
+    def _map_each(self, func, per_shard, *args):
+        """``[func(shard, per_shard[i], *args) for i, shard in enumerate(shards)]``: shard ``i``'s own
+        parameters travel to its task only (e.g. a mapping of its vocabulary)."""
+        if len(per_shard) != len(self.shards):
+            raise ValueError(f"per_shard has {len(per_shard)} entries for {len(self.shards)} shards.")
+        if not self.distributed:
+            return [func(shard, p, *args) for shard, p in zip(self.shards, per_shard)]
+        return self._map_dask(func, None, args, per_shard=list(per_shard))
 
     def sum(self, func, params, *args):
         """The per-shard results of :meth:`map` summed by :func:`tree_sum`."""
@@ -310,7 +319,8 @@ class ResidentShards:
 
     def _submit(self, func, params_futures, args, index, evaluation):
         w = self._workers[index]
-        return self.client.submit(_run, func, self._futures[index], params_futures[w], args, workers=[w],
+        params = params_futures[index] if isinstance(params_futures, list) else params_futures[w]
+        return self.client.submit(_run, func, self._futures[index], params, args, workers=[w],
                                   allow_other_workers=False, pure=False,
                                   key=f"{self._name}-{evaluation}-{index}-{uuid.uuid4().hex[:6]}")
 
@@ -323,13 +333,13 @@ class ResidentShards:
         """
         return {w: params for w in set(self._workers)}
 
-    def _map_dask(self, func, params, args):
+    def _map_dask(self, func, params, args, per_shard=None):
         import distributed
 
         if self._futures is None:
             self._scatter()
         evaluation, start = next(self._counter), time.monotonic()
-        send = lambda: self._send_params(params)  # noqa: E731
+        send = (lambda: self._send_params(params)) if per_shard is None else (lambda: per_shard)  # noqa: E731
         sent = self._retry(send, evaluation, start)
         tasks = [self._submit(func, sent, args, i, evaluation) for i in range(len(self.shards))]
         while not _finished(distributed, tasks, self._options["poll"]):
