@@ -42,6 +42,7 @@ from sklearn.utils import Bunch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.internals import ChainObjective  # noqa: E402
+from _lib.report import add_report_only, finish, load_json, parse_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 
 from sklearn_struct import ChainCRF  # noqa: E402
@@ -228,8 +229,7 @@ def _noop(shard, theta):
 
 
 def write(out):
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "scaleout.json").write_text(json.dumps(out, indent=1))
+    """Render ``scaleout.md`` from the results ``out`` (what ``scaleout.json`` holds)."""
     lines = ["# Scale-out: ChainCRF on a 2-process dask LocalCluster vs the local fit", "",
              f"CoNLL-2000 train x k, WindowFeaturizer features, `ChainCRF(n_jobs=2, max_iter={MAX_ITER}, c2=1)`; "
              "dask: `LocalCluster(n_workers=2, threads_per_worker=1, processes=True)` under "
@@ -285,8 +285,7 @@ def write(out):
                 f"{c['ratio_to_theta_max']:.2f}x | "
                 f"{c['same_vocabulary']} | {c['wall_local']:.1f} / {c['wall_dask']:.1f} s | {c['cpu_local']:.1f} / "
                 f"{c['cpu_dask_driver']:.1f} + {c['cpu_dask_workers']:.1f} s | {c['max_abs_model_difference']:.1e} |")
-    (RESULTS / "scaleout.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_text(RESULTS / "scaleout.md", "\n".join(lines) + "\n")
 
 
 def main():
@@ -297,7 +296,11 @@ def main():
     parser.add_argument("--merge", action="store_true",
                         help="add the rows of --sizes to the stored results (keeping the other sizes; the "
                         "projection measured again)")
-    args = parser.parse_args()
+    add_report_only(parser)
+    args = parse_args(parser)
+    if args.report_only:
+        write(load_json(RESULTS / "scaleout.json"))
+        return finish()
     if not os.environ.get("SKLEARN_STRUCT_DATA"):
         sys.exit("Set SKLEARN_STRUCT_DATA to the folder holding conll2000/.")
     import distributed
@@ -325,7 +328,9 @@ def main():
     out["per_token_us"] = 1e6 * per_token
     out["theta_bytes"] = out["sizes"][0]["theta_bytes"]
     out["projection"] = projection(per_token, out["theta_bytes"], out["latency_ms"] / 1e3)
-    write(out)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    save_json(RESULTS / "scaleout.json", out)
+    write(load_json(RESULTS / "scaleout.json"))
 
 
 def _merged(stored, rows, corpus=None):
