@@ -33,7 +33,8 @@ from .oracles.lp import (
 )
 from ._dlpw_graph import learned_edges
 from ._dlpw_sets import best_sets, distinct_label_sets, set_max_marginals, sets_objective
-from .oracles.lp_learning import dlpw_epoch, sets_epoch
+from .oracles.lp_learning import sets_epoch
+from .oracles._lp_fast import _fast_epoch, _tree_hinge_batch, forest_schedule
 from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
 from .utils.shards import n_shards
@@ -280,7 +281,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         self._graph = graph
         Xa = _augment(X, self.fit_intercept)
         model = _Model(graph, Xa.shape[1], self.edge_features)
-        n_msg = 0 if self._train_over_sets() else 2 * graph.n_edges  # no messages: the sets are scored exactly
+        # no messages: the sets are scored exactly, or the tree's loss-augmented MAP is solved exactly
+        self._forest = None if self._train_over_sets() else forest_schedule(graph.edges, graph.n_nodes)
+        n_msg = 0 if self._train_over_sets() or self._forest is not None else 2 * graph.n_edges
         delta = np.zeros((Y.shape[0], n_msg, graph.max_states), dtype=np.dtype(self.dtype))
         t0 = 0
         if warm is not None:
@@ -324,19 +327,17 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
                                sets, model.V, model.P, model.state, g.edges, g.n_states, average=sums,
                                check_input=False)
             else:
-                t = dlpw_epoch(order.astype(np.int64), t, C, int(self.n_inner), loss_weight, Xa.indptr,
-                               Xa.indices, Xa.data, Y, model.V, model.P, model.state, g.edges, g.n_states, g.indptr,
-                               g.slots, delta, average=sums, check_input=False)
+                t = _epoch(order, t, C, int(self.n_inner), loss_weight, Xa, Y, model, g, delta, self._forest, sums)
             seconds += time.perf_counter() - start
             model.refresh_norm()
             out = model.averaged(*sums, n) if self.average else model
             bound = (sets_objective(*out.weights(), Xa, g.edges, target, sets, C, self.loss == "subset") if over_sets
-                     else objective_eq9(out, Xa, Y, delta, C, loss_weight))
+                     else objective_eq9(out, Xa, Y, delta, C, loss_weight, self._forest))
             if not np.isfinite(bound):
                 raise ValueError(f"DLPW: the training scores are not finite at epoch {epoch} (largest |x| = "
                                  f"{np.abs(Xa.data).max():.3g}, C={self.C!r}): the features or C overflow float64; "
                                  "rescale X or lower C.")
-            exact = np.nan if not self.track_objective else bound if over_sets else \
+            exact = np.nan if not self.track_objective else bound if over_sets or self._forest is not None else \
                 objective_eq7(out, Xa, Y, delta, C, loss_weight)
             curve.append((epoch, seconds, bound, exact))
             if progress(epoch, bound, seconds, **({"eq7": exact} if self.track_objective else {})):
@@ -665,12 +666,28 @@ def loss_augmented(model, Xa, Y, loss_weight):
     return unary, P
 
 
-def objective_eq9(model, Xa, Y, delta, C, loss_weight):
-    """Eq. 9 with the current messages: ``1/2 ||w||^2 + C/n sum_m [g(delta_m) - score_m(y_m)]`` (>= eq. 7)."""
+def objective_eq9(model, Xa, Y, delta, C, loss_weight, forest=None):
+    """Eq. 9 with the current messages: ``1/2 ||w||^2 + C/n sum_m [g(delta_m) - score_m(y_m)]`` (>= eq. 7);
+    on a forest (``forest``: its :func:`~sklearn_struct.oracles._lp_fast.forest_schedule`), eq. 7 exactly."""
+    if forest is not None:
+        W, P = model.weights()
+        hinge = np.empty(Xa.shape[0])
+        _tree_hinge_batch(Xa.indptr, Xa.indices, Xa.data, np.ascontiguousarray(W), np.ascontiguousarray(P), Y,
+                          loss_weight, model.graph.n_states, model.graph.edges, *forest, hinge)
+        return 0.5 * model.sq_norm + C * float(np.mean(hinge))
     unary, P = loss_augmented(model, Xa, Y, loss_weight)
     g = dual_values(model.graph, unary, P, np.ascontiguousarray(delta), check_input=False)
     truth = primal_values(model.graph, unary, P, Y, check_input=False)
     return 0.5 * model.sq_norm + C * float(np.mean(g - truth))
+
+
+def _epoch(order, t, C, n_inner, loss_weight, Xa, Y, model, g, delta, forest, sums):
+    """One epoch of Algorithm 1 by the sparse-step kernel (exact tree MAP if ``forest``); returns the step count."""
+    tree = forest if forest is not None else (np.zeros(0, dtype=np.int64),) * 4
+    sum_W, sum_P = sums if sums is not None else (np.zeros((0, 0)), np.zeros((0, 0, 0)))
+    return _fast_epoch(order.astype(np.int64), t, C, n_inner, loss_weight, Xa.indptr, Xa.indices, Xa.data, Y,
+                       model.V, model.P, model.state, g.edges, g.n_states, g.indptr, g.slots, delta, *tree,
+                       sum_W, sum_P)
 
 
 def objective_eq7(model, Xa, Y, delta, C, loss_weight, tol=1e-7, max_iter=5000):
