@@ -10,6 +10,7 @@ from sklearn_struct import DLPWClassifier, DLPWClassifierCV
 from sklearn_struct._dlpw_baselines import exact_objective
 from sklearn_struct.datasets import make_multilabel_pairwise
 from sklearn_struct.dlpw import _augment, _Model
+from sklearn_struct.dlpw_cv import warm_start
 from sklearn_struct.metrics import hamming_loss_multilabel
 
 
@@ -39,12 +40,12 @@ def test_path_matches_separate_fits(data):
             separate[f, k] = cold.score(X[test], Y[test])
             # the warm path's fit of this fold and C reaches the optimum as well as the separate fit
             prev = None
-            for C2 in Cs[: k + 1]:
+            for j, C2 in enumerate(Cs[: k + 1]):
                 warm = DLPWClassifier(C=C2, tol=1e-4)
                 warm._validate_params()
-                warm._fit(X[train], Y[train], warm=prev, keep_warm_state=True)
-                m, d, steps = warm._warm_state
-                prev = (m, d, min(steps, 10 * len(train)))
+                warm._fit(X[train], Y[train], warm=None if prev is None else warm_start(prev, Cs[j - 1], C2),
+                          keep_warm_state=True)
+                prev = warm._warm_state
             assert _eq7(warm, X[train], Y[train]) <= _eq7(cold, X[train], Y[train]) * 1.02 + 1e-9
     # held-out subset accuracies agree with separate fits' (a few samples may flip near the optimum)
     np.testing.assert_allclose(cvest.scores_, separate, atol=0.05)
@@ -52,6 +53,22 @@ def test_path_matches_separate_fits(data):
     ref = DLPWClassifier(C=cvest.C_, tol=1e-4).fit(X, Y)
     np.testing.assert_allclose(cvest.best_estimator_.coef_, ref.coef_)
     np.testing.assert_array_equal(cvest.predict(X), ref.predict(X))
+
+
+def test_warm_start_is_the_same_subgradient_history_under_the_new_C(data):
+    """Unprojected Pegasos from w = 0: the path's rescaled warm start at C2 and a fit that took the same
+    subgradients under C2 from the start have the same weights (one step each on the same sample)."""
+    X, Y = data
+    X, Y = X[:1] * 1e-3, Y[:1]  # tiny steps: the projection does not bind
+    a = DLPWClassifier(C=1e-3, max_epochs=1, tol=0, average=False)
+    a._validate_params()
+    a._fit(X, Y, keep_warm_state=True)
+    b = DLPWClassifier(C=2e-3, max_epochs=1, tol=0, average=False)
+    b._validate_params()
+    b._fit(X, Y, keep_warm_state=True)
+    model, _, steps = warm_start(a._warm_state, 1e-3, 2e-3)
+    assert steps == 1
+    np.testing.assert_allclose(model.weights()[0], b._warm_state[0].weights()[0], rtol=1e-12)
 
 
 def test_scoring_refit_and_validation(data):

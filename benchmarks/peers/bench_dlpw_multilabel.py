@@ -16,7 +16,8 @@ one thread). Baselines (``LogisticRegression(max_iter=2000)``): binary relevance
 seen in training); see ``sklearn_struct/_dlpw_baselines.py``.
 
 The cost goal ("the sparse graph at most 3x BR's fit on a 50-label set") is measured on a generated set
-(``make_multilabel_pairwise``, 2000 x 50 features, 50 labels), default settings (``--cost``).
+(``make_many_labels`` below, 2000 x 50 features, 50 labels), default settings (``--cost``), the least fit CPU
+of three fits each.
 
 Results are cached row by row in ``results/dlpw_multilabel.json`` (2 shared cores: a rerun only fits
 the rows that are missing; ``--force NAME`` refits the rows whose method contains NAME).
@@ -59,6 +60,7 @@ LR_GRID = [0.001, 0.01, 0.1, 1.0, 10.0]
 DLPW_GRID = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
 CV = KFold(3, shuffle=True, random_state=0)
 SUBSET = make_scorer(subset_accuracy)
+COST_REPEATS = 3
 
 
 def _dlpw(**kw):
@@ -133,13 +135,17 @@ def make_many_labels(n, n_features, n_labels, rank=5, random_state=0):
     return X, Y
 
 
-def cost_rows():
-    """Fit CPU on a generated 50-label set: BR against DLPW with each graph (default settings)."""
+def cost_rows(previous):
+    """Fit CPU on a generated 50-label set: BR against DLPW with the tree (default settings otherwise); the
+    least of ``COST_REPEATS`` fits each (the loaded machine's noise only adds). Rows not refitted keep their
+    previous entry (the edge-feature row: every step scores all 2,000 training label sets)."""
     X, Y = make_many_labels(3000, n_features=50, n_labels=50, random_state=0)
     X, Xt, Y, Yt = X[:2000], X[2000:], Y[:2000], Y[2000:]
-    rows = {}
-    for method in ("BR (LogReg)", "DLPW, edges='tree'", "DLPW, edges='tree', edge_features"):
-        rows[method] = fit_row(method, "default", X, Y, Xt, Yt)
+    rows = dict(previous)
+    for method in ("BR (LogReg)", "DLPW, edges='tree'"):
+        fits = [fit_row(method, "default", X, Y, Xt, Yt) for _ in range(COST_REPEATS)]
+        rows[method] = min(fits, key=lambda r: r["fit_cpu_s"])
+        rows[method]["fit_cpu_s_all"] = [r["fit_cpu_s"] for r in fits]
         print("cost", method, rows[method], flush=True)
     return rows
 
@@ -163,7 +169,8 @@ def main():
                 print(key, store["rows"][key], flush=True)
                 JSON.write_text(json.dumps(store, indent=1))
     if "--cost" in sys.argv or "--cost-only" in sys.argv:
-        COST_JSON.write_text(json.dumps(cost_rows(), indent=1))
+        previous = json.loads(COST_JSON.read_text()) if COST_JSON.exists() else {}
+        COST_JSON.write_text(json.dumps(cost_rows(previous), indent=1))
     if COST_JSON.exists():
         store["cost"] = json.loads(COST_JSON.read_text())
     write_md(store)
@@ -201,7 +208,7 @@ def write_md(store):
             if "not_run" in r:
                 lines.append(f"| {method} | not run: {r['not_run']} | | | |")
                 continue
-            lines.append(f"| {method} | {r['fit_cpu_s']:.1f} | {r['fit_cpu_s'] / br:.1f} | {r['subset']:.4f} | "
+            lines.append(f"| {method} | {r['fit_cpu_s']:.2f} | {r['fit_cpu_s'] / br:.1f} | {r['subset']:.4f} | "
                          f"{r['hamming']:.4f} |")
     (RESULTS / "dlpw_multilabel.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
