@@ -55,20 +55,17 @@ def test_path_matches_separate_fits(data):
     np.testing.assert_array_equal(cvest.predict(X), ref.predict(X))
 
 
-def test_warm_start_is_the_same_subgradient_history_under_the_new_C(data):
-    """Unprojected Pegasos from w = 0: the path's rescaled warm start at C2 and a fit that took the same
-    subgradients under C2 from the start have the same weights (one step each on the same sample)."""
+def test_warm_start_rescales_the_weights_and_keeps_the_schedule(data):
     X, Y = data
-    X, Y = X[:1] * 1e-3, Y[:1]  # tiny steps: the projection does not bind
-    a = DLPWClassifier(C=1e-3, max_epochs=1, tol=0, average=False)
+    a = DLPWClassifier(C=1e-3, max_epochs=2, tol=0)
     a._validate_params()
     a._fit(X, Y, keep_warm_state=True)
-    b = DLPWClassifier(C=2e-3, max_epochs=1, tol=0, average=False)
-    b._validate_params()
-    b._fit(X, Y, keep_warm_state=True)
-    model, _, steps = warm_start(a._warm_state, 1e-3, 2e-3)
-    assert steps == 1
-    np.testing.assert_allclose(model.weights()[0], b._warm_state[0].weights()[0], rtol=1e-12)
+    model, delta, steps = a._warm_state
+    before = model.weights()[0].copy()
+    out = warm_start(a._warm_state, 1e-3, 4e-3)
+    assert out[1] is delta and out[2] == steps == 2 * len(Y)
+    np.testing.assert_allclose(out[0].weights()[0], 2.0 * before)
+    assert out[0].sq_norm == pytest.approx(4.0 * float(np.vdot(before, before) + np.vdot(*[a._pairwise_full] * 2)))
 
 
 def test_scoring_refit_and_validation(data):

@@ -11,7 +11,7 @@ from sklearn_struct.datasets import make_multilabel_pairwise
 from sklearn_struct.dlpw import _augment, _Model, objective_eq7
 from sklearn_struct.oracles._lp_fast import _fast_epoch, _tree_hinge_batch, _tree_map, forest_schedule
 from sklearn_struct.oracles.lp import make_lp_graph
-from sklearn_struct.oracles.lp_learning import sets_epoch
+from sklearn_struct.oracles.lp_learning import pegasos_step, sets_epoch
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -132,3 +132,52 @@ def test_tree_fit_stores_no_messages_and_reports_the_exact_objective():
     assert curve[-1, 2] < curve[0, 2]
     loopy = DLPWClassifier(edges=[[0, 1], [1, 2], [0, 2]], C=0.05, max_epochs=3, tol=0).fit(X, Y)
     assert clf._forest is not None and loopy._forest is None
+
+
+@pytest.mark.parametrize("edge_x", [False, True])
+def test_sets_epoch_sparse_steps_equal_dense_pegasos_steps(edge_x):
+    """sets_epoch (sparse steps, lazy average) against the same choices stepped by the dense pegasos_step."""
+    L, S = 3, 2
+    Xa, Y = _problem(5, n=12, L=L)
+    edges = np.array([[0, 1], [1, 2], [0, 2]], dtype=np.int64)
+    E = len(edges)
+    sets, target = np.unique(Y, axis=0, return_inverse=True)
+    target = target.ravel().astype(np.int64)
+    cols = L * S + (E * S * S if edge_x else 0)
+    V, P, state = np.zeros((Xa.shape[1], cols)), np.zeros((E, S, S)), np.array([1.0, 0.0])
+    sums = (np.zeros_like(V), np.zeros_like(P))
+    order = np.arange(len(Y), dtype=np.int64)
+    C = 2.0
+    sets_epoch(order, 0, C, "hamming", Xa.indptr, Xa.indices, Xa.data, target, sets, V, P, state, edges,
+               np.full(L, 2), average=sums)
+    Vr, Pr, sr = np.zeros_like(V), np.zeros_like(P), np.array([1.0, 0.0])
+    mean_V, mean_P = np.zeros_like(V), np.zeros_like(P)
+    for t, m in enumerate(order, start=1):
+        x = Xa[m].toarray().ravel()
+        w, pw = sr[0] * Vr, sr[0] * Pr
+        score = []
+        for k, lab in enumerate(sets):
+            sc = sum((x @ w[:, i * S + lab[i]]) for i in range(L))
+            for e, (u, v) in enumerate(edges):
+                sc += pw[e, lab[u], lab[v]] + (x @ w[:, L * S + (e * S + lab[u]) * S + lab[v]] if edge_x else 0.0)
+            score.append(sc + np.mean(lab != sets[target[m]]))
+        k, y = int(np.argmax(score)), sets[target[m]]
+        node_g, edge_g = np.zeros(cols), np.zeros((E, S, S))
+        if k != target[m]:
+            for i in range(L):
+                node_g[i * S + sets[k, i]] += 1.0
+                node_g[i * S + y[i]] -= 1.0
+            for e, (u, v) in enumerate(edges):
+                edge_g[e, sets[k, u], sets[k, v]] += 1.0
+                edge_g[e, y[u], y[v]] -= 1.0
+                if edge_x:
+                    node_g[L * S + (e * S + sets[k, u]) * S + sets[k, v]] += 1.0
+                    node_g[L * S + (e * S + y[u]) * S + y[v]] -= 1.0
+        pegasos_step(t, C, Xa[m].indices, Xa[m].data, node_g, edge_g, Vr, Pr, sr)
+        mean_V += sr[0] * Vr
+        mean_P += sr[0] * Pr
+    np.testing.assert_allclose(state[0] * V, sr[0] * Vr, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(state[0] * P, sr[0] * Pr, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(sums[0], mean_V, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(sums[1], mean_P, rtol=1e-9, atol=1e-12)
+    assert np.abs(V).sum() > 0

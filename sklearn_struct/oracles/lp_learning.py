@@ -30,7 +30,7 @@ from ..utils.validation import (
     check_offsets,
     check_scalar_param,
 )
-from ._lp_fast import _fast_epoch
+from ._lp_fast import _fast_epoch, _flush, _full_step
 from .lp import (
     LPGraph,
     _check_delta,
@@ -227,14 +227,6 @@ def _check_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state,
     return order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, delta
 
 
-@helper
-def _add_scaled(a, src, dst):
-    """dst += a * src for 2D arrays, without a temporary."""
-    for i in range(src.shape[0]):
-        for j in range(src.shape[1]):
-            dst[i, j] += a * src[i, j]
-
-
 def sets_epoch(order, t0, C, loss, Xp, Xi, Xd, target, sets, V, P, state, edges, n_states, *, average=None,
                check_input=True):
     """One Pegasos pass of the structured hinge whose loss-augmented MAP runs over a list of label sets.
@@ -308,8 +300,16 @@ def _sets_epoch(order, t0, C, zero_one, Xp, Xi, Xd, target, sets, V, P, state, e
     edge_x = V.shape[1] > nS  # edge features: columns nS + (e * S + a) * S + b score x . w_e[a, b]
     unary = np.empty((n_nodes, S))
     ex = np.zeros((E, S, S))
-    node_g = np.zeros(V.shape[1])
-    edge_g = np.zeros_like(P)
+    qidx = np.empty(2 * (n_nodes + E), dtype=np.int64)
+    qval = np.empty(2 * (n_nodes + E))
+    pidx = np.empty(2 * E, dtype=np.int64)
+    pval = np.empty(2 * E)
+    use = sum_W.size > 0
+    UW = np.zeros_like(V) if use else np.zeros((1, 1))
+    UP = np.zeros(E * S * S) if use else np.zeros(1)
+    Pf = P.reshape(E * S * S)
+    sum_Pf = sum_P.reshape(sum_P.size)
+    acc = np.array([0.0, 1.0 if use else 0.0])
     t = t0
     for m in order:
         t += 1
@@ -348,26 +348,25 @@ def _sets_epoch(order, t0, C, zero_one, Xp, Xi, Xd, target, sets, V, P, state, e
                 sc += diff / n_nodes
             if sc > best:
                 best, arg = sc, k
-        if arg != y:
+        nq, npair = 0, 0
+        if arg != y:  # the subgradient f(best) - f(truth): its nonzero entries, each index once
             for i in range(n_nodes):
                 u, v = sets[arg, i], sets[y, i]
                 if u != v:
-                    node_g[i * S + u] += 1.0
-                    node_g[i * S + v] -= 1.0
+                    qidx[nq], qval[nq], qidx[nq + 1], qval[nq + 1] = i * S + u, 1.0, i * S + v, -1.0
+                    nq += 2
             for e in range(E):
                 i, j = edges[e, 0], edges[e, 1]
                 if sets[arg, i] != sets[y, i] or sets[arg, j] != sets[y, j]:
-                    edge_g[e, sets[arg, i], sets[arg, j]] += 1.0
-                    edge_g[e, sets[y, i], sets[y, j]] -= 1.0
+                    hi, lo = (e * S + sets[arg, i]) * S + sets[arg, j], (e * S + sets[y, i]) * S + sets[y, j]
+                    pidx[npair], pval[npair], pidx[npair + 1], pval[npair + 1] = hi, 1.0, lo, -1.0
+                    npair += 2
                     if edge_x:
-                        node_g[nS + (e * S + sets[arg, i]) * S + sets[arg, j]] += 1.0
-                        node_g[nS + (e * S + sets[y, i]) * S + sets[y, j]] -= 1.0
+                        qidx[nq], qval[nq], qidx[nq + 1], qval[nq + 1] = nS + hi, 1.0, nS + lo, -1.0
+                        nq += 2
         lo, hi = Xp[m], Xp[m + 1]
-        _step(float(t), C, Xi[lo:hi], Xd[lo:hi], node_g, edge_g, V, P, state)
-        if arg != y:
-            node_g[:] = 0.0
-            edge_g[:] = 0.0
-        if sum_W.size:
-            _add_scaled(state[0], V, sum_W)
-            _add_scaled(state[0], P.reshape(E, S * S), sum_P.reshape(E, S * S))
+        _full_step(float(t), C, Xi[lo:hi], Xd[lo:hi], qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW,
+                   UP, sum_W, sum_Pf)
+    if use:
+        _flush(V, Pf, state, acc, UW, UP, sum_W, sum_Pf)
     return t
