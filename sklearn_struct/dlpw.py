@@ -53,7 +53,13 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     MAP (normalised Hamming loss) is relaxed to the local polytope, by Algorithm 1 of the paper:
     for each sample in turn, ``n_inner`` passes of star updates on the sample's stored dual
     messages (warm-started from its previous visit), then a Pegasos step of size ``1/t`` with
-    ``lambda = 1/(C n)`` and projection onto the ball of radius ``sqrt(C n)``.
+    ``lambda = 1/(C n)`` and projection onto the ball of radius ``sqrt(C n)``. On an acyclic label
+    graph (``edges="tree"``, or a forest given in ``edges``) the local polytope is tight: each visit
+    then solves the loss-augmented MAP exactly by max-product (two passes over the tree; the limit
+    of many star passes), no messages are stored, and the stopping rule watches eq. 7 itself. A
+    step updates only the weights of the labels whose loss-augmented maximiser differs from the
+    truth (the averaged iterate is kept lazily), so its cost grows with the mistakes, not with
+    ``n_features * n_labels``.
 
     ``C`` has scikit-learn's meaning: it multiplies the *summed* loss, as in ``LinearSVC`` and
     ``LogisticRegression``, so the same ``C`` regularises alike whatever the number of samples
@@ -76,7 +82,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     certificate of optimality) or stops decreasing; uncertified labellings are improved by ICM.
 
     Memory: the messages take ``n_samples * 2 * n_edges * S`` floats (``S`` = largest number of
-    states), e.g. 2 * 91 * 2 * 1500 = 546,000 for yeast; ``dtype="float32"`` halves that.
+    states), e.g. 2 * 91 * 2 * 1500 = 546,000 for yeast; ``dtype="float32"`` halves that. Acyclic
+    graphs (and ``loss="subset"``, ``edge_features=True``, which score the training label sets
+    exactly) store none.
 
     Parameters
     ----------
@@ -96,7 +104,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         States per label. None infers them from ``y``; if given, ``y`` must hold integer codes
         ``0 <= y[:, l] < n_states[l]``.
     n_inner : int, default=10
-        Star-update passes per sample visit (R in the paper).
+        Star-update passes per sample visit (R in the paper); unused on an acyclic graph, whose
+        loss-augmented MAP is solved exactly.
     max_epochs : int, default=1000
         Most passes over the training set (as ``SGDClassifier``'s ``max_iter``; fits stop on ``tol``
         first: on yeast and scene after 60 to 540 epochs at the defaults).

@@ -20,7 +20,7 @@ The cost goal ("the sparse graph at most 3x BR's fit on a 50-label set") is meas
 of three fits each.
 
 Results are cached row by row in ``results/dlpw_multilabel.json`` (2 shared cores: a rerun only fits
-the rows that are missing; ``--force NAME`` refits the rows whose method contains NAME).
+the rows that are missing; ``--force NAME[,=EXACT]`` refits the rows whose method contains NAME or is EXACT).
 
 Run: ``python benchmarks/peers/bench_dlpw_multilabel.py [--cost | --cost-only] [--force NAME] [--set yeast|scene]``
 (writes results/dlpw_multilabel.{md,json}).
@@ -163,7 +163,7 @@ def main():
                 key = f"{name}|{method}|{mode}"
                 if mode == "tuned" and METHODS[method][1] is None:
                     continue  # a fixed setting, or a model that tunes itself (its 'default' row)
-                if key in store["rows"] and not (force and force in method):
+                if key in store["rows"] and not (force and _forced(force, method)):
                     continue
                 store["rows"][key] = fit_row(method, mode, *data)
                 print(key, store["rows"][key], flush=True)
@@ -174,6 +174,11 @@ def main():
     if COST_JSON.exists():
         store["cost"] = json.loads(COST_JSON.read_text())
     write_md(store)
+
+
+def _forced(force, method):
+    """``--force a,=b``: refit the methods containing ``a`` and the method named exactly ``b``."""
+    return any(method == f[1:] if f.startswith("=") else f in method for f in force.split(","))
 
 
 def write_md(store):
