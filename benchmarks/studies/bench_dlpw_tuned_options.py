@@ -52,7 +52,7 @@ class SetSVM(LabelPowerset):
 
     def fit(self, X, y):
         self.sets_, codes = np.unique(np.asarray(y), axis=0, return_inverse=True)
-        self._const = False
+        self._const, self.classes_ = False, np.array([0, 1])
         self.clf_ = LinearSVC(C=self.C, multi_class="crammer_singer", max_iter=self.max_iter).fit(X, codes.ravel())
         return self
 
@@ -66,7 +66,7 @@ CONFIGS = {
     "DLPW, edges='tree'": (lambda C: DLPWClassifier(C=C, edges="tree"), GRID),
     "DLPW, edges='tree', edge_features": (lambda C: DLPWClassifier(C=C, edges="tree", edge_features=True),
                                           sorted(set(GRID) | set(EF_GRID))),
-    "DLPW, edge_features (complete graph)": (lambda C: DLPWClassifier(C=C, edge_features=True), EF_GRID),
+    "DLPW, edge_features (complete graph)": (lambda C: DLPWClassifier(C=C, edge_features=True), [3e-5] + EF_GRID),
     "DLPW, edge_features, loss='subset'": (lambda C: DLPWClassifier(C=C, edge_features=True, loss="subset"),
                                            EF_GRID),
 }
