@@ -306,7 +306,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         self._set_weights(model)
         self._sets = distinct_label_sets(Y) if self.label_sets == "train" else None
         self.label_sets_ = None if self._sets is None else self._decode_labels(self._sets)
-        labels, certified = self._predict_codes(Xa)
+        # decoding over the training sets is exact: every prediction is certified, none is decoded here
+        certified = self._predict_codes(Xa)[1] if self._sets is None else np.ones(Y.shape[0], dtype=bool)
         self.certified_ = certified
         self.n_certified_ = int(certified.sum())
         return self

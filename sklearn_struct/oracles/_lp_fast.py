@@ -123,13 +123,10 @@ def _row_scores(m, Xp, Xi, Xd, V, ncols, out):
 
 
 @helper
-def _sparse_step(t, C, xi, xv, qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW, UP):
-    """The projected Pegasos step of ``pegasos_step`` for a subgradient with ``nq`` nonzero node
-    coefficients (columns ``qidx``, values ``qval``) and ``npair`` nonzero table entries (flat
+def _sparse_step(t, shrink, C, xi, xv, qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW, UP):
+    """The projected Pegasos step of ``pegasos_step`` (scale times ``shrink``) for a subgradient with ``nq``
+    nonzero node coefficients (columns ``qidx``, values ``qval``) and ``npair`` nonzero table entries (flat
     indices ``pidx`` into ``P``); ``acc = [A, use]``: lazy average (``UW``, ``UP`` gain ``A * dV``)."""
-    shrink = 1.0 - 1.0 / t
-    if shrink <= 0.0 or state[0] * shrink < 1e-8:
-        return False  # the caller resets or folds the scale (rare), then calls again
     state[0] *= shrink
     a = state[0]
     coef = -(C / t) / a
@@ -161,7 +158,6 @@ def _sparse_step(t, C, xi, xv, qidx, qval, nq, pidx, pval, npair, V, Pf, state, 
         a *= math.sqrt(C / norm2)
     state[0], state[1] = a, sq
     acc[0] += a
-    return True
 
 
 @helper
@@ -180,129 +176,138 @@ def _flush(V, Pf, state, acc, UW, UP, sum_W, sum_Pf):
 
 
 @helper
-def _rescale(t, V, Pf, state):
-    """The rare steps of ``_step``: the reset at ``t = 1`` and the fold of a tiny scale into the weights."""
-    if 1.0 - 1.0 / t <= 0.0:
-        V[:] = 0.0
-        Pf[:] = 0.0
-        state[0], state[1] = 1.0, 0.0
-    else:
-        a = state[0]
+def _full_step(t, C, xi, xv, qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW, UP, sum_W, sum_Pf):
+    """One step; the rare cases of ``_step`` first: at ``t = 1`` the weights are reset to zero, and a scale
+    about to fall below 1e-8 is folded into the weights (after flushing the lazy average)."""
+    shrink = 1.0 - 1.0 / t
+    if shrink <= 0.0 or state[0] * shrink < 1e-8:
+        _flush(V, Pf, state, acc, UW, UP, sum_W, sum_Pf)
+        a = state[0] if shrink > 0.0 else 0.0
         for f in range(V.shape[0]):
             for q in range(V.shape[1]):
                 V[f, q] *= a
         for j in range(Pf.shape[0]):
             Pf[j] *= a
-        state[1] *= a * a
-        state[0] = 1.0
+        state[0], state[1] = 1.0, state[1] * a * a
+        if shrink <= 0.0:
+            shrink = 1.0  # the weights are zero: w <- -C G
+    _sparse_step(t, shrink, C, xi, xv, qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW, UP)
 
 
-@helper
-def _full_step(t, C, xi, xv, qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW, UP, sum_W, sum_Pf):
-    if not _sparse_step(t, C, xi, xv, qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW, UP):
-        _flush(V, Pf, state, acc, UW, UP, sum_W, sum_Pf)
-        if 1.0 - 1.0 / t <= 0.0:  # t = 1: w <- 0 - C G (shrink to zero), as _step
-            _rescale(t, V, Pf, state)
-            state[0] = 1.0
-            _sparse_step_from_zero(C, xi, xv, qidx, qval, nq, pidx, pval, npair, V, Pf, state)
-            acc[0] += state[0]
-        else:
-            _rescale(t, V, Pf, state)
-            _sparse_step(t, C, xi, xv, qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW, UP)
-
-
-@helper
-def _sparse_step_from_zero(C, xi, xv, qidx, qval, nq, pidx, pval, npair, V, Pf, state):
-    """The first step (t = 1): w = -C G, projected (weights are zero before it, so no average to keep)."""
-    sq = 0.0
-    for k in range(nq):
-        for p in range(xi.shape[0]):
-            new = V[xi[p], qidx[k]] - C * xv[p] * qval[k]
-            sq += new * new - V[xi[p], qidx[k]] ** 2
-            V[xi[p], qidx[k]] = new
-    for k in range(npair):
-        new = Pf[pidx[k]] - C * pval[k]
-        sq += new * new - Pf[pidx[k]] ** 2
-        Pf[pidx[k]] = new
-    sq = max(sq, 0.0)
-    a = 1.0
-    if sq > C:
-        a = math.sqrt(C / sq)
-    state[0], state[1] = a, sq
-
-
-@kernel
 def _fast_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr, slots,
                 delta, tree_order, parent, pedge, side, sum_W, sum_P):
-    """One DLPW epoch (see ``lp_learning.dlpw_epoch``): star passes on ``delta``, or the exact tree
-    MAP if ``tree_order`` is not empty; sparse steps; lazy average into ``sum_W``, ``sum_P`` if not empty."""
-    L, S, E = n_states.shape[0], P.shape[1], P.shape[0]
-    nS = L * S
-    tree = tree_order.shape[0] > 0
-    Pf = P.reshape(E * S * S)
+    """One DLPW epoch (see ``lp_learning.dlpw_epoch``): star passes on ``delta``, or the exact tree MAP if
+    ``tree_order`` is not empty; sparse steps; lazy average into ``sum_W``, ``sum_P`` if not empty. Two
+    kernels, so that a fit compiles only the one its graph needs."""
+    if tree_order.shape[0] > 0:
+        return _tree_epoch(order, t0, C, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, tree_order,
+                           parent, pedge, side, sum_W, sum_P)
+    return _star_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr,
+                       slots, delta, sum_W, sum_P)
+
+
+@helper
+def _epoch_buffers(V, P, L, E, sum_W, sum_P):
+    S = P.shape[1]
     use = sum_W.size > 0
     UW = np.zeros_like(V) if use else np.zeros((1, 1))
     UP = np.zeros(E * S * S) if use else np.zeros(1)
-    sum_Pf = sum_P.reshape(sum_P.size)
     acc = np.array([0.0, 1.0 if use else 0.0])
-    flat = np.empty(nS)
-    unary = np.empty((L, S))
-    pair = np.empty_like(P) if not tree else np.empty((0, S, S))
-    bel = np.empty((L, S))
-    arg = np.zeros((L, S), dtype=np.int64)
-    yhat = np.zeros(L, dtype=np.int64)
-    max_deg = 1
-    for i in range(L):
-        max_deg = max(max_deg, indptr[i + 1] - indptr[i])
-    gamma = np.empty((max_deg, S))
-    total = np.empty(S)
-    buf = np.empty(S)
-    qidx = np.empty(2 * L, dtype=np.int64)
-    qval = np.empty(2 * L)
-    pidx = np.empty(2 * E, dtype=np.int64)
-    pval = np.empty(2 * E)
+    return UW, UP, acc, P.reshape(E * S * S), sum_P.reshape(sum_P.size)
+
+
+@helper
+def _augmented_unary(m, Xp, Xi, Xd, V, a, Y, loss_weight, n_states, flat, unary):
+    """unary[i, s] = a * x_m . V[:, i*S + s] + loss_weight * [s != y_mi]."""
+    S = unary.shape[1]
+    _row_scores(m, Xp, Xi, Xd, V, n_states.shape[0] * S, flat)
+    for i in range(n_states.shape[0]):
+        for s in range(n_states[i]):
+            unary[i, s] = a * flat[i * S + s] + (loss_weight if s != Y[m, i] else 0.0)
+
+
+@helper
+def _node_changes(m, Y, yhat, S, qidx, qval):
+    """The nonzero node coefficients of f(yhat) - f(y_m); returns their number."""
+    nq = 0
+    for i in range(yhat.shape[0]):
+        if yhat[i] != Y[m, i]:
+            qidx[nq], qval[nq] = i * S + yhat[i], 1.0
+            qidx[nq + 1], qval[nq + 1] = i * S + Y[m, i], -1.0
+            nq += 2
+    return nq
+
+
+@kernel
+def _tree_epoch(order, t0, C, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, tree_order, parent, pedge,
+                side, sum_W, sum_P):
+    L, S, E = n_states.shape[0], P.shape[1], P.shape[0]
+    UW, UP, acc, Pf, sum_Pf = _epoch_buffers(V, P, L, E, sum_W, sum_P)
+    flat, unary, bel = np.empty(L * S), np.empty((L, S)), np.empty((L, S))
+    arg, yhat = np.zeros((L, S), dtype=np.int64), np.zeros(L, dtype=np.int64)
+    qidx, qval = np.empty(2 * L, dtype=np.int64), np.empty(2 * L)
+    pidx, pval = np.empty(2 * E, dtype=np.int64), np.empty(2 * E)
     t = t0
     for m in order:
         t += 1
         a = state[0]
-        _row_scores(m, Xp, Xi, Xd, V, nS, flat)
-        for i in range(L):
-            for s in range(n_states[i]):
-                unary[i, s] = a * flat[i * S + s] + (loss_weight if s != Y[m, i] else 0.0)
-        nq, npair = 0, 0
-        if tree:
-            _tree_map(unary, P, a, edges, n_states, tree_order, parent, pedge, side, bel, arg, yhat)
-            for e in range(E):
-                u, v = edges[e, 0], edges[e, 1]
-                if yhat[u] != Y[m, u] or yhat[v] != Y[m, v]:
-                    pidx[npair], pval[npair] = (e * S + yhat[u]) * S + yhat[v], 1.0
-                    pidx[npair + 1], pval[npair + 1] = (e * S + Y[m, u]) * S + Y[m, v], -1.0
-                    npair += 2
-        else:
-            for e in range(E):
-                for u in range(S):
-                    for v in range(S):
-                        pair[e, u, v] = a * P[e, u, v]
-            dm = delta[m]
-            _passes_one(n_inner, unary, pair, edges, n_states, indptr, slots, dm, gamma, total)
-            for i in range(L):
-                yhat[i] = _belief_argmax(i, unary, n_states, indptr, slots, dm, buf)
-            for e in range(E):  # the edge maximisers need not agree with the node ones
-                _, ea, eb = _edge_max(e, pair, edges, n_states, dm)
-                yu, yv = Y[m, edges[e, 0]], Y[m, edges[e, 1]]
-                if ea != yu or eb != yv:
-                    pidx[npair], pval[npair] = (e * S + ea) * S + eb, 1.0
-                    pidx[npair + 1], pval[npair + 1] = (e * S + yu) * S + yv, -1.0
-                    npair += 2
-        for i in range(L):
-            if yhat[i] != Y[m, i]:
-                qidx[nq], qval[nq] = i * S + yhat[i], 1.0
-                qidx[nq + 1], qval[nq + 1] = i * S + Y[m, i], -1.0
-                nq += 2
+        _augmented_unary(m, Xp, Xi, Xd, V, a, Y, loss_weight, n_states, flat, unary)
+        _tree_map(unary, P, a, edges, n_states, tree_order, parent, pedge, side, bel, arg, yhat)
+        npair = 0
+        for e in range(E):
+            u, v = edges[e, 0], edges[e, 1]
+            if yhat[u] != Y[m, u] or yhat[v] != Y[m, v]:
+                pidx[npair], pval[npair] = (e * S + yhat[u]) * S + yhat[v], 1.0
+                pidx[npair + 1], pval[npair + 1] = (e * S + Y[m, u]) * S + Y[m, v], -1.0
+                npair += 2
+        nq = _node_changes(m, Y, yhat, S, qidx, qval)
         lo, hi = Xp[m], Xp[m + 1]
         _full_step(float(t), C, Xi[lo:hi], Xd[lo:hi], qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW,
                    UP, sum_W, sum_Pf)
-    if use:
+    if acc[1] > 0.0:
+        _flush(V, Pf, state, acc, UW, UP, sum_W, sum_Pf)
+    return t
+
+
+@kernel
+def _star_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr, slots,
+                delta, sum_W, sum_P):
+    L, S, E = n_states.shape[0], P.shape[1], P.shape[0]
+    UW, UP, acc, Pf, sum_Pf = _epoch_buffers(V, P, L, E, sum_W, sum_P)
+    flat, unary, pair = np.empty(L * S), np.empty((L, S)), np.empty_like(P)
+    yhat = np.zeros(L, dtype=np.int64)
+    max_deg = 1
+    for i in range(L):
+        max_deg = max(max_deg, indptr[i + 1] - indptr[i])
+    gamma, total, buf = np.empty((max_deg, S)), np.empty(S), np.empty(S)
+    qidx, qval = np.empty(2 * L, dtype=np.int64), np.empty(2 * L)
+    pidx, pval = np.empty(2 * E, dtype=np.int64), np.empty(2 * E)
+    t = t0
+    for m in order:
+        t += 1
+        a = state[0]
+        _augmented_unary(m, Xp, Xi, Xd, V, a, Y, loss_weight, n_states, flat, unary)
+        for e in range(E):
+            for u in range(S):
+                for v in range(S):
+                    pair[e, u, v] = a * P[e, u, v]
+        dm = delta[m]
+        _passes_one(n_inner, unary, pair, edges, n_states, indptr, slots, dm, gamma, total)
+        for i in range(L):
+            yhat[i] = _belief_argmax(i, unary, n_states, indptr, slots, dm, buf)
+        npair = 0
+        for e in range(E):  # the edge maximisers need not agree with the node ones
+            _, ea, eb = _edge_max(e, pair, edges, n_states, dm)
+            yu, yv = Y[m, edges[e, 0]], Y[m, edges[e, 1]]
+            if ea != yu or eb != yv:
+                pidx[npair], pval[npair] = (e * S + ea) * S + eb, 1.0
+                pidx[npair + 1], pval[npair + 1] = (e * S + yu) * S + yv, -1.0
+                npair += 2
+        nq = _node_changes(m, Y, yhat, S, qidx, qval)
+        lo, hi = Xp[m], Xp[m + 1]
+        _full_step(float(t), C, Xi[lo:hi], Xd[lo:hi], qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW,
+                   UP, sum_W, sum_Pf)
+    if acc[1] > 0.0:
         _flush(V, Pf, state, acc, UW, UP, sum_W, sum_Pf)
     return t
 
