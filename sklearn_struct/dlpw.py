@@ -34,7 +34,8 @@ from .oracles.lp import (
 )
 from ._dlpw_graph import learned_edges
 from ._dlpw_sets import best_sets, distinct_label_sets, set_max_marginals, sets_objective
-from .oracles.lp_learning import dlpw_epoch, sets_epoch
+from .oracles.lp_learning import sets_epoch
+from .oracles._lp_fast import _fast_epoch, _tree_hinge_batch, forest_schedule
 from .utils._params import atomic_fit, shared_constraints, store_init_params
 from .utils.parallel import even_chunks, run_chunks
 from .utils.shards import n_shards
@@ -53,7 +54,13 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     MAP (normalised Hamming loss) is relaxed to the local polytope, by Algorithm 1 of the paper:
     for each sample in turn, ``n_inner`` passes of star updates on the sample's stored dual
     messages (warm-started from its previous visit), then a Pegasos step of size ``1/t`` with
-    ``lambda = 1/(C n)`` and projection onto the ball of radius ``sqrt(C n)``.
+    ``lambda = 1/(C n)`` and projection onto the ball of radius ``sqrt(C n)``. On an acyclic label
+    graph (``edges="tree"``, or a forest given in ``edges``) the local polytope is tight: each visit
+    then solves the loss-augmented MAP exactly by max-product (two passes over the tree; the limit
+    of many star passes), no messages are stored, and the stopping rule watches eq. 7 itself. A
+    step updates only the weights of the labels whose loss-augmented maximiser differs from the
+    truth (the averaged iterate is kept lazily), so its cost grows with the mistakes, not with
+    ``n_features * n_labels``.
 
     ``C`` has scikit-learn's meaning: it multiplies the *summed* loss, as in ``LinearSVC`` and
     ``LogisticRegression``, so the same ``C`` regularises alike whatever the number of samples
@@ -76,7 +83,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     certificate of optimality) or stops decreasing; uncertified labellings are improved by ICM.
 
     Memory: the messages take ``n_samples * 2 * n_edges * S`` floats (``S`` = largest number of
-    states), e.g. 2 * 91 * 2 * 1500 = 546,000 for yeast; ``dtype="float32"`` halves that.
+    states), e.g. 2 * 91 * 2 * 1500 = 546,000 for yeast; ``dtype="float32"`` halves that. Acyclic
+    graphs (and ``loss="subset"``, ``edge_features=True``, which score the training label sets
+    exactly) store none.
 
     Parameters
     ----------
@@ -96,7 +105,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         States per label. None infers them from ``y``; if given, ``y`` must hold integer codes
         ``0 <= y[:, l] < n_states[l]``.
     n_inner : int, default=10
-        Star-update passes per sample visit (R in the paper).
+        Star-update passes per sample visit (R in the paper); unused on an acyclic graph, whose
+        loss-augmented MAP is solved exactly.
     max_epochs : int, default=1000
         Most passes over the training set (as ``SGDClassifier``'s ``max_iter``; fits stop on ``tol``
         first: on yeast and scene after 60 to 540 epochs at the defaults).
@@ -281,7 +291,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         self._graph = graph
         Xa = _augment(X, self.fit_intercept)
         model = _Model(graph, Xa.shape[1], self.edge_features)
-        n_msg = 0 if self._train_over_sets() else 2 * graph.n_edges  # no messages: the sets are scored exactly
+        # no messages: the sets are scored exactly, or the tree's loss-augmented MAP is solved exactly
+        self._forest = None if self._train_over_sets() else forest_schedule(graph.edges, graph.n_nodes)
+        n_msg = 0 if self._train_over_sets() or self._forest is not None else 2 * graph.n_edges
         delta = np.zeros((Y.shape[0], n_msg, graph.max_states), dtype=np.dtype(self.dtype))
         t0 = 0
         if warm is not None:
@@ -295,7 +307,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         self._set_weights(model)
         self._sets = distinct_label_sets(Y) if self.label_sets == "train" else None
         self.label_sets_ = None if self._sets is None else self._decode_labels(self._sets)
-        labels, certified = self._predict_codes(Xa)
+        # decoding over the training sets is exact: every prediction is certified, none is decoded here
+        certified = self._predict_codes(Xa)[1] if self._sets is None else np.ones(Y.shape[0], dtype=bool)
         self.certified_ = certified
         self.n_certified_ = int(certified.sum())
         return self
@@ -325,19 +338,17 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
                                sets, model.V, model.P, model.state, g.edges, g.n_states, average=sums,
                                check_input=False)
             else:
-                t = dlpw_epoch(order.astype(np.int64), t, C, int(self.n_inner), loss_weight, Xa.indptr,
-                               Xa.indices, Xa.data, Y, model.V, model.P, model.state, g.edges, g.n_states, g.indptr,
-                               g.slots, delta, average=sums, check_input=False)
+                t = _epoch(order, t, C, int(self.n_inner), loss_weight, Xa, Y, model, g, delta, self._forest, sums)
             seconds += time.perf_counter() - start
             model.refresh_norm()
             out = model.averaged(*sums, n) if self.average else model
             bound = (sets_objective(*out.weights(), Xa, g.edges, target, sets, C, self.loss == "subset") if over_sets
-                     else objective_eq9(out, Xa, Y, delta, C, loss_weight))
+                     else objective_eq9(out, Xa, Y, delta, C, loss_weight, self._forest))
             if not np.isfinite(bound):
                 raise ValueError(f"DLPW: the training scores are not finite at epoch {epoch} (largest |x| = "
                                  f"{np.abs(Xa.data).max():.3g}, C={self.C!r}): the features or C overflow float64; "
                                  "rescale X or lower C.")
-            exact = np.nan if not self.track_objective else bound if over_sets else \
+            exact = np.nan if not self.track_objective else bound if over_sets or self._forest is not None else \
                 objective_eq7(out, Xa, Y, delta, C, loss_weight)
             curve.append((epoch, seconds, bound, exact))
             if progress(epoch, bound, seconds, **({"eq7": exact} if self.track_objective else {})):
@@ -699,12 +710,28 @@ def loss_augmented(model, Xa, Y, loss_weight):
     return unary, P
 
 
-def objective_eq9(model, Xa, Y, delta, C, loss_weight):
-    """Eq. 9 with the current messages: ``1/2 ||w||^2 + C/n sum_m [g(delta_m) - score_m(y_m)]`` (>= eq. 7)."""
+def objective_eq9(model, Xa, Y, delta, C, loss_weight, forest=None):
+    """Eq. 9 with the current messages: ``1/2 ||w||^2 + C/n sum_m [g(delta_m) - score_m(y_m)]`` (>= eq. 7);
+    on a forest (``forest``: its :func:`~sklearn_struct.oracles._lp_fast.forest_schedule`), eq. 7 exactly."""
+    if forest is not None:
+        W, P = model.weights()
+        hinge = np.empty(Xa.shape[0])
+        _tree_hinge_batch(Xa.indptr, Xa.indices, Xa.data, np.ascontiguousarray(W), np.ascontiguousarray(P), Y,
+                          loss_weight, model.graph.n_states, model.graph.edges, *forest, hinge)
+        return 0.5 * model.sq_norm + C * float(np.mean(hinge))
     unary, P = loss_augmented(model, Xa, Y, loss_weight)
     g = dual_values(model.graph, unary, P, np.ascontiguousarray(delta), check_input=False)
     truth = primal_values(model.graph, unary, P, Y, check_input=False)
     return 0.5 * model.sq_norm + C * float(np.mean(g - truth))
+
+
+def _epoch(order, t, C, n_inner, loss_weight, Xa, Y, model, g, delta, forest, sums):
+    """One epoch of Algorithm 1 by the sparse-step kernel (exact tree MAP if ``forest``); returns the step count."""
+    tree = forest if forest is not None else (np.zeros(0, dtype=np.int64),) * 4
+    sum_W, sum_P = sums if sums is not None else (np.zeros((0, 0)), np.zeros((0, 0, 0)))
+    return _fast_epoch(order.astype(np.int64), t, C, n_inner, loss_weight, Xa.indptr, Xa.indices, Xa.data, Y,
+                       model.V, model.P, model.state, g.edges, g.n_states, g.indptr, g.slots, delta, *tree,
+                       sum_W, sum_P)
 
 
 def objective_eq7(model, Xa, Y, delta, C, loss_weight, tol=1e-7, max_iter=5000):

@@ -12,6 +12,7 @@ from sklearn.model_selection import KFold
 from sklearn_struct import DLPWClassifier, DLPWClassifierCV
 from sklearn_struct.datasets import make_multilabel_pairwise
 from sklearn_struct.dlpw import _augment, _Model
+from sklearn_struct.dlpw_cv import warm_start
 from sklearn_struct.metrics import hamming_loss_multilabel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -44,12 +45,12 @@ def test_path_matches_separate_fits(data):
             separate[f, k] = cold.score(X[test], Y[test])
             # the warm path's fit of this fold and C reaches the optimum as well as the separate fit
             prev = None
-            for C2 in Cs[: k + 1]:
+            for j, C2 in enumerate(Cs[: k + 1]):
                 warm = DLPWClassifier(C=C2, tol=1e-4)
                 warm._validate_params()
-                warm._fit(X[train], Y[train], warm=prev, keep_warm_state=True)
-                m, d, steps = warm._warm_state
-                prev = (m, d, min(steps, 10 * len(train)))
+                warm._fit(X[train], Y[train], warm=None if prev is None else warm_start(prev, Cs[j - 1], C2),
+                          keep_warm_state=True)
+                prev = warm._warm_state
             assert _eq7(warm, X[train], Y[train]) <= _eq7(cold, X[train], Y[train]) * 1.02 + 1e-9
     # held-out subset accuracies agree with separate fits' (a few samples may flip near the optimum)
     np.testing.assert_allclose(cvest.scores_, separate, atol=0.05)
@@ -57,6 +58,19 @@ def test_path_matches_separate_fits(data):
     ref = DLPWClassifier(C=cvest.C_, tol=1e-4).fit(X, Y)
     np.testing.assert_allclose(cvest.best_estimator_.coef_, ref.coef_)
     np.testing.assert_array_equal(cvest.predict(X), ref.predict(X))
+
+
+def test_warm_start_rescales_the_weights_and_keeps_the_schedule(data):
+    X, Y = data
+    a = DLPWClassifier(C=1e-3, max_epochs=2, tol=0)
+    a._validate_params()
+    a._fit(X, Y, keep_warm_state=True)
+    model, delta, steps = a._warm_state
+    before = model.weights()[0].copy()
+    out = warm_start(a._warm_state, 1e-3, 4e-3)
+    assert out[1] is delta and out[2] == steps == 2 * len(Y)
+    np.testing.assert_allclose(out[0].weights()[0], 2.0 * before)
+    assert out[0].sq_norm == pytest.approx(4.0 * float(np.vdot(before, before) + np.vdot(*[a._pairwise_full] * 2)))
 
 
 def test_scoring_refit_and_validation(data):

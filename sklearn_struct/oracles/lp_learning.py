@@ -30,7 +30,7 @@ from ..utils.validation import (
     check_offsets,
     check_scalar_param,
 )
-from ._lp_kernels import _belief_argmax, _edge_max, _passes_one
+from ._lp_fast import _fast_epoch, _flush, _full_step
 from .lp import (
     LPGraph,
     _check_delta,
@@ -167,22 +167,6 @@ def pegasos_step(t, C, xi, xv, node_g, edge_g, V, P, state, *, check_input=True)
           np.ascontiguousarray(edge_g, dtype=np.float64), V, P, state)
 
 
-@helper
-def _loss_augmented_unary(m, Xp, Xi, Xd, V, a, Y, loss_weight, n_states, out):
-    """out[i, s] = a * x_m . V[:, i*S + s] + loss_weight * [s != y_mi]."""
-    S = out.shape[1]
-    out[:] = 0.0
-    for p in range(Xp[m], Xp[m + 1]):
-        f, x = Xi[p], Xd[p]
-        for i in range(n_states.shape[0]):
-            base = i * S
-            for s in range(n_states[i]):
-                out[i, s] += x * V[f, base + s]
-    for i in range(n_states.shape[0]):
-        for s in range(n_states[i]):
-            out[i, s] = a * out[i, s] + (loss_weight if s != Y[m, i] else 0.0)
-
-
 def dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr, slots,
                delta, *, average=None, check_input=True):
     """One pass of Algorithm 1 (DLPW) over the samples in ``order``; returns the new step count.
@@ -217,8 +201,9 @@ def dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, e
                                     or average[0].dtype != np.float64 or average[1].dtype != np.float64):
             raise ValueError(f"average must be two float64 arrays of shapes {V.shape} and {P.shape}.")
     sum_W, sum_P = average if average is not None else (np.zeros((0, 0)), np.zeros((0, 0, 0)))
-    return _dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr,
-                       slots, delta, sum_W, sum_P)
+    no_tree = np.zeros(0, dtype=np.int64)  # star passes on the stored messages, whatever the graph
+    return _fast_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr,
+                       slots, delta, no_tree, no_tree, no_tree, no_tree, sum_W, sum_P)
 
 
 def _check_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, graph, delta):
@@ -240,61 +225,6 @@ def _check_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state,
     order = check_int_array(order, "order", ndim=1, low=0, high=n_samples)
     delta = _check_delta(graph, delta, n_samples)
     return order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, delta
-
-
-@helper
-def _add_scaled(a, src, dst):
-    """dst += a * src for 2D arrays, without a temporary."""
-    for i in range(src.shape[0]):
-        for j in range(src.shape[1]):
-            dst[i, j] += a * src[i, j]
-
-
-@kernel
-def _dlpw_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, indptr, slots,
-                delta, sum_W, sum_P):
-    n_nodes, S, E = n_states.shape[0], P.shape[1], P.shape[0]
-    unary = np.empty((n_nodes, S))
-    pair = np.empty_like(P)
-    max_deg = 1
-    for i in range(n_nodes):
-        max_deg = max(max_deg, indptr[i + 1] - indptr[i])
-    gamma = np.empty((max_deg, S))
-    total = np.empty(S)
-    buf = np.empty(S)
-    node_g = np.zeros(n_nodes * S)
-    edge_g = np.zeros_like(P)
-    t = t0
-    for m in order:
-        t += 1
-        a = state[0]
-        _loss_augmented_unary(m, Xp, Xi, Xd, V, a, Y, loss_weight, n_states, unary)
-        for e in range(E):
-            for u in range(S):
-                for v in range(S):
-                    pair[e, u, v] = a * P[e, u, v]
-        dm = delta[m]
-        _passes_one(n_inner, unary, pair, edges, n_states, indptr, slots, dm, gamma, total)
-        # subgradient: f(maximisers) - f(y_m), node by node and edge by edge (they need not agree)
-        for i in range(n_nodes):
-            arg = _belief_argmax(i, unary, n_states, indptr, slots, dm, buf)
-            if arg != Y[m, i]:
-                node_g[i * S + arg] += 1.0
-                node_g[i * S + Y[m, i]] -= 1.0
-        for e in range(E):
-            _, ea, eb = _edge_max(e, pair, edges, n_states, dm)
-            yu, yv = Y[m, edges[e, 0]], Y[m, edges[e, 1]]
-            if ea != yu or eb != yv:
-                edge_g[e, ea, eb] += 1.0
-                edge_g[e, yu, yv] -= 1.0
-        lo, hi = Xp[m], Xp[m + 1]
-        _step(float(t), C, Xi[lo:hi], Xd[lo:hi], node_g, edge_g, V, P, state)
-        node_g[:] = 0.0
-        edge_g[:] = 0.0
-        if sum_W.size:
-            _add_scaled(state[0], V, sum_W)
-            _add_scaled(state[0], P.reshape(E, S * S), sum_P.reshape(E, S * S))
-    return t
 
 
 def sets_epoch(order, t0, C, loss, Xp, Xi, Xd, target, sets, V, P, state, edges, n_states, *, average=None,
@@ -370,8 +300,16 @@ def _sets_epoch(order, t0, C, zero_one, Xp, Xi, Xd, target, sets, V, P, state, e
     edge_x = V.shape[1] > nS  # edge features: columns nS + (e * S + a) * S + b score x . w_e[a, b]
     unary = np.empty((n_nodes, S))
     ex = np.zeros((E, S, S))
-    node_g = np.zeros(V.shape[1])
-    edge_g = np.zeros_like(P)
+    qidx = np.empty(2 * (n_nodes + E), dtype=np.int64)
+    qval = np.empty(2 * (n_nodes + E))
+    pidx = np.empty(2 * E, dtype=np.int64)
+    pval = np.empty(2 * E)
+    use = sum_W.size > 0
+    UW = np.zeros_like(V) if use else np.zeros((1, 1))
+    UP = np.zeros(E * S * S) if use else np.zeros(1)
+    Pf = P.reshape(E * S * S)
+    sum_Pf = sum_P.reshape(sum_P.size)
+    acc = np.array([0.0, 1.0 if use else 0.0])
     t = t0
     for m in order:
         t += 1
@@ -410,26 +348,25 @@ def _sets_epoch(order, t0, C, zero_one, Xp, Xi, Xd, target, sets, V, P, state, e
                 sc += diff / n_nodes
             if sc > best:
                 best, arg = sc, k
-        if arg != y:
+        nq, npair = 0, 0
+        if arg != y:  # the subgradient f(best) - f(truth): its nonzero entries, each index once
             for i in range(n_nodes):
                 u, v = sets[arg, i], sets[y, i]
                 if u != v:
-                    node_g[i * S + u] += 1.0
-                    node_g[i * S + v] -= 1.0
+                    qidx[nq], qval[nq], qidx[nq + 1], qval[nq + 1] = i * S + u, 1.0, i * S + v, -1.0
+                    nq += 2
             for e in range(E):
                 i, j = edges[e, 0], edges[e, 1]
                 if sets[arg, i] != sets[y, i] or sets[arg, j] != sets[y, j]:
-                    edge_g[e, sets[arg, i], sets[arg, j]] += 1.0
-                    edge_g[e, sets[y, i], sets[y, j]] -= 1.0
+                    hi, lo = (e * S + sets[arg, i]) * S + sets[arg, j], (e * S + sets[y, i]) * S + sets[y, j]
+                    pidx[npair], pval[npair], pidx[npair + 1], pval[npair + 1] = hi, 1.0, lo, -1.0
+                    npair += 2
                     if edge_x:
-                        node_g[nS + (e * S + sets[arg, i]) * S + sets[arg, j]] += 1.0
-                        node_g[nS + (e * S + sets[y, i]) * S + sets[y, j]] -= 1.0
+                        qidx[nq], qval[nq], qidx[nq + 1], qval[nq + 1] = nS + hi, 1.0, nS + lo, -1.0
+                        nq += 2
         lo, hi = Xp[m], Xp[m + 1]
-        _step(float(t), C, Xi[lo:hi], Xd[lo:hi], node_g, edge_g, V, P, state)
-        if arg != y:
-            node_g[:] = 0.0
-            edge_g[:] = 0.0
-        if sum_W.size:
-            _add_scaled(state[0], V, sum_W)
-            _add_scaled(state[0], P.reshape(E, S * S), sum_P.reshape(E, S * S))
+        _full_step(float(t), C, Xi[lo:hi], Xd[lo:hi], qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW,
+                   UP, sum_W, sum_Pf)
+    if use:
+        _flush(V, Pf, state, acc, UW, UP, sum_W, sum_Pf)
     return t
