@@ -22,11 +22,12 @@ of three fits each.
 Results are cached row by row in ``results/dlpw_multilabel/dlpw_multilabel.json`` (2 shared cores: a rerun only fits
 the rows that are missing; ``--force NAME[,=EXACT]`` refits the rows whose method contains NAME or is EXACT).
 
-Run: ``python benchmarks/peers/bench_dlpw_multilabel.py [--cost | --cost-only] [--force NAME] [--set yeast|scene]``
-(writes results/dlpw_multilabel/dlpw_multilabel.{md,json}).
+Run: ``python benchmarks/peers/bench_dlpw_multilabel.py [--cost | --cost-only] [--force NAME] [--set yeast|scene]
+[--report-only [--check]]`` (writes results/dlpw_multilabel/dlpw_multilabel.{md,json}; the md is rendered from the
+saved json only: the rows from ``dlpw_multilabel.json``, the cost table from ``dlpw_multilabel_cost.json``).
 """
 
-import json
+import argparse
 import os
 import sys
 import time
@@ -47,10 +48,11 @@ from sklearn.pipeline import Pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import add_report_only, finish, load_json, parse_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from _lib.dlpw_baselines import ChainEnsemble, LabelPowerset  # noqa: E402
 from sklearn_struct import DLPWClassifier, DLPWClassifierCV  # noqa: E402
-from sklearn_struct.datasets import load_scene, load_yeast, make_multilabel_pairwise  # noqa: E402
+from sklearn_struct.datasets import load_scene, load_yeast  # noqa: E402
 from sklearn_struct.metrics import hamming_loss_multilabel, subset_accuracy  # noqa: E402
 
 RESULTS = results_dir("dlpw_multilabel")
@@ -156,29 +158,41 @@ def cost_rows(previous):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cost", action="store_true", help="also measure the fit cost on a generated 50-label set")
+    parser.add_argument("--cost-only", action="store_true", help="measure only the fit cost")
+    parser.add_argument("--force", help="NAME[,=EXACT]: refit the rows whose method contains NAME or is EXACT")
+    parser.add_argument("--set", choices=("yeast", "scene"), help="run this data set only (default both)")
+    add_report_only(parser)
+    args = parse_args(parser)
+    if not args.report_only:
+        run(args)
+    store = load_json(JSON)
+    if COST_JSON.exists():
+        store["cost"] = load_json(COST_JSON)
+    write_md(store)
+    return finish()
+
+
+def run(args):
+    """Fit the missing (and the forced) rows, and the cost rows when asked; each saved as it is fitted."""
     RESULTS.mkdir(parents=True, exist_ok=True)
-    force = sys.argv[sys.argv.index("--force") + 1] if "--force" in sys.argv else None
-    store = json.loads(JSON.read_text()) if JSON.exists() else {"rows": {}, "cost": {}}
+    store = load_json(JSON) if JSON.exists() else {"rows": {}}
     DLPWClassifier(max_epochs=1, tol=0).fit(np.eye(4)[:, :3], np.eye(4)[:, :2].astype(int))  # compile first
-    names = [sys.argv[sys.argv.index("--set") + 1]] if "--set" in sys.argv else ["yeast", "scene"]
-    for name in () if "--cost-only" in sys.argv else names:
+    for name in () if args.cost_only else [args.set] if args.set else ["yeast", "scene"]:
         data = load(name)
         for method in METHODS:
             for mode in ("default", "tuned"):
                 key = f"{name}|{method}|{mode}"
                 if mode == "tuned" and METHODS[method][1] is None:
                     continue  # a fixed setting, or a model that tunes itself (its 'default' row)
-                if key in store["rows"] and not (force and _forced(force, method)):
+                if key in store["rows"] and not (args.force and _forced(args.force, method)):
                     continue
                 store["rows"][key] = fit_row(method, mode, *data)
                 print(key, store["rows"][key], flush=True)
-                JSON.write_text(json.dumps(store, indent=1))
-    if "--cost" in sys.argv or "--cost-only" in sys.argv:
-        previous = json.loads(COST_JSON.read_text()) if COST_JSON.exists() else {}
-        COST_JSON.write_text(json.dumps(cost_rows(previous), indent=1))
-    if COST_JSON.exists():
-        store["cost"] = json.loads(COST_JSON.read_text())
-    write_md(store)
+                save_json(JSON, store)
+    if args.cost or args.cost_only:
+        save_json(COST_JSON, cost_rows(load_json(COST_JSON) if COST_JSON.exists() else {}))
 
 
 def _forced(force, method):
@@ -220,8 +234,7 @@ def write_md(store):
                 continue
             lines.append(f"| {method} | {r['fit_cpu_s']:.2f} | {r['fit_cpu_s'] / br:.1f} | {r['subset']:.4f} | "
                          f"{r['hamming']:.4f} |")
-    (RESULTS / "dlpw_multilabel.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_text(RESULTS / "dlpw_multilabel.md", "\n".join(lines) + "\n")
 
 
 def goal_lines(rows, name):

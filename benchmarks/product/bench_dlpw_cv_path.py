@@ -9,11 +9,11 @@ fit ("plain fits per C": the goal is about 1, as ``LogisticRegressionCV``), the 
 fits against the cold ones, and the held-out subset accuracies of the path against the separate
 fits (the same choice of C, scores within the noise of the stopping rule). One BLAS thread.
 
-Run: ``python benchmarks/product/bench_dlpw_cv_path.py [--set yeast|scene]``
-(writes results/dlpw_cv_path.{md,json}; rows cached per data set).
+Run: ``python benchmarks/product/bench_dlpw_cv_path.py [--set yeast|scene] [--report-only [--check]]``
+(writes results/dlpw_cv_path.{md,json}; rows cached per data set; the md is rendered from the json only).
 """
 
-import json
+import argparse
 import os
 import sys
 import time
@@ -27,11 +27,13 @@ from sklearn.model_selection import KFold  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
+from _lib.report import add_report_only, finish, load_json, parse_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from sklearn_struct import DLPWClassifier, DLPWClassifierCV  # noqa: E402
 from sklearn_struct.datasets import load_scene, load_yeast  # noqa: E402
 
 RESULTS = results_dir("dlpw_cv_path")
+JSON = RESULTS / "dlpw_cv_path.json"
 GRID = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
 CV = KFold(3, shuffle=True, random_state=0)
 # the previous path (weights kept as they were, schedule capped at 10 epochs), measured once on yeast's
@@ -88,19 +90,22 @@ def write_md(store):
             lines.append(f"| {C:g} | {r['plain_cpu_s'][k]:.2f} | {r['plain_epochs'][k]} | {pe:.0f} | {se:.0f} | "
                          f"{ps:.4f} | {ss:.4f} |")
         lines.append("")
-    (RESULTS / "dlpw_cv_path.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_text(RESULTS / "dlpw_cv_path.md", "\n".join(lines) + "\n")
 
 
 def main():
-    path = RESULTS / "dlpw_cv_path.json"
-    store = json.loads(path.read_text()) if path.exists() else {}
-    DLPWClassifier(max_epochs=1, tol=0).fit(np.eye(5)[:, :4], np.eye(5)[:, :3].astype(int))  # compile first
-    names = [sys.argv[sys.argv.index("--set") + 1]] if "--set" in sys.argv else ["yeast", "scene"]
-    for name in names:
-        store[name] = run(name)
-        path.write_text(json.dumps(store, indent=1))
-    write_md(store)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=("yeast", "scene"), help="run this data set only (default both)")
+    add_report_only(parser)
+    args = parse_args(parser)
+    if not args.report_only:
+        store = load_json(JSON) if JSON.exists() else {}
+        DLPWClassifier(max_epochs=1, tol=0).fit(np.eye(5)[:, :4], np.eye(5)[:, :3].astype(int))  # compile first
+        for name in [args.set] if args.set else ["yeast", "scene"]:
+            store[name] = run(name)
+            save_json(JSON, store)
+    write_md(load_json(JSON))
+    return finish()
 
 
 if __name__ == "__main__":

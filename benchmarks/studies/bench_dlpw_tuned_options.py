@@ -12,11 +12,12 @@ intercept per set: what DLPW's hinge costs).
 A configuration's score is its best C's (what a user who tunes C gets); the last column is the mean
 over the two sets of (best CV score / the best label powerset CV score of that set).
 
-Run: ``python benchmarks/studies/bench_dlpw_tuned_options.py`` (writes results/dlpw_tuned_options.{md,json};
-rows cached, a rerun fits only the missing ones).
+Run: ``python benchmarks/studies/bench_dlpw_tuned_options.py [--only NAME] [--report-only [--check]]`` (writes
+results/dlpw_tuned_options.{md,json}; rows cached, a rerun fits only the missing ones; the md is rendered from
+the json only).
 """
 
-import json
+import argparse
 import os
 import sys
 import time
@@ -38,12 +39,15 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.dlpw_baselines import LabelPowerset  # noqa: E402
+from _lib.report import add_report_only, finish, load_json, parse_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from sklearn_struct import DLPWClassifier  # noqa: E402
 from sklearn_struct.datasets import load_scene, load_yeast  # noqa: E402
 from sklearn_struct.metrics import subset_accuracy  # noqa: E402
 
 RESULTS = results_dir("dlpw_tuned_options")
+JSON = RESULTS / "dlpw_tuned_options.json"
+NAMES = ("yeast", "scene")
 CV = KFold(3, shuffle=True, random_state=0)
 SUBSET = make_scorer(subset_accuracy)
 GRID = [3e-4, 1e-3, 3e-3, 1e-2]
@@ -122,13 +126,22 @@ CONFIGS = {
 
 
 def data_sets():
-    return {name: ((d := fn("train")).data, d.target) for name, fn in (("yeast", load_yeast), ("scene", load_scene))}
+    return {name: ((d := fn("train")).data, d.target) for name, fn in zip(NAMES, (load_yeast, load_scene))}
 
 
 def main():
-    path = RESULTS / "dlpw_tuned_options.json"
-    store = json.loads(path.read_text()) if path.exists() else {}
-    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="fit only the configurations whose name contains this")
+    add_report_only(parser)
+    args = parse_args(parser)
+    if not args.report_only:
+        run(load_json(JSON) if JSON.exists() else {}, args.only)
+    write_md(load_json(JSON))
+    return finish()
+
+
+def run(store, only=None):
+    """Fit the missing rows of ``store`` (cached in the json after each)."""
     for name, (X, Y) in data_sets().items():
         for cfg, (factory, grid) in CONFIGS.items():
             if only and only not in cfg:
@@ -144,12 +157,13 @@ def main():
                 store[key] = {"cv": float(cv.mean()), "cpu_s": time.process_time() - start,
                               "convergence_warnings": sum(issubclass(w.category, ConvergenceWarning) for w in caught)}
                 print(key, store[key], flush=True)
-                path.write_text(json.dumps(store, indent=1))
-    write_md(store)
+                save_json(JSON, store)
+    return store
 
 
 def write_md(store):
-    names = list(data_sets())
+    """The md from the saved results ``store`` only."""
+    names = NAMES
     lines = ["# What tuned DLPW lacks against label powerset: 3-fold CV on the training parts only", "",
              "Standardised features; CV subset accuracy (shuffled folds, seed 0) at each C; *best*: the best C's "
              "score (what tuning C gives); *vs LP*: best / label powerset's best, mean over the sets. CPU: the "
@@ -168,8 +182,7 @@ def write_md(store):
             cells.append(f"{best:.4f}")
             ratios.append(best / lp_best[n])
         lines.append(f"| {cfg} | " + " | ".join(cells) + f" | {np.mean(ratios):.3f} |")
-    (RESULTS / "dlpw_tuned_options.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_text(RESULTS / "dlpw_tuned_options.md", "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
