@@ -287,8 +287,9 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
         training run: one call on all the data is ``fit`` with ``max_iter=1``, ``k`` calls
         ``max_iter=k``; ``"l2sgd"`` spreads ``c2`` over the distinct sequences seen so far (one passed
         again in a later call is not counted again), so later passes keep ``fit``'s penalty. A batch
-        may bring new attributes as extra columns at the end of its feature matrices (the weight vector grows; e.g. from :class:`sklearn_struct.crfsuite.CRF`,
-        whose attribute vocabulary grows); new (attribute, label) pairs seen in a batch get
+        may bring new attributes as extra columns at the end of its feature matrices (the weight
+        vector grows; e.g. from :class:`sklearn_struct.crfsuite.CRF`, whose attribute vocabulary
+        grows); new (attribute, label) pairs seen in a batch get
         weights. After a ``fit``, ``partial_fit`` continues from the fitted model. For
         ``"lbfgs"`` use ``warm_start=True`` and ``fit`` instead (a ValueError says so).
 
