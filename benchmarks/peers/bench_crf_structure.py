@@ -108,6 +108,22 @@ def _chunks(labels):
     return out
 
 
+def paired_bootstrap(y_test, pred_a, pred_b, n_boot=2000, seed=0):
+    """95% interval of F1(b) - F1(a) (chunk F1, in points) over test sequences resampled with replacement."""
+    counts = []
+    for gold, a, b in zip(y_test, pred_a, pred_b):
+        g, pa, pb = _chunks(gold), _chunks(a), _chunks(b)
+        counts.append((len(g), len(pa), len(g & pa), len(pb), len(g & pb)))
+    counts = np.array(counts, dtype=float)
+    idx = np.random.RandomState(seed).randint(0, len(counts), size=(n_boot, len(counts)))
+    tot = counts[idx].sum(axis=1)  # (n_boot, 5)
+    f_a = 2 * tot[:, 2] / (tot[:, 0] + tot[:, 1])
+    f_b = 2 * tot[:, 4] / (tot[:, 0] + tot[:, 3])
+    lo, hi = np.percentile(100 * (f_b - f_a), [2.5, 97.5])
+    changed = sum(not np.array_equal(a, b) for a, b in zip(pred_a, pred_b))
+    return {"low": float(lo), "high": float(hi), "sequences_that_differ": int(changed)}
+
+
 def oracle_f1(y_test, y_topk):
     """Corpus chunk F1 when each sentence takes the labelling of its list with the best sentence F1."""
     picked = []
@@ -162,6 +178,8 @@ def experiment_valid(X_train, y_train, X_test, y_test, train_dicts, test_dicts, 
                      "stopped": stopped}
                     for name, pred, fit_s, n_iter, stopped in rows]
     out["objective"] = {"plain": float(plain.objective_), "bio": float(bio.objective_)}
+    out["bio_minus_plain"] = {"trained": paired_bootstrap(y_test, pred_plain, pred_bio),
+                              "decoding_only": paired_bootstrap(y_test, pred_plain, pred_decode)}
     out["timing"] = {"fit_bio_over_plain": fit_bio / fit_plain,
                      "predict_bio_over_plain": predict_bio / predict_plain}
     return plain, bio, predict_plain
@@ -266,6 +284,12 @@ def _valid_lines(out):
              "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['model']} | {r['invalid_I_tokens']} | {r['sentences_with_invalid']} | {r['chunk_f1']:.2f} | "
               f"{r['fit_cpu_s']:.0f} | {r['n_iter']} | {r.get('stopped', 'budget (100)')} |" for r in out["valid"]]
+    for key, what in (("trained", "trained and decoded with the mask"), ("decoding_only", "mask at decoding only")):
+        d = out.get("bio_minus_plain", {}).get(key)
+        if d is not None:
+            lines += ["", f"F1 with BIO ({what}) minus without: 95% paired bootstrap interval over the test "
+                      f"sequences [{d['low']:+.2f}, {d['high']:+.2f}] points; {d['sequences_that_differ']} test "
+                      "sequences decoded differently."]
     if "objective" in out:
         lines += ["", f"Final training objective (penalised negative log-likelihood; with the mask, `log Z` sums "
                   f"over the valid sequences only): {out['objective']['plain']:.1f} without, "
@@ -366,7 +390,7 @@ def main():
             plain, bio, predict_plain = experiment_valid(X_train, y_train, X_test, y_test, None, None,
                                                          args.max_iter, topk_out)
             out["timing"] = {"predict_bio_over_plain": topk_out["timing"]["predict_bio_over_plain"]}
-        out = {k: v for k, v in out.items() if k not in ("valid", "objective")}
+        out = {k: v for k, v in out.items() if k not in ("valid", "objective", "bio_minus_plain")}
         experiment_topk(plain, bio, X_test, y_test, predict_plain, out)
         save(out, args.dataset, "topk")
     if "partial" in args.part:
@@ -378,7 +402,7 @@ def main():
             fit_full = fit_ours(X_train, y_train, args.max_iter, allowed_transitions="BIO")[1]
         rates = RATES if args.rates is None else tuple(float(r) for r in args.rates.split(","))
         part = "partial" if args.rates is None else "partial_" + args.rates.replace(",", "_")
-        out = {k: v for k, v in out.items() if k not in ("valid", "objective", "topk", "timing")}
+        out = {k: v for k, v in out.items() if k not in ("valid", "objective", "bio_minus_plain", "topk", "timing")}
         experiment_partial(X_train, y_train, X_test, y_test, fit_full, args.max_iter, out, rates,
                            lambda o: save(o, args.dataset, part))
 
