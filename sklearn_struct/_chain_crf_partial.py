@@ -167,7 +167,7 @@ def partial_fit_epoch(state, X, y_enc, params, sample_weight=None):
 
 
 def _sgd_epoch(state, data, params):
-    """One SGD epoch; ``c2`` spread over the sequences seen so far (``lam = 2 c2 / n_seen``), the
+    """One SGD epoch; ``c2`` spread over the distinct sequences seen so far (``lam = 2 c2 / n_seen``), the
     initial rate ``eta0`` calibrated on the first batch, the rate ``eta0 / (1 + lam eta0 t)``."""
     if params["c2"] <= 0:
         raise ValueError("algorithm='l2sgd' needs c2 > 0 (its learning rate is 1 / (2 c2 / N (t0 + t))).")
