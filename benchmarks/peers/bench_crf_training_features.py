@@ -11,7 +11,7 @@ CPU seconds (the machine is shared), quoted as ratios.
     is one epoch over it) against one ``fit`` on all, for the online algorithms: ``E`` passes
     over the 10 batches against ``fit(max_iter=E)``, for E = 1 and E = 10. Goal: within 0.5 F1.
     The tenths of the training set in its file order are no random batches (CoNLL-2000 runs
-    through WSJ sections, GROBID's references come grouped by source document), and one pass of
+    through WSJ sections, GROBID's references come grouped by the corpus file, i.e. the paper, they were taken from), and one pass of
     SGD or a perceptron favours the last batches, so E = 1 is also run on ``ORDERS`` random
     partitions (the training sequences permuted with seed r = 0, 1, ..., both ``fit`` and the
     10 ``partial_fit`` batches on that permutation): one pass also depends on the visiting order
