@@ -11,11 +11,11 @@ CPU seconds (the machine is shared), quoted as ratios.
     is one epoch over it) against one ``fit`` on all, for the online algorithms: ``E`` passes
     over the 10 batches against ``fit(max_iter=E)``, for E = 1 and E = 10. Goal: within 0.5 F1.
     The tenths of the training set in its file order are no random batches (CoNLL-2000 runs
-    through WSJ sections, GROBID's references come grouped by the corpus file, i.e. the paper, they were taken from), and one pass of
-    SGD or a perceptron favours the last batches, so E = 1 is also run on ``ORDERS`` random
-    partitions (the training sequences permuted with seed r = 0, 1, ..., both ``fit`` and the
-    10 ``partial_fit`` batches on that permutation): one pass also depends on the visiting order
-    by several tenths of F1, hence the means.
+    through WSJ sections, GROBID's references come grouped by the paper they were taken from),
+    and one pass of SGD or a perceptron favours the last batches, so E = 1 is also run on
+    ``ORDERS`` random partitions (the training sequences permuted with seed r = 0, 1, ..., both
+    ``fit`` and the 10 ``partial_fit`` batches on that permutation): one pass also depends on the
+    visiting order by several tenths of F1, hence the means.
 (5a) ``sample_weight``: each training sentence gets an integer weight 1 or 2 at random, against
     the training set with the weight-2 sentences duplicated; L-BFGS (c2=1, CRFsuite's stopping
     rule): the largest weight difference and both F1 (goal: the same model). The averaged
