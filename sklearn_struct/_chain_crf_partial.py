@@ -13,10 +13,19 @@ over that union, runs one epoch of the same kernel ``fit`` runs
 state back. One call on all the data is therefore exactly ``fit`` with ``max_iter=1``, and
 ``k`` calls on the same data exactly ``fit`` with ``max_iter=k`` (the same random orders).
 ``"l2sgd"`` calibrates its initial rate ``eta0`` on the first call's batch and spreads ``c2``
-over the sequences seen so far, ``lam = 2 c2 / n_seen`` (counting every call's sequences): after
-one pass over the data this is ``fit``'s ``lam``, and the rate ``eta0 / (1 + lam eta0 t)`` then
-is ``fit``'s too.
+over the distinct sequences seen so far, ``lam = 2 c2 / n_seen``: a sequence seen again in a
+later call (the same feature and label arrays; found by a 64-bit hash of them) is not counted
+again, as ``fit`` counts each training sequence once however many epochs it runs (a sequence
+that occurs ``m`` times in one call counts ``m`` times). After one pass over the data ``lam`` is
+``fit``'s and stays so over further passes, and the rate ``eta0 / (1 + lam eta0 t)``, ``t``
+counting every step of every call as ``SGDClassifier``'s schedule does, is then ``fit``'s too:
+``k`` calls on the same data are ``fit`` with ``max_iter=k`` for ``"l2sgd"`` as well. (Counting
+every call's sequences instead would spread ``c2`` over ``k`` copies of the data after ``k``
+passes, weakening the penalty ``k``-fold.)
 """
+
+import hashlib
+
 
 import numpy as np
 import scipy.sparse as sp
@@ -52,6 +61,7 @@ class OnlineState:
         self.w, self.ws, self.cov = np.zeros(size), np.zeros(size), np.full(size, self.variance)
         self.u = 1
         self.t, self.t0, self.lam = 0.0, None, None
+        self.seen_keys, self.seen_counts = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
         self.trans_ok = np.zeros(n_labels * n_labels, dtype=bool)
         self.rng = np.random.RandomState(0)  # the orders ``fit`` uses
         self.epochs = 0
@@ -157,12 +167,11 @@ def partial_fit_epoch(state, X, y_enc, params, sample_weight=None):
 
 
 def _sgd_epoch(state, data, params):
-    """One SGD epoch; ``c2`` spread over the sequences seen so far (``lam = 2 c2 / n_seen``), the
+    """One SGD epoch; ``c2`` spread over the distinct sequences seen so far (``lam = 2 c2 / n_seen``), the
     initial rate ``eta0`` calibrated on the first batch, the rate ``eta0 / (1 + lam eta0 t)``."""
     if params["c2"] <= 0:
         raise ValueError("algorithm='l2sgd' needs c2 > 0 (its learning rate is 1 / (2 c2 / N (t0 + t))).")
-    state.n_seen = getattr(state, "n_seen", 0) + data.n_sequences
-    lam = 2.0 * params["c2"] / state.n_seen
+    lam = 2.0 * params["c2"] / _count_seen(state, data)
     if state.t0 is None:  # CRFsuite's calibration on the first batch: eta0 = 1 / (lam t0)
         state.t0 = calibrate_t0(data, lam, state.options, state.rng)
         state.eta0 = 1.0 / (lam * state.t0)
@@ -176,6 +185,32 @@ def _sgd_epoch(state, data, params):
                          "solver_options['calibration_eta'].")
     state.epochs += 1
     return float(loss)
+
+
+def _sequence_keys(data):
+    """A 64-bit hash of each packed sequence's feature columns, values and labels."""
+    keys = np.empty(data.n_sequences, dtype=np.uint64)
+    indptr, offsets = data.indptr, data.offsets
+    for s in range(data.n_sequences):
+        lo, hi = offsets[s], offsets[s + 1]
+        a, b = indptr[lo], indptr[hi]
+        h = hashlib.blake2b(digest_size=8)
+        for part in (indptr[lo : hi + 1] - a, data.indices[a:b], data.data[a:b], data.y[lo:hi]):
+            h.update(np.ascontiguousarray(part).tobytes())
+        keys[s] = int.from_bytes(h.digest(), "little")
+    return keys
+
+
+def _count_seen(state, data):
+    """Number of distinct sequences over all calls so far, this batch included (see the module docstring):
+    each sequence counted with its largest multiplicity in any one call."""
+    keys, counts = np.unique(_sequence_keys(data), return_counts=True)
+    all_keys = np.concatenate([state.seen_keys, keys])
+    union, where = np.unique(all_keys, return_inverse=True)
+    best = np.zeros(union.shape[0], dtype=np.int64)
+    np.maximum.at(best, where, np.concatenate([state.seen_counts, counts]))
+    state.seen_keys, state.seen_counts = union, best  # new arrays: a state copy keeps its own
+    return int(best.sum())
 
 
 def partial_fit_chain(estimator, X, y, classes, sample_weight, options):

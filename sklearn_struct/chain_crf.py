@@ -291,9 +291,11 @@ class ChainCRF(MarginalsAsProbaMixin, ChainTagsMixin, BaseEstimator):
         The state (current and averaged weights, AROW's covariances, SGD's step count and
         calibrated rate, the random orders) is kept between calls, so the calls continue one
         training run: one call on all the data is ``fit`` with ``max_iter=1``, ``k`` calls
-        ``max_iter=k``. A batch may bring new attributes as extra columns at the end of its
-        feature matrices (the weight vector grows; e.g. from :class:`sklearn_struct.crfsuite.CRF`,
-        whose attribute vocabulary grows); new (attribute, label) pairs seen in a batch get
+        ``max_iter=k``; ``"l2sgd"`` spreads ``c2`` over the distinct sequences seen so far (one passed
+        again in a later call is not counted again), so later passes keep ``fit``'s penalty. A batch
+        may bring new attributes as extra columns at the end of its feature matrices (the weight
+        vector grows; e.g. from :class:`sklearn_struct.crfsuite.CRF`, whose attribute vocabulary
+        grows); new (attribute, label) pairs seen in a batch get
         weights. After a ``fit``, ``partial_fit`` continues from the fitted model. For
         ``"lbfgs"`` use ``warm_start=True`` and ``fit`` instead (a ValueError says so).
 

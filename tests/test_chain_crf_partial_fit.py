@@ -41,16 +41,30 @@ def test_one_call_on_all_data_is_fit_with_one_epoch(algorithm):
     assert np.array_equal(a.intercept_, b.intercept_) and b.n_iter_ == 1
 
 
-@pytest.mark.parametrize("algorithm", ["ap", "pa", "arow"])
+@pytest.mark.parametrize("algorithm", ONLINE)
 def test_three_calls_are_three_epochs_state_kept(algorithm):
-    """Averaging sums, AROW covariances and the random orders carry over: exactly fit(max_iter=3)."""
+    """Averaging sums, AROW covariances, SGD's step count and penalty and the random orders carry over:
+    exactly fit(max_iter=3). (l2sgd once spread c2 over every call's sequences, 3 copies of the data.)"""
     X, y = _data(seed=1)
     a = _fit(algorithm, X, y, max_iter=3, epsilon=0.0)
-    b = ChainCRF(algorithm=algorithm)
+    b = ChainCRF(algorithm=algorithm, c2=0.1)
     for _ in range(3):
         b.partial_fit(X, y, classes=[0, 1, 2])
     assert np.allclose(a.coef_, b.coef_, rtol=0, atol=1e-12) and np.allclose(a.transition_, b.transition_, atol=1e-12)
     assert b.n_iter_ == 3
+
+
+def test_l2sgd_second_pass_keeps_fits_penalty():
+    """Two passes over three batches: the second pass brings no new sequence, so c2 stays spread over
+    the data (lam = 2 c2 / N), as in fit; a sequence repeated within one call counts twice."""
+    X, y = _data(30, seed=8)
+    crf = ChainCRF(algorithm="l2sgd", c2=0.1)
+    for _ in range(2):
+        for lo in range(0, 30, 10):
+            crf.partial_fit(X[lo : lo + 10], y[lo : lo + 10], classes=[0, 1, 2])
+        assert crf._online_state.lam == pytest.approx(2 * 0.1 / 30)
+    crf.partial_fit(X[:5] + X[:5], y[:5] + y[:5])
+    assert crf._online_state.lam == pytest.approx(2 * 0.1 / 35)
 
 
 @pytest.mark.parametrize("algorithm", ONLINE)

@@ -59,3 +59,23 @@ def vectorize(feats, train, test):
     Xte = vec.transform([feats[i] for i in test])
     VOCAB_NAMES = list(vec.get_feature_names_out())
     return Xtr, Xte
+
+
+def to_bio(labels):
+    """Field labels (IO: one label per token, no "O") as BIO: ``B-field`` opens every maximal run."""
+    labels = np.asarray(labels)
+    starts = np.r_[True, labels[1:] != labels[:-1]]
+    return np.array([("B-" if s else "I-") + lab for s, lab in zip(starts, labels)], dtype=object)
+
+
+def bio_split(fold=0):
+    """GROBID citations as a chunking task: fold ``fold`` of ``bench_citations.py``'s
+    ``KFold(5, shuffle=True, random_state=0)``, the citation features vectorised on the training
+    part (``min_freq=MIN_FREQ``), labels in BIO. Returns ``X_train, y_train, X_test, y_test``; the
+    columns' names are then in ``VOCAB_NAMES`` (for :func:`crfsuite_dicts`)."""
+    from sklearn.model_selection import KFold
+
+    feats, y = load()
+    train, test = list(KFold(5, shuffle=True, random_state=0).split(feats))[fold]
+    X_train, X_test = vectorize(feats, train, test)
+    return X_train, [to_bio(y[i]).astype(str) for i in train], X_test, [to_bio(y[i]).astype(str) for i in test]
