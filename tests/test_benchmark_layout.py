@@ -47,9 +47,6 @@ def test_results_are_grouped_by_benchmark():
 
 # --report-only: every script rewrites its tables from its saved results without fitting
 # (benchmarks/_lib/report.py); the check re-renders each committed md and compares it byte for byte.
-REPORT_ONLY_PENDING = {  # edited on other branches at the time; their --report-only comes with them
-    "peers/bench_crf_structure.py", "peers/bench_crf_training_features.py",
-}
 NEEDS_RERUN = {  # the committed table predates the json its script now saves: rerun the script to save it
     "papers/bench_nonlocal_iterations.py", "papers/bench_pruned_bp_figure1.py", "papers/bench_pruned_bp_trw_rho.py",
     "peers/bench_chain_oracle.py", "peers/bench_conll_crfsuite.py", "peers/bench_crf_algorithms.py",
@@ -66,14 +63,13 @@ def _scripts():
 
 def test_every_script_takes_report_only_from_lib_report():
     scripts = _scripts()
-    assert REPORT_ONLY_PENDING | NEEDS_RERUN | STALE <= set(scripts)
-    missing = [s for s in scripts if s not in REPORT_ONLY_PENDING
-               and not any(name + "(" in (BENCHMARKS / s).read_text() for name in REPORT_ONLY_API)]
+    assert NEEDS_RERUN | STALE <= set(scripts)
+    missing = [s for s in scripts if not any(name + "(" in (BENCHMARKS / s).read_text() for name in REPORT_ONLY_API)]
     assert missing == [], "scripts without --report-only (benchmarks/_lib/report.py)"
 
 
 def test_report_only_rewrites_the_committed_tables_byte_for_byte():
-    scripts = [s for s in _scripts() if s not in REPORT_ONLY_PENDING]
+    scripts = _scripts()
     env = {k: v for k, v in os.environ.items() if k != "SKLEARN_STRUCT_DATA"}  # saved results only
     env["PYTHONPATH"] = str(BENCHMARKS.parent)
     proc = run_cpu_bounded([sys.executable, str(BENCHMARKS / "_lib" / "report.py"), *scripts], 120,
@@ -104,3 +100,13 @@ def test_check_mode_compares_instead_of_writing(tmp_path):
         report.report_only_args([])
     report.write_text(table, "b\n")
     assert table.read_text() == "b\n"
+
+
+def test_check_without_report_only_and_old_flags_are_refused():
+    from _lib import report
+
+    for argv in (["--check"], ["--from-json"], ["--report-only", "--bogus"]):
+        with pytest.raises(SystemExit) as stop:  # argparse's usage error, never a run
+            report.report_only_args(argv)
+        assert stop.value.code == 2
+    report.report_only_args([])

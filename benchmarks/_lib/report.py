@@ -36,6 +36,8 @@ def add_report_only(parser):
 def parse_args(parser, argv=None):
     """``parser.parse_args(argv)`` that also arms ``--check`` (use instead of ``parser.parse_args``)."""
     args = parser.parse_args(argv)
+    if args.check and not args.report_only:  # --check alone would start a run
+        parser.error("--check needs --report-only")
     _arm(args.check)
     return args
 

@@ -23,12 +23,12 @@ README's sklearn-crfsuite reference):
 
 and the CPU time of each new path against the plain one, as ratios (the machine is shared).
 Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/peers/bench_crf_structure.py [--dataset grobid]
-[--max-iter N] [--part valid|topk|partial]``; ``--from-json`` rewrites the tables from the saved json.
+[--max-iter N] [--part valid|topk|partial]``; ``--report-only`` rewrites the md from the saved json
+(``--check``: write nothing, exit 1 if the md would change; ``benchmarks/_lib/report.py``).
 """
 
 import argparse
 import copy
-import json
 import os
 import platform
 import sys
@@ -46,6 +46,7 @@ from sklearn_struct.preprocessing import WindowFeaturizer
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.results import results_dir  # noqa: E402
 from _lib import citations  # noqa: E402
+from _lib.report import add_report_only, finish, load_json, parse_args, save_json, write_text  # noqa: E402
 
 RESULTS = results_dir("crf_structure")
 C2 = 1.0
@@ -235,7 +236,7 @@ def run_tag(max_iter):
 def save(out, dataset, part):
     """Store one part's json (``crf_structure_<dataset>_<conv|iN>_<part>.json``) and rewrite the md."""
     path = RESULTS / f"crf_structure_{dataset}_{run_tag(out['max_iter'])}_{part}.json"
-    path.write_text(json.dumps(out, indent=1))
+    save_json(path, out)
     write()
 
 
@@ -245,7 +246,7 @@ def merged_runs():
     runs = {}
     for path in sorted(RESULTS.glob("crf_structure_*_*_*.json")):
         _, _, dataset, tag, _ = path.stem.split("_", 4)
-        stored = json.loads(path.read_text())
+        stored = load_json(path)
         merged = runs.setdefault((dataset, tag), {"partial": {}, "timing": {}})
         merged["timing"].update(stored.pop("timing", {}))
         merged["partial"].update({r["hidden"]: r for r in stored.pop("partial", [])})
@@ -257,10 +258,11 @@ def merged_runs():
 
 
 def write():
-    """The md (and a json of everything) from the saved parts."""
+    """The md (and a json of everything) from the saved parts only."""
     runs = merged_runs()
+    machines = " / ".join(sorted({out["machine"] for out in runs.values()}))
     lines = ["# ChainCRF structure features on CoNLL-2000 and GROBID citations (issue #35)", "",
-             f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared); CPU seconds of this process. "
+             f"Machine: {machines} (shared); CPU seconds of this process. "
              "Each section is one run of the script on one data set: ChainCRF and sklearn-crfsuite on the same "
              "features, c2 = 1, L-BFGS to its stopping rule or with a fixed budget as its heading says.", ""]
     for (dataset, tag), out in runs.items():
@@ -271,10 +273,8 @@ def write():
         lines += _partial_lines(out) if out.get("partial") else []
         lines += _timing_lines(out) if "sequence_log_proba_over_predict" in out["timing"] else []
     text = "\n".join(lines) + "\n"
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "crf_structure.md").write_text(text)
-    everything = {f"{dataset}_{tag}": out for (dataset, tag), out in runs.items()}
-    (RESULTS / "crf_structure.json").write_text(json.dumps(everything, indent=1))
+    write_text(RESULTS / "crf_structure.md", text)
+    save_json(RESULTS / "crf_structure.json", {f"{dataset}_{tag}": out for (dataset, tag), out in runs.items()})
     print(text, flush=True)
 
 
@@ -283,7 +283,7 @@ def _valid_lines(out):
              "| model | invalid I- tokens | sequences with one | chunk F1 | fit CPU s | iterations | stopped by |",
              "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['model']} | {r['invalid_I_tokens']} | {r['sentences_with_invalid']} | {r['chunk_f1']:.2f} | "
-              f"{r['fit_cpu_s']:.0f} | {r['n_iter']} | {r.get('stopped', 'budget (100)')} |" for r in out["valid"]]
+              f"{r['fit_cpu_s']:.0f} | {r['n_iter']} | {r['stopped']} |" for r in out["valid"]]
     for key, what in (("trained", "trained and decoded with the mask"), ("decoding_only", "mask at decoding only")):
         d = out.get("bio_minus_plain", {}).get(key)
         if d is not None:
@@ -365,22 +365,22 @@ def main():
     parser.add_argument("--n-train", type=int, default=None, help="first N training sequences (default all)")
     parser.add_argument("--n-test", type=int, default=None, help="first N test sequences (default all)")
     parser.add_argument("--no-crfsuite", action="store_true")
-    parser.add_argument("--from-json", action="store_true", help="rewrite the md from the stored json only")
     parser.add_argument("--rates", default=None, help="hidden-token rates of part 'partial', e.g. 0.5,0.75")
     parser.add_argument("--part", choices=["valid", "topk", "partial"], nargs="+", default=["valid", "topk", "partial"],
                         help="the experiments to run (topk without valid refits its two models; partial reads its "
                              "fit time)")
-    args = parser.parse_args()
-    if args.from_json:
+    add_report_only(parser)
+    args = parse_args(parser)
+    if args.report_only:
         write()
-        return
+        return finish()
     X_train, y_train, X_test, y_test, train_dicts, test_dicts = load(
         args.dataset, args.n_train, args.n_test, not args.no_crfsuite and "valid" in args.part)
     fit_ours(X_train[:20], y_train[:20], 2, allowed_transitions="BIO")[0].predict_topk(X_test[:5], 3)  # compile
     budget = "to the stopping rule" if args.max_iter is None else f"budget {args.max_iter} iterations"
     out = {"setup": f"train {len(y_train)} / test {len(y_test)} sequences, {X_train[0].shape[1]} attributes, "
                     f"{len(np.unique(np.concatenate(y_train)))} labels, c2={C2}, L-BFGS {budget} on every side",
-           "max_iter": args.max_iter, "hidden_as_set": True}
+           "max_iter": args.max_iter, "hidden_as_set": True, "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
     tag = run_tag(args.max_iter)
     if "valid" in args.part:
         plain, bio, predict_plain = experiment_valid(X_train, y_train, X_test, y_test, train_dicts, test_dicts,
@@ -398,7 +398,7 @@ def main():
     if "partial" in args.part:
         stored = RESULTS / f"crf_structure_{args.dataset}_{tag}_valid.json"
         if "valid" in out or stored.exists():
-            valid = out if "valid" in out else json.loads(stored.read_text())
+            valid = out if "valid" in out else load_json(stored)
             fit_full = next(r["fit_cpu_s"] for r in valid["valid"] if "BIO" in r["model"])
         else:  # no part 'valid' at this budget: time the full-label fit here
             fit_full = fit_ours(X_train, y_train, args.max_iter, allowed_transitions="BIO")[1]

@@ -26,11 +26,11 @@ CPU seconds (the machine is shared), quoted as ratios.
 Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/peers/bench_crf_training_features.py
 [--dataset grobid] [--parts partial_fit sample_weight class_weight] [--quick]`` (``--quick``: 1,500
 training sequences, into ``crf_training_features_<dataset>_quick.json``, left out of the md);
-``--report`` rewrites the md from the saved json (``crf_training_features_<dataset>.json``).
+``--report-only`` rewrites the md from the saved json (``crf_training_features_<dataset>.json``;
+``--check``: write nothing, exit 1 if the md would change; ``benchmarks/_lib/report.py``).
 """
 
 import argparse
-import json
 import sys
 import time
 import warnings
@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for
 from _lib.results import results_dir  # noqa: E402
 from _lib.crf_tutorial import sent2features  # noqa: E402  (the tutorial's features, written once)
 from _lib import citations  # noqa: E402
+from _lib.report import add_report_only, finish, load_json, parse_args, save_json, write_text  # noqa: E402
 
 from sklearn_struct import ChainCRF  # noqa: E402
 from sklearn_struct.datasets import load_conll2000  # noqa: E402
@@ -217,20 +218,19 @@ def _class_weight_lines(results):
 def save(results, quick):
     """Store the data set's json (the parts run so far) and rewrite the md from every data set's json."""
     stem = f"crf_training_features_{results['dataset']}" + ("_quick" if quick else "")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{stem}.json").write_text(json.dumps(results, indent=1) + "\n")
+    save_json(RESULTS / f"{stem}.json", results)
     write()
 
 
 def write():
+    """The md from every data set's saved json only (the ``_quick`` ones left out)."""
     lines = ["# partial_fit, sample_weight, class_weight on CoNLL-2000 and GROBID citations (issue #35)", "",
              "All transitions, CRFsuite's model, one thread; chunk F1 on the test part. Ratios of CPU seconds.", ""]
     for dataset in DATASETS:
         path = RESULTS / f"crf_training_features_{dataset}.json"
         if path.exists():
-            results = json.loads(path.read_text())
-            lines += _dataset_lines({"dataset": dataset, "n_test": 2012, "features": FEATURES[dataset], **results})
-    (RESULTS / "crf_training_features.md").write_text("\n".join(lines) + "\n")
+            lines += _dataset_lines(load_json(path))
+    write_text(RESULTS / "crf_training_features.md", "\n".join(lines) + "\n")
     print("\n".join(lines), flush=True)
     print(f"wrote {RESULTS / 'crf_training_features.md'}")
 
@@ -258,11 +258,11 @@ def main():
     parser.add_argument("--parts", nargs="+", choices=["partial_fit", "sample_weight", "class_weight"],
                         default=["partial_fit", "sample_weight", "class_weight"])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--report", action="store_true", help="rewrite the md from the saved json only")
-    args = parser.parse_args()
-    if args.report:
+    add_report_only(parser)
+    args = parse_args(parser)
+    if args.report_only:
         write()
-        return
+        return finish()
     X, y, X_test, y_test = load(args.dataset, args.quick)
     classes = np.unique(np.concatenate(y))
     numba.set_num_threads(1)
@@ -270,8 +270,9 @@ def main():
         quiet_fit(ChainCRF(algorithm=algorithm, max_iter=2), X[:30], y[:30], sample_weight=np.ones(30))
         ChainCRF(algorithm=algorithm).partial_fit(X[:30], y[:30], classes=classes) if algorithm != "lbfgs" else None
     stored = RESULTS / f"crf_training_features_{args.dataset}{'_quick' if args.quick else ''}.json"
-    results = json.loads(stored.read_text()) if stored.exists() else {}
-    results.update({"dataset": args.dataset, "n_train": len(X), "n_test": len(X_test)})
+    results = load_json(stored) if stored.exists() else {}
+    results.update({"dataset": args.dataset, "n_train": len(X), "n_test": len(X_test),
+                    "features": FEATURES[args.dataset]})
     if "partial_fit" in args.parts:
         results["partial_fit"], results["partial_fit_orders"] = part_partial_fit(X, y, X_test, y_test, classes)
         save(results, args.quick)
