@@ -99,8 +99,14 @@ def _sweep_range(lo, hi, backward, in_place, indptr, neighbors, edge_ids, revers
             fwd = forward[k] == 1
             t = 0 if single_table else edge_ids[k]
             cmax = -np.inf
+            zero = False
             for a in range(S):  # cavity: the belief of i without the message from the receiver
-                cavity[a] = _cavity_entry(i, a, r, indptr, edge_ids, reverse, unary, rho, msgs_in, belief)
+                cavity[a] = belief[i, a] - msgs_in[r, a]
+                zero |= msgs_in[r, a] == -np.inf
+            if zero:  # a zero potential: redo the -inf entries without that message
+                for a in range(S):
+                    cavity[a] = _cavity_entry(i, a, r, indptr, edge_ids, reverse, unary, rho, msgs_in, belief)
+            for a in range(S):
                 if cavity[a] > cmax:
                     cmax = cavity[a]
             exact = max_product
