@@ -19,7 +19,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, check_consistent_length, check_is_fitted, validate_data
 
@@ -438,39 +437,6 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         Xa = _augment(self._check_X(X, reset=False), self.fit_intercept)
         _, _, unary, delta = self._map(Xa)
         return self._format_per_label(pseudo_marginals(self._graph, unary, delta, check_input=False), binary_diff=False)
-
-    def _has_proba(self):
-        # scikit-learn's predict_proba contract: multi-label indicators, one column per label; with one
-        # column it would have to agree with predict, which decodes jointly (not the marginals' argmax)
-        if hasattr(self, "edge_coef_") and (not self._multilabel or self.edge_coef_ is not None):
-            raise AttributeError("predict_proba is available for multi-label indicator targets without edge "
-                                 "features; use predict_marginals")
-        return True
-
-    @available_if(_has_proba)
-    def predict_proba(self, X):
-        """Each label's marginal probability of being on (multi-label targets): the LP pseudo-marginals.
-
-        :meth:`predict_marginals` under scikit-learn's name, so that a
-        :class:`~sklearn.pipeline.Pipeline` ending in this estimator reaches them, in scikit-learn's
-        multi-label format. Available after a fit on a binary indicator matrix without
-        ``edge_features``. :meth:`predict` decodes the labels jointly, so it need not equal these
-        marginals thresholded at 0.5.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_labels)
-            The marginal of state 1 of every label.
-
-        Examples
-        --------
-        >>> from sklearn_struct import DLPWClassifier
-        >>> from sklearn_struct.datasets import make_multilabel_pairwise
-        >>> X, Y = make_multilabel_pairwise(n_samples=60, n_labels=3, random_state=0)
-        >>> DLPWClassifier(random_state=0).fit(X, Y).predict_proba(X[:2]).shape
-        (2, 3)
-        """
-        return self.predict_marginals(X)
 
     def score(self, X, y, sample_weight=None):
         """Subset accuracy (all labels of a sample right), as scikit-learn's ``accuracy_score``.

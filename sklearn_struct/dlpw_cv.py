@@ -8,7 +8,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import check_cv
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, indexable, validate_data
 
@@ -169,16 +168,6 @@ class DLPWClassifierCV(ClassifierMixin, BaseEstimator):
     def predict_marginals(self, X):
         """See :meth:`DLPWClassifier.predict_marginals`."""
         return self._fitted().predict_marginals(X)
-
-    def _has_proba(self):
-        if hasattr(self, "best_estimator_"):
-            self.best_estimator_._has_proba()  # AttributeError where the refit model has none
-        return True
-
-    @available_if(_has_proba)
-    def predict_proba(self, X):
-        """See :meth:`DLPWClassifier.predict_proba` (multi-label targets without edge features)."""
-        return self._fitted().predict_proba(X)
 
     def score(self, X, y, sample_weight=None):
         """Subset accuracy of the refit model (see :meth:`DLPWClassifier.score`)."""

@@ -430,7 +430,7 @@ def probe_round4_dlpw(p):
                       ("n_jobs", [("string", "a", False), ("fractional", 1.5, False)])]:
         p.mutate("DLPWClassifierCV", lambda **k: cv_est(max_epochs=3, **k).fit(Xm, Ym), {}, arg, bads,
                  (arg, "n_splits"))
-    for method in ("predict", "decision_function", "predict_marginals", "predict_proba", "predict_with_certificates"):
+    for method in ("predict", "decision_function", "predict_marginals", "predict_with_certificates"):
         p.run(f"DLPWClassifierCV.{method}", "unfitted", lambda m=method: getattr(cv_est(), m)(Xm),
               ("fit", "DLPWClassifierCV"))
         p.run(f"DLPWClassifierCV.{method}", "refit=False", lambda m=method: getattr(
