@@ -86,8 +86,8 @@ class DLPWClassifierCV(ClassifierMixin, BaseEstimator):
         "cv": ["cv_object"],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
         "refit": ["boolean"],
-        "edges": ["array-like", StrOptions({"complete", "tree"}), Interval(numbers.Integral, 0, None, closed="left"),
-                  None],
+        "edges": ["array-like", StrOptions({"auto", "complete", "tree"}),
+                  Interval(numbers.Integral, 0, None, closed="left"), None],
         "label_sets": [StrOptions({"auto", "train", "all"})],
         "loss": [StrOptions({"hamming", "subset"})],
         "n_inner": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -99,7 +99,7 @@ class DLPWClassifierCV(ClassifierMixin, BaseEstimator):
         **shared_constraints("n_jobs", "verbose", "random_state"),
     }
 
-    def __init__(self, *, Cs=5, cv=3, scoring=None, refit=True, edges=None, label_sets="auto", loss="hamming", n_inner=10,
+    def __init__(self, *, Cs=5, cv=3, scoring=None, refit=True, edges="auto", label_sets="auto", loss="hamming", n_inner=10,
                  max_epochs=1000, tol=1e-3, n_iter_no_change=5, fit_intercept=True, dtype="float64", n_jobs=None,
                  verbose=0, random_state=None):
         store_init_params(self, locals())

@@ -16,7 +16,7 @@ one thread). Baselines (``LogisticRegression(max_iter=2000)``): binary relevance
 seen in training); see ``benchmarks/_lib/dlpw_baselines.py``.
 
 The cost goal ("the sparse graph at most 3x BR's fit on a 50-label set") is measured on a generated set
-(``make_many_labels`` below, 2000 x 50 features, 50 labels), default settings (``--cost``), the least fit CPU
+(``_lib.multilabel_data.make_many_labels``, 2000 x 50 features, 50 labels), default settings (``--cost``), the least fit CPU
 of three fits each.
 
 Results are cached row by row in ``results/dlpw_multilabel/dlpw_multilabel.json`` (2 shared cores: a rerun only fits
@@ -51,6 +51,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.report import add_report_only, finish, load_json, parse_args, save_json, write_text  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
+from _lib.multilabel_data import make_many_labels  # noqa: E402
 from _lib.dlpw_baselines import ChainEnsemble, LabelPowerset  # noqa: E402
 from sklearn_struct import DLPWClassifier, DLPWClassifierCV  # noqa: E402
 from sklearn_struct.datasets import load_scene, load_yeast  # noqa: E402
@@ -133,17 +134,6 @@ def fit_row(method, mode, X, Y, Xt, Yt):
         row["label_sets_mode"] = fitted.label_sets_mode_
     row.update(scores(Yt, model.predict(Xt)))
     return row
-
-
-def make_many_labels(n, n_features, n_labels, rank=5, random_state=0):
-    """Labels from a linear model of ``x`` plus ``rank`` shared latent factors (correlated labels)."""
-    rng = np.random.RandomState(random_state)
-    X = rng.normal(size=(n, n_features))
-    W = rng.normal(size=(n_features, n_labels)) / np.sqrt(n_features)
-    Z = rng.normal(size=(n, rank)) @ rng.normal(size=(rank, n_labels)) / np.sqrt(rank)
-    bias = rng.normal(-1.0, 0.5, size=n_labels)  # sparse label sets
-    Y = (X @ W + Z + bias + 0.5 * rng.normal(size=(n, n_labels)) > 0).astype(np.int64)
-    return X, Y
 
 
 def cost_rows(previous, force=None):
@@ -236,7 +226,7 @@ def write_md(store):
         cost = store["cost"]
         br = cost["BR (LogReg)"]["fit_cpu_s"]
         lines += ["## Fit cost on a generated 50-label set (2000 x 50, default settings)", "",
-                  "`make_many_labels` in this script: labels from a linear model plus 5 shared latent factors.", "",
+                  "`make_many_labels` (`benchmarks/_lib/multilabel_data.py`): labels from a linear model plus 5 shared latent factors.", "",
                   "| method | fit CPU s | x BR | subset acc | Hamming |", "|---|---|---|---|---|"]
         for method, r in cost.items():
             if "not_run" in r:

@@ -8,8 +8,8 @@ alone is the *missing mass*: the share of training samples whose label set occur
 
 Protocol (training data only, 3 shuffled folds, seed 0): yeast and scene (MULAN's *training* parts;
 their test parts are never read), generated sets spanning the missing mass from 0.04 to 1 (labels
-from a linear model plus shared latent factors with label noise, as ``make_many_labels`` of
-``peers/bench_dlpw_multilabel.py``, 8-24 labels, and ``make_multilabel_pairwise``, 12 and 16
+from a linear model plus shared latent factors with label noise, ``make_many_labels`` of
+``benchmarks/_lib/multilabel_data.py``, 8-24 labels, and ``make_multilabel_pairwise``, 12 and 16
 labels), and the 50-label set of that script's cost table (``edges="tree"``, as there; every other
 set on the default complete graph). Standardised features, ``DLPWClassifier`` at its defaults
 otherwise. One fit per fold (training does not depend on ``label_sets``): its LP-MAP predictions
@@ -46,6 +46,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: for _lib
 from _lib.report import add_report_only, finish, load_json, parse_args, save_json, write_text  # noqa: E402
 from _lib.internals import MISSING_MASS_THRESHOLD, missing_mass  # noqa: E402
+from _lib.multilabel_data import make_many_labels  # noqa: E402
 from _lib.results import results_dir  # noqa: E402
 from sklearn_struct import DLPWClassifier  # noqa: E402
 from sklearn_struct.datasets import load_scene, load_yeast, make_multilabel_pairwise  # noqa: E402
@@ -61,30 +62,18 @@ LATENT = [(8, 0.5), (10, 0.5), (12, 0.5), (12, 1.0), (16, 0.25), (16, 1.0), (20,
 PAIRWISE = [(12, 0.5), (12, 1.0), (16, 0.5), (16, 1.0)]
 
 
-def latent_labels(n, n_features, n_labels, noise=0.5, rank=5, random_state=0):
-    """Labels from a linear model of ``x`` plus ``rank`` shared latent factors and label noise (``noise=0.5`` is
-    ``make_many_labels`` of ``peers/bench_dlpw_multilabel.py``)."""
-    rng = np.random.RandomState(random_state)
-    X = rng.normal(size=(n, n_features))
-    W = rng.normal(size=(n_features, n_labels)) / np.sqrt(n_features)
-    Z = rng.normal(size=(n, rank)) @ rng.normal(size=(rank, n_labels)) / np.sqrt(rank)
-    bias = rng.normal(-1.0, 0.5, size=n_labels)  # sparse label sets
-    Y = (X @ W + Z + bias + noise * rng.normal(size=(n, n_labels)) > 0).astype(np.int64)
-    return X, Y
-
-
 def data_sets():
     out = {"yeast (train part)": (lambda: (load_yeast("train").data, load_yeast("train").target), {}),
            "scene (train part)": (lambda: (load_scene("train").data, load_scene("train").target), {})}
     for L, noise in LATENT:
         out[f"latent factors, {L} labels, noise {noise:g}"] = (
-            lambda L=L, noise=noise: latent_labels(1200, 20, L, noise), {})
+            lambda L=L, noise=noise: make_many_labels(1200, 20, L, noise=noise), {})
     for L, noise in PAIRWISE:
         out[f"pairwise model, {L} labels, noise {noise:g}"] = (
             lambda L=L, noise=noise: make_multilabel_pairwise(1200, n_features=20, n_labels=L, noise=noise,
                                                               random_state=0), {})
     out["50 labels (cost table's set), edges='tree'"] = (
-        lambda: tuple(a[:2000] for a in latent_labels(3000, 50, 50)), {"edges": "tree"})
+        lambda: tuple(a[:2000] for a in make_many_labels(3000, 50, 50)), {"edges": "tree"})
     return out
 
 
