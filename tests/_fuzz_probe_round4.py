@@ -317,7 +317,8 @@ def probe_explain(p):
     p.valid("explain_prediction (decode only)", lambda: explain_prediction(decode, X[1]),
             lambda ex: ex.labels[0] == 0 and ex.tokens[0].runner_up.marginal == 0.0 and ex.log_probability <= 1e-12
             and np.isclose(ex.log_probability, decode.sequence_log_proba([X[1]], [ex.labels])[0]))
-    p.mutate("ChainCRF", lambda **k: ChainCRF(allowed_transitions="BIO", **k).fit(X, y), {}, "allowed_transitions_in_fit",
+    p.mutate("ChainCRF", lambda **k: ChainCRF(allowed_transitions="BIO", **k).fit(X, y), {},
+             "allowed_transitions_in_fit",
              [("string", "no", False), ("number", 0, False), ("none", None, False), ("array", np.array([True]), False),
               ("nan", math.nan, False)], ("allowed_transitions_in_fit",))
     kw = {"estimator": crf, "X_one": X[0]}

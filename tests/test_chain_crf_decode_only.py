@@ -244,7 +244,8 @@ def test_old_files_load_with_the_mask_in_fit_and_hostile_values_are_refused(tmp_
     assert loaded.allowed_transitions_in_fit is True
     assert [list(p) for p in loaded.predict(X)] == [list(p) for p in model.predict(X)]
     for bad in ("no", 0, 1.5, None, [False]):
-        path = _forge_params(tmp_path / "m.npz", tmp_path / "bad.npz", lambda p: dict(p, allowed_transitions_in_fit=bad))
+        path = _forge_params(tmp_path / "m.npz", tmp_path / "bad.npz",
+                             lambda p: dict(p, allowed_transitions_in_fit=bad))
         with pytest.raises(ModelFileError, match="allowed_transitions_in_fit") as info:
             ChainCRF.load(path)
         assert str(path) in str(info.value)

@@ -322,8 +322,9 @@ def _valid_lines(out):
                       "sequences decoded differently."]
     for r in out["valid"]:
         if "same_weights_as_plain" in r:
-            lines += ["", f"`allowed_transitions_in_fit=False` trained {'exactly' if r['same_weights_as_plain'] else 'NOT'}"
-                      " the plain model's weights (`coef_`, `intercept_`, `transition_` compared with `==`)."]
+            same = "exactly" if r["same_weights_as_plain"] else "NOT"
+            lines += ["", f"`allowed_transitions_in_fit=False` trained {same} the plain model's weights "
+                      "(`coef_`, `intercept_`, `transition_` compared with `==`)."]
         elif r["model"] == "ChainCRF, BIO mask at decoding only":
             lines += ["", "Decoding only: the plain model's weights copied by hand into the BIO model (run before "
                       "`allowed_transitions_in_fit` existed; its fit is the plain one)."]

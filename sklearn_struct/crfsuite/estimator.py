@@ -197,8 +197,8 @@ class CRF(BaseEstimator):
                  linesearch=None, max_linesearch=None, calibration_eta=None, calibration_rate=None,
                  calibration_samples=None, calibration_candidates=None, calibration_max_trials=None, pa_type=None,
                  c=None, error_sensitive=None, averaging=None, variance=None, gamma=None, verbose=False,
-                 model_filename=None, keep_tempfiles=False, trainer_cls=None, *, allowed_transitions=None, class_weight=None,
-                 allowed_transitions_in_fit=None):
+                 model_filename=None, keep_tempfiles=False, trainer_cls=None, *, allowed_transitions=None,
+                 class_weight=None, allowed_transitions_in_fit=None):
         # positional, like sklearn-crfsuite (its tests call CRF("lbfgs")); stored unchanged
         store_init_params(self, locals())
 
