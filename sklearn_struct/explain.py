@@ -18,6 +18,11 @@ neighbours kept: changing ``y_t`` to it changes the path's score by exactly
 say why the model preferred its label. The path's score is the sum over tokens of
 ``contributions + bias + transition_in`` of the chosen labels.
 
+A model with ``allowed_transitions`` (in training, or at decoding only) is explained as it
+predicts: the path, ``log P(path | x)`` and the marginals are those within the mask, and the
+runner-up is the best other label the mask allows there (with the predicted neighbours;
+the best one by score, of marginal 0, when the mask allows none).
+
 eli5 integration lives in :mod:`sklearn_struct._eli5` (``eli5.explain_weights`` and
 ``eli5.explain_prediction`` for these CRFs, registered when eli5 is imported).
 """
@@ -30,7 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from .oracles.chain import forward_backward, viterbi
+from ._chain_crf_constrained import structure_from
+from .oracles.chain_constrained import constrain_potentials, constrained_forward_backward, constrained_viterbi
 from .utils.validation import check_sequences
 
 __all__ = ["explain_prediction", "SequenceExplanation", "TokenExplanation", "LabelScore"]
@@ -128,24 +134,31 @@ def explain_prediction(estimator, X_one, *, feature_names=None, top=None):
         raise ValueError(f"top must be None or a non-negative integer, got {top!r}.")
     if feature_names is not None and (isinstance(feature_names, (str, bytes)) or not hasattr(feature_names, "__len__")):
         raise TypeError(f"feature_names must be a sequence of str, got {type(feature_names).__name__}.")
-    rows, coef, bias, transition, classes, names = _resolve(estimator, X_one, feature_names)
+    rows, coef, bias, transition, classes, names, structure = _resolve(estimator, X_one, feature_names)
     rows = sp.csr_matrix(rows, dtype=np.float64)
     coef_dense = coef.toarray() if sp.issparse(coef) else np.asarray(coef, dtype=np.float64)
     unary = np.asarray(rows @ coef_dense) + bias
     n = unary.shape[0]
     offsets = np.array([0, n])
-    path = viterbi(unary, transition, offsets)[0] if n else np.empty(0, dtype=np.int64)
-    log_z, node, _ = forward_backward(unary, transition, offsets, edge_marginals="none") if n else ([0.0], None, None)
+    masks = {} if structure is None else structure._asdict()
+    path = constrained_viterbi(unary, transition, offsets, **masks)[0] if n else np.empty(0, dtype=np.int64)
+    log_z, node, _ = constrained_forward_backward(unary, transition, offsets, edge_marginals="none", **masks) \
+        if n else ([0.0], None, None)
     path_score = float(unary[np.arange(n), path].sum() + transition[path[:-1], path[1:]].sum()) if n else 0.0
+    masked_unary, masked_transition = constrain_potentials(unary, transition, offsets, **masks) if n else (unary, None)
     tokens = []
     for t in range(n):
-        local = unary[t].copy()  # each label's score with the neighbours kept
+        local, masked = unary[t].copy(), masked_unary[t].copy()  # each label's score with the neighbours kept
         if t > 0:
             local += transition[path[t - 1]]
+            masked += masked_transition[path[t - 1]]
         if t < n - 1:
             local += transition[:, path[t + 1]]
+            masked += masked_transition[:, path[t + 1]]
         others = np.delete(np.arange(len(classes)), path[t])
-        runner = int(others[np.argmax(local[others])]) if others.size else int(path[t])
+        allowed = others[np.isfinite(masked[others])]  # the alternatives the mask allows here
+        pool = allowed if allowed.size else others
+        runner = int(pool[np.argmax(local[pool])]) if pool.size else int(path[t])
         parts = [_label_score(rows, t, lab, coef_dense, bias, transition, path, classes, names, node, top)
                  for lab in (int(path[t]), runner)]
         tokens.append(TokenExplanation(t, *parts))
@@ -170,7 +183,8 @@ def _label_score(rows, t, label, coef, bias, transition, path, classes, names, n
 
 
 def _resolve(estimator, X_one, feature_names):
-    """``(rows, coef, bias, transition, classes, names)`` of one sequence under a fitted chain CRF."""
+    """``(rows, coef, bias, transition, classes, names, structure)`` of one sequence under a fitted chain CRF
+    (``structure``: the masks of ``allowed_transitions`` over the labels, or None)."""
     if hasattr(estimator, "steps"):  # a Pipeline: featurize with all but the last step
         front, crf = estimator[:-1], estimator[-1]
         rows = front.transform([X_one])[0]
@@ -183,7 +197,9 @@ def _resolve(estimator, X_one, feature_names):
     if hasattr(estimator, "_fitted_model"):  # sklearn_struct.crfsuite.CRF: named attributes and labels
         model = estimator._fitted_model()
         rows, _ = model.vocabulary.transform([X_one], "xseq")
-        return rows, model.state, model.bias, model.transition, list(model.labels), model.attributes
+        structure = structure_from(getattr(estimator, "allowed_transitions", None),
+                                   np.array(model.labels, dtype=object))
+        return rows, model.state, model.bias, model.transition, list(model.labels), model.attributes, structure
     check_is_fitted(estimator, "coef_")
     if not all(hasattr(estimator, a) for a in ("transition_", "intercept_", "classes_", "n_features_in_")):
         raise TypeError(f"estimator must be a fitted ChainCRF, sklearn_struct.crfsuite.CRF or a Pipeline ending in a "
@@ -194,4 +210,8 @@ def _resolve(estimator, X_one, feature_names):
     if len(names) != n_features:
         raise ValueError(f"feature_names has {len(names)} names for {n_features} features.")
     classes = np.asarray(estimator.classes_).tolist()
-    return x, estimator.coef_, estimator.intercept_, estimator.transition_, classes, names
+    structure = getattr(estimator, "allowed_transitions_", None)
+    if structure is None and "allowed_transitions_" not in estimator.__dict__ and \
+            getattr(estimator, "allowed_transitions", None) is not None:  # fitted by partial_fit
+        structure = structure_from(estimator.allowed_transitions, estimator.classes_)
+    return x, estimator.coef_, estimator.intercept_, estimator.transition_, classes, names, structure

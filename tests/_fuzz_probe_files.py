@@ -92,6 +92,13 @@ def _probe_mask_file(p, tmp):
     p.valid("ChainCRF.save (mask)", lambda: fitted.save(good))
     p.valid("ChainCRF.load (mask)", lambda: ChainCRF.load(good).predict(X),
             lambda out: all(np.array_equal(a, b) for a, b in zip(out, fitted.predict(X))))
+    decode = ChainCRF(c2=0.1, max_iter=30, allowed_transitions=np.ones((3, 3), dtype=bool),
+                      allowed_transitions_in_fit=False).fit(X, y)
+    decode_file = tmp / "ChainCRF-decode-only.npz"
+    p.valid("ChainCRF.save (decode only)", lambda: decode.save(decode_file))
+    p.valid("ChainCRF.load (decode only)", lambda: ChainCRF.load(decode_file),
+            lambda out: out.allowed_transitions_in_fit is False and all(
+                np.array_equal(a, b) for a, b in zip(out.predict(X), decode.predict(X))))
     edits = {
         "mask-shape": {"edit_arrays": {"allowed_transitions": np.ones((4, 4), dtype=bool)}},
         "mask-1d": {"edit_arrays": {"allowed_transitions": np.ones(9, dtype=bool)}},
@@ -104,6 +111,9 @@ def _probe_mask_file(p, tmp):
         "tuple-without-start": {"edit_meta": {"allowed_transitions": "tuple"}},
         "scheme-unknown": {"edit_arrays": {"allowed_transitions": None},
                            "edit_meta": {"allowed_transitions": None}, "edit_params": {"allowed_transitions": "XY"}},
+        "in-fit-string": {"edit_params": {"allowed_transitions_in_fit": "no"}},
+        "in-fit-number": {"edit_params": {"allowed_transitions_in_fit": 0}},
+        "in-fit-null": {"edit_params": {"allowed_transitions_in_fit": None}},
     }
     for label, edit in edits.items():
         path = tmp / f"ChainCRF-{label}.npz"

@@ -113,7 +113,8 @@ def probe_crfsuite(p):
     for arg, bads in [("c1", P.bad_real_scalar()), ("c2", P.bad_real_scalar()),
                       ("max_iterations", P.bad_int_scalar()), ("algorithm", P.bad_option()),
                       ("min_freq", [("negative", -1, False), ("nan", math.nan, False), ("string", "a", False)]),
-                      ("all_possible_transitions", [("string", "no", False), ("number", 2, False)])]:
+                      ("all_possible_transitions", [("string", "no", False), ("number", 2, False)]),
+                      ("allowed_transitions_in_fit", [("string", "no", False), ("number", 0, False)])]:
         p.mutate("CRF", lambda **kw: CRF(**kw).fit(_XD, _YD), {"max_iterations": 3}, arg, bads, (arg,))
     tagger = crf.tagger_
     tagger.set(_XD[0])

@@ -312,6 +312,15 @@ def probe_explain(p):
     p.valid("explain_prediction (pipeline)", lambda: explain_prediction(
         make_pipeline(FunctionTransformer(lambda Z: Z), ChainCRF(c2=0.1)).fit(X, y), X[0], feature_names=["a", "b"]),
         consistent)
+    decode = ChainCRF(c2=0.1, allowed_transitions=(np.ones((2, 2), bool), np.array([True, False]), np.ones(2, bool)),
+                      allowed_transitions_in_fit=False).fit(X, y)  # the mask at decoding only: no label 1 first
+    p.valid("explain_prediction (decode only)", lambda: explain_prediction(decode, X[1]),
+            lambda ex: ex.labels[0] == 0 and ex.tokens[0].runner_up.marginal == 0.0 and ex.log_probability <= 1e-12
+            and np.isclose(ex.log_probability, decode.sequence_log_proba([X[1]], [ex.labels])[0]))
+    p.mutate("ChainCRF", lambda **k: ChainCRF(allowed_transitions="BIO", **k).fit(X, y), {},
+             "allowed_transitions_in_fit",
+             [("string", "no", False), ("number", 0, False), ("none", None, False), ("array", np.array([True]), False),
+              ("nan", math.nan, False)], ("allowed_transitions_in_fit",))
     kw = {"estimator": crf, "X_one": X[0]}
     p.mutate("explain_prediction", explain_prediction, kw, "estimator",
              [("unfitted", ChainCRF(), False), ("none", None, False), ("a-string", "abc", False),

@@ -106,7 +106,8 @@ def test_constructor_is_sklearn_crfsuites():
     assert same == [(p.name, p.default, p.kind) for p in ref.values()]
     # extensions come after them, keyword-only, off by default
     assert all(p.kind == p.KEYWORD_ONLY and p.default is None for p in list(ours.values())[len(ref):])
-    assert [p.name for p in list(ours.values())[len(ref):]] == ["allowed_transitions", "class_weight"]
+    assert [p.name for p in list(ours.values())[len(ref):]] == ["allowed_transitions", "class_weight",
+                                                                "allowed_transitions_in_fit"]
 
 
 def test_same_model_as_chain_crf_on_the_vectorised_data():

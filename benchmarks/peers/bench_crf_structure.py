@@ -12,8 +12,10 @@ README's sklearn-crfsuite reference):
 
 1. invalid BIO chunk sequences in the test predictions (an ``I-X`` not preceded by ``B-X`` /
    ``I-X``) and chunk F1: ChainCRF without and with ``allowed_transitions="BIO"`` (the mask in
-   training and decoding), the unconstrained model decoded under the mask (decoding only), beside
-   sklearn-crfsuite (goal: 0 with it, F1 not lower); iterations and how each fit stopped;
+   training and decoding), ``allowed_transitions_in_fit=False`` (the plain model's fit, the mask at
+   decoding only; its weights are checked equal to the plain fit's), beside sklearn-crfsuite (goal:
+   0 with it, F1 not lower); iterations and how each fit stopped; ``--part decode`` reruns only the
+   decoding-only row (and the plain fit it must equal) into the saved table;
 2. oracle chunk F1 of the 5-best and 20-best lists of ``predict_topk`` (per sentence the list's
    labelling with the highest sentence F1);
 3. partial labels: 25 / 50 / 75% of the training tokens hidden at random (each given as the set
@@ -28,7 +30,6 @@ Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/peers/bench_crf_stru
 """
 
 import argparse
-import copy
 import os
 import platform
 import sys
@@ -154,11 +155,28 @@ def hide(y_train, rate, seed):
     return out
 
 
-def decode_only(plain, bio):
-    """The unconstrained model's weights decoded under ``bio``'s mask (the mask at decoding only)."""
-    out = copy.deepcopy(bio)
-    out.coef_, out.intercept_, out.transition_ = plain.coef_, plain.intercept_, plain.transition_
-    return out
+DECODE_ONLY = 'ChainCRF(allowed_transitions="BIO", allowed_transitions_in_fit=False)'
+
+
+def same_weights(a, b):
+    return all(np.array_equal(getattr(a, k), getattr(b, k)) for k in ("coef_", "intercept_", "transition_"))
+
+
+def decode_only_row(plain, X_train, y_train, X_test, y_test, pred_plain, max_iter):
+    """The BIO mask at decoding only, by the option: (table row, paired bootstrap against plain)."""
+    decode, fit_decode = fit_ours(X_train, y_train, max_iter, allowed_transitions="BIO",
+                                  allowed_transitions_in_fit=False)
+    pred = decode.predict(X_test)
+    row = valid_row(DECODE_ONLY, y_test, pred, fit_decode, decode.n_iter_, decode.stopped_)
+    row["same_weights_as_plain"] = same_weights(decode, plain)
+    return row, paired_bootstrap(y_test, pred_plain, pred)
+
+
+def valid_row(name, y_test, pred, fit_s, n_iter, stopped):
+    return {"model": name, "invalid_I_tokens": invalid_bio(pred), "sentences_with_invalid": sum(invalid_bio([p]) > 0
+                                                                                              for p in pred),
+            "chunk_f1": 100 * chunk_f1_score(y_test, pred), "fit_cpu_s": fit_s, "n_iter": int(n_iter),
+            "stopped": stopped}
 
 
 def experiment_valid(X_train, y_train, X_test, y_test, train_dicts, test_dicts, max_iter, out):
@@ -166,24 +184,36 @@ def experiment_valid(X_train, y_train, X_test, y_test, train_dicts, test_dicts, 
     bio, fit_bio = fit_ours(X_train, y_train, max_iter, allowed_transitions="BIO")
     pred_plain, predict_plain = cpu(lambda: plain.predict(X_test))
     pred_bio, predict_bio = cpu(lambda: bio.predict(X_test))
-    pred_decode = decode_only(plain, bio).predict(X_test)
+    decode, decode_bootstrap = decode_only_row(plain, X_train, y_train, X_test, y_test, pred_plain, max_iter)
     rows = [("ChainCRF", pred_plain, fit_plain, plain.n_iter_, plain.stopped_),
-            ('ChainCRF(allowed_transitions="BIO")', pred_bio, fit_bio, bio.n_iter_, bio.stopped_),
-            ("ChainCRF, BIO mask at decoding only", pred_decode, fit_plain, plain.n_iter_, plain.stopped_)]
+            ('ChainCRF(allowed_transitions="BIO")', pred_bio, fit_bio, bio.n_iter_, bio.stopped_)]
     if train_dicts is not None:
         pred_cs, fit_cs, _, n_cs, stop_cs = run_crfsuite(train_dicts, y_train, test_dicts, max_iter)
         rows.append(("sklearn-crfsuite (CRFsuite L-BFGS)", pred_cs, fit_cs, n_cs, stop_cs))
-    out["valid"] = [{"model": name, "invalid_I_tokens": invalid_bio(pred),
-                     "sentences_with_invalid": sum(invalid_bio([p]) > 0 for p in pred),
-                     "chunk_f1": 100 * chunk_f1_score(y_test, pred), "fit_cpu_s": fit_s, "n_iter": int(n_iter),
-                     "stopped": stopped}
-                    for name, pred, fit_s, n_iter, stopped in rows]
+    out["valid"] = [valid_row(name, y_test, *rest) for name, *rest in rows]
+    out["valid"].insert(2, decode)
     out["objective"] = {"plain": float(plain.objective_), "bio": float(bio.objective_)}
     out["bio_minus_plain"] = {"trained": paired_bootstrap(y_test, pred_plain, pred_bio),
-                              "decoding_only": paired_bootstrap(y_test, pred_plain, pred_decode)}
+                              "decoding_only": decode_bootstrap}
     out["timing"] = {"fit_bio_over_plain": fit_bio / fit_plain,
                      "predict_bio_over_plain": predict_bio / predict_plain}
     return plain, bio, predict_plain
+
+
+def experiment_decode(X_train, y_train, X_test, y_test, max_iter, stored_path):
+    """Rerun only the decoding-only row (and the plain fit it must equal) into the saved part 'valid'."""
+    stored = load_json(stored_path)
+    plain, _ = fit_ours(X_train, y_train, max_iter)
+    pred_plain = plain.predict(X_test)
+    row, bootstrap = decode_only_row(plain, X_train, y_train, X_test, y_test, pred_plain, max_iter)
+    before = next(r for r in stored["valid"] if r["model"] == "ChainCRF")
+    row["rerun_alone"] = {"plain_f1_as_stored": bool(100 * chunk_f1_score(y_test, pred_plain) == before["chunk_f1"]),
+                          "plain_n_iter_as_stored": int(plain.n_iter_) == before["n_iter"]}
+    rows = [r for r in stored["valid"] if r["model"] not in (DECODE_ONLY, "ChainCRF, BIO mask at decoding only")]
+    stored["valid"] = rows[:2] + [row] + rows[2:]
+    stored["bio_minus_plain"]["decoding_only"] = bootstrap
+    save_json(stored_path, stored)
+    write()
 
 
 def experiment_topk(plain, bio, X_test, y_test, predict_plain, out):
@@ -290,6 +320,20 @@ def _valid_lines(out):
             lines += ["", f"F1 with BIO ({what}) minus without: 95% paired bootstrap interval over the test "
                       f"sequences [{d['low']:+.2f}, {d['high']:+.2f}] points; {d['sequences_that_differ']} test "
                       "sequences decoded differently."]
+    for r in out["valid"]:
+        if "same_weights_as_plain" in r:
+            same = "exactly" if r["same_weights_as_plain"] else "NOT"
+            lines += ["", f"`allowed_transitions_in_fit=False` trained {same} the plain model's weights "
+                      "(`coef_`, `intercept_`, `transition_` compared with `==`)."]
+        elif r["model"] == "ChainCRF, BIO mask at decoding only":
+            lines += ["", "Decoding only: the plain model's weights copied by hand into the BIO model (run before "
+                      "`allowed_transitions_in_fit` existed; its fit is the plain one)."]
+        rerun = r.get("rerun_alone")
+        if rerun:
+            lines += ["", "That row was rerun alone (`--part decode`, with a plain fit beside it) after the rest of "
+                      "the table: the plain fit gave " + ("the same" if rerun["plain_f1_as_stored"] else "a DIFFERENT")
+                      + " F1 and " + ("the same" if rerun["plain_n_iter_as_stored"] else "a DIFFERENT")
+                      + " number of iterations as the plain row above."]
     if "objective" in out:
         lines += ["", f"Final training objective (penalised negative log-likelihood; with the mask, `log Z` sums "
                   f"over the valid sequences only): {out['objective']['plain']:.1f} without, "
@@ -366,9 +410,10 @@ def main():
     parser.add_argument("--n-test", type=int, default=None, help="first N test sequences (default all)")
     parser.add_argument("--no-crfsuite", action="store_true")
     parser.add_argument("--rates", default=None, help="hidden-token rates of part 'partial', e.g. 0.5,0.75")
-    parser.add_argument("--part", choices=["valid", "topk", "partial"], nargs="+", default=["valid", "topk", "partial"],
+    parser.add_argument("--part", choices=["valid", "topk", "partial", "decode"], nargs="+",
+                        default=["valid", "topk", "partial"],
                         help="the experiments to run (topk without valid refits its two models; partial reads its "
-                             "fit time)")
+                             "fit time; decode reruns only the decoding-only row of a saved valid part)")
     add_report_only(parser)
     args = parse_args(parser)
     if args.report_only:
@@ -382,6 +427,9 @@ def main():
                     f"{len(np.unique(np.concatenate(y_train)))} labels, c2={C2}, L-BFGS {budget} on every side",
            "max_iter": args.max_iter, "hidden_as_set": True, "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
     tag = run_tag(args.max_iter)
+    if "decode" in args.part:
+        experiment_decode(X_train, y_train, X_test, y_test, args.max_iter,
+                          RESULTS / f"crf_structure_{args.dataset}_{tag}_valid.json")
     if "valid" in args.part:
         plain, bio, predict_plain = experiment_valid(X_train, y_train, X_test, y_test, train_dicts, test_dicts,
                                                      args.max_iter, out)

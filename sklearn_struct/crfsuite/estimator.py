@@ -104,6 +104,11 @@ class CRF(BaseEstimator):
         (``"lbfgs"``) and in every prediction; a scheme name (``"BIO"``, ``"IOB2"``, ``"BIOES"``,
         ``"BILOU"``) derived from the label names, or a boolean array over ``classes_`` (see
         :class:`~sklearn_struct.ChainCRF`). Give it by name to keep it with a model file.
+    allowed_transitions_in_fit : bool or None, default=None
+        Extension: False trains the plain model (the weights of a fit without
+        ``allowed_transitions``) and applies ``allowed_transitions`` only when predicting
+        (decoding only), as in :class:`~sklearn_struct.ChainCRF`; None or True: in training
+        (``"lbfgs"``) and decoding.
     class_weight : dict, "balanced" or None, default=None
         An extension (keyword-only): per-label weights on the loss, ``{label: weight}`` or
         ``"balanced"``, as in :class:`sklearn_struct.ChainCRF` (each sequence weighted by the
@@ -115,7 +120,9 @@ class CRF(BaseEstimator):
     (``None`` at an unknown token, or a ``set`` of the labels it may take; ``"lbfgs"``),
     ``predict(X, fixed=...)`` / ``predict_marginals(X, fixed=...)`` (forced decoding, conditional
     marginals), :meth:`predict_topk` (n-best lists), :meth:`sequence_log_proba`,
-    ``sample_weight`` and ``class_weight``, :meth:`partial_fit` (online algorithms).
+    ``sample_weight`` and ``class_weight``, :meth:`partial_fit` (online algorithms),
+    ``allowed_transitions`` in training and decoding or, with ``allowed_transitions_in_fit=False``,
+    in decoding only.
 
     Attributes
     ----------
@@ -182,6 +189,7 @@ class CRF(BaseEstimator):
         "trainer_cls": [None],
         "allowed_transitions": [str, "array-like", None],
         "class_weight": [dict, StrOptions({"balanced"}), None],
+        "allowed_transitions_in_fit": ["boolean", None],
     }
 
     def __init__(self, algorithm=None, min_freq=None, all_possible_states=None, all_possible_transitions=None,
@@ -189,7 +197,8 @@ class CRF(BaseEstimator):
                  linesearch=None, max_linesearch=None, calibration_eta=None, calibration_rate=None,
                  calibration_samples=None, calibration_candidates=None, calibration_max_trials=None, pa_type=None,
                  c=None, error_sensitive=None, averaging=None, variance=None, gamma=None, verbose=False,
-                 model_filename=None, keep_tempfiles=False, trainer_cls=None, *, allowed_transitions=None, class_weight=None):
+                 model_filename=None, keep_tempfiles=False, trainer_cls=None, *, allowed_transitions=None,
+                 class_weight=None, allowed_transitions_in_fit=None):
         # positional, like sklearn-crfsuite (its tests call CRF("lbfgs")); stored unchanged
         store_init_params(self, locals())
 
@@ -221,7 +230,8 @@ class CRF(BaseEstimator):
         featgen_seconds = time.perf_counter() - start
         structure = _structure.model_structure(self.allowed_transitions, data.labels)
         chain = ChainCRF(**self._chain_params(), allowed_transitions=None if structure is None else tuple(structure),
-                         class_weight=chain_class_weight(self.class_weight, data.labels))
+                         class_weight=chain_class_weight(self.class_weight, data.labels),
+                         allowed_transitions_in_fit=self.allowed_transitions_in_fit is not False)
         with warnings.catch_warnings():  # max_iterations is a budget in CRFsuite: reaching it is no failure
             warnings.filterwarnings("ignore", message=".*did not converge.*max_iter", category=ConvergenceWarning)
             chain.fit(data.X, data.y, **data.dev, sample_weight=sample_weight)
