@@ -33,6 +33,7 @@ from .oracles.lp import (
 )
 from ._dlpw_graph import learned_edges
 from ._dlpw_sets import best_sets, distinct_label_sets, set_max_marginals, sets_objective
+from ._dlpw_subset import n_witness_messages, uses_witness, witness_epoch, witness_objective
 from .oracles.lp_learning import sets_epoch
 from .oracles._lp_fast import _fast_epoch, _tree_hinge_batch, forest_schedule
 from .utils._params import atomic_fit, shared_constraints, store_init_params
@@ -279,8 +280,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         if y is None:
             validate_data(self, X, y)  # raises scikit-learn's "requires y" error
         if self._train_over_sets() and self.label_sets != "train":
-            raise ValueError("loss='subset' and edge_features=True train over the training label sets: they need "
-                             "label_sets='train'.")
+            raise ValueError("edge_features=True trains over the training label sets: it needs label_sets='train' "
+                             "(loss='subset' with label_sets='all' trains through the loss-augmented LP).")
         Y = self._encode_fit_targets(y)
         X = self._check_X(X, reset=True)
         if X.shape[0] != Y.shape[0]:
@@ -291,8 +292,11 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         Xa = _augment(X, self.fit_intercept)
         model = _Model(graph, Xa.shape[1], self.edge_features)
         # no messages: the sets are scored exactly, or the tree's loss-augmented MAP is solved exactly
-        self._forest = None if self._train_over_sets() else forest_schedule(graph.edges, graph.n_nodes)
+        self._forest = None if self._train_over_sets() or uses_witness(self) else \
+            forest_schedule(graph.edges, graph.n_nodes)
         n_msg = 0 if self._train_over_sets() or self._forest is not None else 2 * graph.n_edges
+        if uses_witness(self):  # the subset loss's witness: one more message per label
+            n_msg = n_witness_messages(graph)
         delta = np.zeros((Y.shape[0], n_msg, graph.max_states), dtype=np.dtype(self.dtype))
         t0 = 0
         if warm is not None:
@@ -313,7 +317,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _train_over_sets(self):
-        return self.loss == "subset" or bool(self.edge_features)
+        return (self.loss == "subset" and not uses_witness(self)) or bool(self.edge_features)
 
     def _train(self, Xa, Y, model, delta, t0=0):
         rng = check_random_state(self.random_state)
@@ -323,6 +327,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         g = model.graph
         curve, seconds, t, best, stale = [], 0.0, t0, np.inf, 0
         over_sets = self._train_over_sets()
+        witness = uses_witness(self)
         if over_sets:  # the loss-augmented MAP over the training label sets, exact
             sets, target = np.unique(Y, axis=0, return_inverse=True)
             target = target.ravel().astype(np.int64)
@@ -336,18 +341,22 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
                 t = sets_epoch(order.astype(np.int64), t, C, self.loss, Xa.indptr, Xa.indices, Xa.data, target,
                                sets, model.V, model.P, model.state, g.edges, g.n_states, average=sums,
                                check_input=False)
+            elif witness:
+                t = witness_epoch(order, t, C, self.n_inner, Xa, Y, model, delta, sums)
             else:
                 t = _epoch(order, t, C, int(self.n_inner), loss_weight, Xa, Y, model, g, delta, self._forest, sums)
             seconds += time.perf_counter() - start
             model.refresh_norm()
             out = model.averaged(*sums, n) if self.average else model
             bound = (sets_objective(*out.weights(), Xa, g.edges, target, sets, C, self.loss == "subset") if over_sets
+                     else witness_objective(out, _unary(Xa, out.weights()[0], g), Y, delta, C) if witness
                      else objective_eq9(out, Xa, Y, delta, C, loss_weight, self._forest))
             if not np.isfinite(bound):
                 raise ValueError(f"DLPW: the training scores are not finite at epoch {epoch} (largest |x| = "
                                  f"{np.abs(Xa.data).max():.3g}, C={self.C!r}): the features or C overflow float64; "
                                  "rescale X or lower C.")
             exact = np.nan if not self.track_objective else bound if over_sets or self._forest is not None else \
+                witness_objective(out, _unary(Xa, out.weights()[0], g), Y, delta, C, exact=True) if witness else \
                 objective_eq7(out, Xa, Y, delta, C, loss_weight)
             curve.append((epoch, seconds, bound, exact))
             if progress(epoch, bound, seconds, **({"eq7": exact} if self.track_objective else {})):
