@@ -86,7 +86,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     states), e.g. 2 * 91 * 2 * 1500 = 546,000 for yeast; ``dtype="float32"`` halves that. Acyclic
     graphs (and ``loss="subset"``, ``edge_features=True``, which score the training label sets
     exactly) store none. ``loss="subset", label_sets="all"`` stores ``n_samples * (2 * n_edges +
-    n_labels) * S`` (the witness adds one message per label: 588,000 for yeast), on any graph.
+    n_labels) * S`` on a graph with cycles (the witness adds one message per label: 588,000 for
+    yeast), none on a forest (its loss-augmented MAP is solved exactly).
 
     Parameters
     ----------
@@ -299,10 +300,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         Xa = _augment(X, self.fit_intercept)
         model = _Model(graph, Xa.shape[1], self.edge_features)
         # no messages: the sets are scored exactly, or the tree's loss-augmented MAP is solved exactly
-        self._forest = None if self._train_over_sets() or uses_witness(self) else \
-            forest_schedule(graph.edges, graph.n_nodes)
+        self._forest = None if self._train_over_sets() else forest_schedule(graph.edges, graph.n_nodes)
         n_msg = 0 if self._train_over_sets() or self._forest is not None else 2 * graph.n_edges
-        if uses_witness(self):  # the subset loss's witness: one more message per label
+        if uses_witness(self) and n_msg:  # the subset loss's witness: one more message per label
             n_msg = n_witness_messages(graph)
         delta = np.zeros((Y.shape[0], n_msg, graph.max_states), dtype=np.dtype(self.dtype))
         t0 = 0
@@ -349,14 +349,15 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
                                sets, model.V, model.P, model.state, g.edges, g.n_states, average=sums,
                                check_input=False)
             elif witness:
-                t = witness_epoch(order, t, C, self.n_inner, Xa, Y, model, delta, sums)
+                t = witness_epoch(order, t, C, self.n_inner, Xa, Y, model, delta, sums, self._forest)
             else:
                 t = _epoch(order, t, C, int(self.n_inner), loss_weight, Xa, Y, model, g, delta, self._forest, sums)
             seconds += time.perf_counter() - start
             model.refresh_norm()
             out = model.averaged(*sums, n) if self.average else model
             bound = (sets_objective(*out.weights(), Xa, g.edges, target, sets, C, self.loss == "subset") if over_sets
-                     else witness_objective(out, _unary(Xa, out.weights()[0], g), Y, delta, C) if witness
+                     else witness_objective(out, _unary(Xa, out.weights()[0], g), Y, delta, C, forest=self._forest)
+                     if witness
                      else objective_eq9(out, Xa, Y, delta, C, loss_weight, self._forest))
             if not np.isfinite(bound):
                 raise ValueError(f"DLPW: the training scores are not finite at epoch {epoch} (largest |x| = "

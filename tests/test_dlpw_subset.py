@@ -13,7 +13,14 @@ from sklearn_struct._dlpw_subset import witness_objective
 from sklearn_struct.datasets import make_multilabel_pairwise
 from sklearn_struct.dlpw import _Model, _augment, _unary
 from sklearn_struct.oracles.lp import make_lp_graph, primal_values
-from sklearn_struct.oracles._lp_subset import subset_dual_values, subset_epoch, subset_lp, subset_star_passes
+from sklearn_struct.oracles._lp_fast import forest_schedule
+from sklearn_struct.oracles._lp_subset import (
+    subset_dual_values,
+    subset_epoch,
+    subset_lp,
+    subset_star_passes,
+    subset_tree_map,
+)
 
 SETTINGS = settings(max_examples=30, deadline=None)
 
@@ -78,6 +85,48 @@ def test_dual_bounds_the_loss_augmented_max_on_cyclic_graphs(prob):
     assert np.all(dual >= best - 1e-9) and np.all(primal <= best + 1e-9)
     certified = dual - primal <= 1e-9
     np.testing.assert_allclose(dual[certified], best[certified], atol=1e-7)
+
+
+@st.composite
+def forest_problem(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    L = draw(st.integers(1, 5))
+    n_states = np.array([draw(st.integers(1, 3)) for _ in range(L)])
+    perm = rng.permutation(L)  # a random forest: each node joins an earlier one or starts a tree
+    pairs = [sorted((int(perm[rng.integers(j)]), int(perm[j]))) for j in range(1, L) if rng.random() < 0.75]
+    edges = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+    S = int(n_states.max())
+    unary = np.ascontiguousarray(draw(st.sampled_from([0.1, 1.0, 4.0])) * rng.normal(size=(3, L, S)))
+    pair = np.ascontiguousarray(rng.normal(size=(len(edges), S, S)))
+    Y = np.stack([[rng.integers(k) for k in n_states] for _ in range(3)]).astype(np.int64)
+    return make_lp_graph(edges, n_states), unary, pair, Y, draw(st.sampled_from([1.0, 0.25, 3.0]))
+
+
+@SETTINGS
+@given(forest_problem())
+def test_forest_subset_map_is_exact(prob):
+    """On a forest, max-product over (state, differs) pairs gives the enumerated maximum and a maximiser."""
+    g, unary, pair, Y, loss = prob
+    labels, values = subset_tree_map(g, unary, pair, Y, forest_schedule(g.edges, g.n_nodes), loss)
+    for m in range(len(Y)):
+        scores = _scores(unary[m], pair, g.edges, g.n_states, Y[m], loss)
+        assert values[m] == pytest.approx(scores.max(), abs=1e-9)
+        got = primal_values(g, unary[m:m + 1], pair, labels[m:m + 1])[0] + loss * (not np.array_equal(labels[m], Y[m]))
+        assert got == pytest.approx(scores.max(), abs=1e-9)
+
+
+def test_forest_fit_reports_the_exact_objective():
+    X, Y = make_multilabel_pairwise(80, n_features=3, n_labels=4, noise=0.3, random_state=4)
+    clf = DLPWClassifier(C=0.05, loss="subset", label_sets="all", edges="tree", max_epochs=6, tol=0,
+                         track_objective=True).fit(X, Y)
+    curve = clf.objective_curve_
+    np.testing.assert_array_equal(curve[:, 2], curve[:, 3])
+    assert curve[-1, 2] < curve[0, 2]
+    model = _Model(clf._graph, X.shape[1] + 1)
+    model.V[:], model.P[:] = clf._W, clf._pairwise_full
+    model.refresh_norm()
+    assert curve[-1, 2] == pytest.approx(_exact_objective(model, _augment(X, True), Y.astype(np.int64),
+                                                          clf.C * len(Y)), rel=1e-9)
 
 
 def _exact_objective(model, Xa, Y, C):
@@ -166,7 +215,7 @@ def test_subset_lp_fit_options_and_errors():
     b = DLPWClassifier(dtype="float32", **kw).fit(X, Y)
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-4)
     tree = DLPWClassifier(edges="tree", **kw).fit(X, Y)
-    assert tree._forest is None and tree.predict(X).shape == Y.shape  # the witness closes cycles: messages
+    assert tree._forest is not None and tree.predict(X).shape == Y.shape  # exact on the tree, no messages
     with pytest.raises(ValueError, match="label_sets='train'"):
         DLPWClassifier(edge_features=True, **kw).fit(X, Y)
     Xbad = X.copy()

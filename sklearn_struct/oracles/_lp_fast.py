@@ -238,6 +238,23 @@ def _node_changes(m, Y, yhat, S, qidx, qval):
     return nq
 
 
+@helper
+def _tree_step(m, t, C, Xp, Xi, Xd, Y, yhat, edges, S, qidx, qval, pidx, pval, V, Pf, state, acc, UW, UP, sum_W,
+               sum_Pf):
+    """The step along ``f(yhat) - f(y_m)`` for a labelling ``yhat`` (each edge follows its two nodes)."""
+    npair = 0
+    for e in range(edges.shape[0]):
+        u, v = edges[e, 0], edges[e, 1]
+        if yhat[u] != Y[m, u] or yhat[v] != Y[m, v]:
+            pidx[npair], pval[npair] = (e * S + yhat[u]) * S + yhat[v], 1.0
+            pidx[npair + 1], pval[npair + 1] = (e * S + Y[m, u]) * S + Y[m, v], -1.0
+            npair += 2
+    nq = _node_changes(m, Y, yhat, S, qidx, qval)
+    lo, hi = Xp[m], Xp[m + 1]
+    _full_step(float(t), C, Xi[lo:hi], Xd[lo:hi], qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW,
+               UP, sum_W, sum_Pf)
+
+
 @kernel
 def _tree_epoch(order, t0, C, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, tree_order, parent, pedge,
                 side, sum_W, sum_P):
@@ -253,17 +270,8 @@ def _tree_epoch(order, t0, C, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_
         a = state[0]
         _augmented_unary(m, Xp, Xi, Xd, V, a, Y, loss_weight, n_states, flat, unary)
         _tree_map(unary, P, a, edges, n_states, tree_order, parent, pedge, side, bel, arg, yhat)
-        npair = 0
-        for e in range(E):
-            u, v = edges[e, 0], edges[e, 1]
-            if yhat[u] != Y[m, u] or yhat[v] != Y[m, v]:
-                pidx[npair], pval[npair] = (e * S + yhat[u]) * S + yhat[v], 1.0
-                pidx[npair + 1], pval[npair + 1] = (e * S + Y[m, u]) * S + Y[m, v], -1.0
-                npair += 2
-        nq = _node_changes(m, Y, yhat, S, qidx, qval)
-        lo, hi = Xp[m], Xp[m + 1]
-        _full_step(float(t), C, Xi[lo:hi], Xd[lo:hi], qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW,
-                   UP, sum_W, sum_Pf)
+        _tree_step(m, t, C, Xp, Xi, Xd, Y, yhat, edges, S, qidx, qval, pidx, pval, V, Pf, state, acc, UW, UP,
+                   sum_W, sum_Pf)
     if acc[1] > 0.0:
         _flush(V, Pf, state, acc, UW, UP, sum_W, sum_Pf)
     return t

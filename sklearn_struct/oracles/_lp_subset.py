@@ -29,12 +29,16 @@ is stored. A pass updates ``u``, then every label in index order: ``L + 1`` star
 lowering the dual ``g(delta) = g_labels(unary + dw; delta) + W(dw)`` (never increasing it).
 The witness factors carry no weights: the subgradient of ``g`` in ``w`` comes from the labels'
 beliefs ``unary_j + sum_e delta_{e->j} + dw_j`` and the label edges, as for the Hamming loss.
+
+On a forest of labels the witness closes cycles, but the loss-augmented MAP is still exact and
+cheap: max-product over pairs (state, whether the subtree differs from ``y*``), ``O(n_edges S^2)``
+(:func:`subset_tree_map`; the epoch :func:`subset_tree_epoch` stores no messages).
 """
 
 import numpy as np
 
 from ..utils._jit import helper, kernel
-from ._lp_fast import _augmented_unary, _dual_step, _epoch_buffers, _flush, _scaled, _star_buffers
+from ._lp_fast import _augmented_unary, _dual_step, _epoch_buffers, _flush, _scaled, _star_buffers, _tree_step
 from ._lp_kernels import _belief_argmax, _dual_one, _primal_one, _star_gather, _star_scatter
 
 _NEG = -np.inf
@@ -251,3 +255,138 @@ def subset_epoch(order, t0, C, n_inner, loss, Xp, Xi, Xd, Y, V, P, state, graph,
         sum_W, sum_P = np.zeros((0, 0)), np.zeros((0, 0, 0))
     return _witness_epoch(order, t0, C, n_inner, float(loss), Xp, Xi, Xd, Y, V, P, state, graph.edges,
                           graph.n_states, graph.indptr, graph.slots, delta, sum_W, sum_P)
+
+
+# ------------------------------------------------------------------------------- forests: exact, no messages
+
+
+@helper
+def _tree_subset_map(unary, P, a, y, loss, n_states, order, parent, pedge, side, bel, arg, choice, yhat, flag):
+    """Exact ``max_y score(y) + loss [y != y*]`` on a forest (``unary + a * P``), labels in ``yhat``; returns it.
+
+    Max-product over (state, differs-from-``y*``-in-the-subtree) pairs: ``bel[i, s, f]`` is the best score of
+    ``i``'s subtree with ``y_i = s`` and ``f`` = whether it differs from ``y*`` there, ``O(n_edges S^2)``.
+    ``choice[i, b, f]`` records, for the merge of child ``i`` into its parent in state ``b`` (roots: into the
+    forest's running total), which (flag before, child flag) made the flag ``f``."""
+    L = order.shape[0]
+    for i in range(L):
+        for s in range(n_states[i]):
+            d = 1 if s != y[i] else 0
+            bel[i, s, d], bel[i, s, 1 - d] = unary[i, s], _NEG
+    tot0, tot1 = 0.0, _NEG
+    for k in range(L - 1, -1, -1):  # leaves up
+        i = order[k]
+        p = parent[i]
+        if p >= 0:
+            e = pedge[i]
+            for b in range(n_states[p]):
+                m0, m1, a0, a1 = _NEG, _NEG, 0, 0
+                for s in range(n_states[i]):
+                    w = a * (P[e, s, b] if side[i] == 0 else P[e, b, s])
+                    if bel[i, s, 0] + w > m0:
+                        m0, a0 = bel[i, s, 0] + w, s
+                    if bel[i, s, 1] + w > m1:
+                        m1, a1 = bel[i, s, 1] + w, s
+                arg[i, b, 0], arg[i, b, 1] = a0, a1
+                p0, p1 = bel[p, b, 0], bel[p, b, 1]
+                bel[p, b, 0] = p0 + m0
+                choice[i, b, 0] = 0
+                bel[p, b, 1], choice[i, b, 1] = _merge1(p0, p1, m0, m1)
+    for k in range(L):  # the roots, into the forest's total (in this order)
+        i = order[k]
+        if parent[i] >= 0:
+            continue
+        m0, m1, a0, a1 = _NEG, _NEG, 0, 0
+        for s in range(n_states[i]):
+            if bel[i, s, 0] > m0:
+                m0, a0 = bel[i, s, 0], s
+            if bel[i, s, 1] > m1:
+                m1, a1 = bel[i, s, 1], s
+        arg[i, 0, 0], arg[i, 0, 1] = a0, a1
+        t0 = tot0 + m0
+        choice[i, 0, 0] = 0
+        tot1, choice[i, 0, 1] = _merge1(tot0, tot1, m0, m1)
+        tot0 = t0
+    F = 1 if tot1 + loss > tot0 else 0
+    best = tot1 + loss if F == 1 else tot0
+    for k in range(L - 1, -1, -1):  # roots down, the last merged first
+        i = order[k]
+        if parent[i] >= 0:
+            continue
+        c = choice[i, 0, F]
+        F, flag[i] = c >> 1, c & 1
+        yhat[i] = arg[i, 0, flag[i]]
+    for k in range(L):  # parents before children; a parent's children in reverse merge order
+        i = order[k]
+        p = parent[i]
+        if p < 0:
+            continue
+        c = choice[i, yhat[p], flag[p]]
+        flag[p], flag[i] = c >> 1, c & 1
+        yhat[i] = arg[i, yhat[p], flag[i]]
+    return best
+
+
+@helper
+def _merge1(p0, p1, m0, m1):
+    """Flag 1 after merging a part (best ``m0`` / ``m1`` without / with a difference) into ``p0`` / ``p1``: the best
+    of (1, 0), (1, 1), (0, 1), and its code ``before * 2 + part``."""
+    best, code = p1 + m0, 2
+    if p1 + m1 > best:
+        best, code = p1 + m1, 3
+    if p0 + m1 > best:
+        best, code = p0 + m1, 1
+    return best, code
+
+
+@kernel
+def _tree_subset_batch(unary, P, Y, loss, n_states, order, parent, pedge, side, labels, out):
+    """out[m] = max_y score_m(y) + loss [y != Y[m]] (exact on a forest), the maximiser in ``labels[m]``."""
+    L, S = unary.shape[1], unary.shape[2]
+    bel, arg, choice = np.empty((L, S, 2)), np.zeros((L, S, 2), dtype=np.int64), np.zeros((L, S, 2), dtype=np.int64)
+    flag = np.zeros(L, dtype=np.int64)
+    for m in range(unary.shape[0]):
+        out[m] = _tree_subset_map(unary[m], P, 1.0, Y[m], loss, n_states, order, parent, pedge, side, bel, arg,
+                                  choice, labels[m], flag)
+
+
+@kernel
+def _tree_subset_epoch(order, t0, C, loss, Xp, Xi, Xd, Y, V, P, state, edges, n_states, tree_order, parent, pedge,
+                       side, sum_W, sum_P):
+    """One DLPW epoch with the subset loss on a forest: the loss-augmented MAP exactly, then the sparse step."""
+    L, S, E = n_states.shape[0], P.shape[1], P.shape[0]
+    UW, UP, acc, Pf, sum_Pf = _epoch_buffers(V, P, L, E, sum_W, sum_P)
+    flat, unary = np.empty(L * S), np.empty((L, S))
+    bel, arg, choice = np.empty((L, S, 2)), np.zeros((L, S, 2), dtype=np.int64), np.zeros((L, S, 2), dtype=np.int64)
+    yhat, flag = np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)
+    qidx, qval = np.empty(2 * L, dtype=np.int64), np.empty(2 * L)
+    pidx, pval = np.empty(2 * E, dtype=np.int64), np.empty(2 * E)
+    t = t0
+    for m in order:
+        t += 1
+        a = state[0]
+        _augmented_unary(m, Xp, Xi, Xd, V, a, Y, 0.0, n_states, flat, unary)
+        _tree_subset_map(unary, P, a, Y[m], loss, n_states, tree_order, parent, pedge, side, bel, arg, choice, yhat,
+                         flag)
+        _tree_step(m, t, C, Xp, Xi, Xd, Y, yhat, edges, S, qidx, qval, pidx, pval, V, Pf, state, acc, UW, UP,
+                   sum_W, sum_Pf)
+    if acc[1] > 0.0:
+        _flush(V, Pf, state, acc, UW, UP, sum_W, sum_Pf)
+    return t
+
+
+def subset_tree_map(graph, unary, pairwise, Y, forest, loss=1.0):
+    """Exact loss-augmented MAP with the subset loss on a forest (``forest``: its ``forest_schedule``); returns
+    ``(labels, values)``."""
+    n = unary.shape[0]
+    labels, out = np.zeros((n, graph.n_nodes), dtype=np.int64), np.empty(n)
+    _tree_subset_batch(unary, pairwise, Y, float(loss), graph.n_states, *forest, labels, out)
+    return labels, out
+
+
+def subset_tree_epoch(order, t0, C, Xp, Xi, Xd, Y, V, P, state, graph, forest, sum_W=None, sum_P=None, loss=1.0):
+    """One epoch of Algorithm 1 with the subset loss on a forest (exact, no messages); returns the new step count."""
+    if sum_W is None:
+        sum_W, sum_P = np.zeros((0, 0)), np.zeros((0, 0, 0))
+    return _tree_subset_epoch(order, t0, C, float(loss), Xp, Xi, Xd, Y, V, P, state, graph.edges, graph.n_states,
+                              *forest, sum_W, sum_P)
