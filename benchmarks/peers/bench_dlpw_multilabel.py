@@ -83,7 +83,7 @@ METHODS = {
     # the 0/1 loss over every labelling, through the loss-augmented LP (witness node), with LP-MAP prediction
     "DLPW, loss='subset', label_sets='all' (subset loss through the LP)": (_dlpw(loss="subset", label_sets="all"),
                                                                           "C", DLPW_GRID),
-    "DLPW, edges='tree', loss='subset', label_sets='all' (tree + witness LP)": (
+    "DLPW, edges='tree', loss='subset', label_sets='all' (exact on the tree)": (
         _dlpw(edges="tree", loss="subset", label_sets="all"), None, None),
     "DLPW, edges='tree', edge_features": (_dlpw(edges="tree", edge_features=True), "C", DLPW_GRID),
     "DLPW, edges='tree', edge_features, loss='subset'": (_dlpw(edges="tree", edge_features=True, loss="subset"),
@@ -155,7 +155,7 @@ def cost_rows(previous, force=None):
     rows = dict(previous)
     for method, repeats in (("BR (LogReg)", COST_REPEATS), ("DLPW, edges='tree'", COST_REPEATS),
                             ("DLPW, edges='tree', label_sets='all'", COST_REPEATS),
-                            ("DLPW, edges='tree', loss='subset', label_sets='all' (tree + witness LP)",
+                            ("DLPW, edges='tree', loss='subset', label_sets='all' (exact on the tree)",
                              COST_REPEATS),
                             ("DLPW, edges='tree', edge_features", 1)):  # the slow one: once
         if force and method in previous and not _forced(force, method):
