@@ -24,7 +24,7 @@ def _table(pairwise, e, side, a, b):
     return pairwise[e, b, a]
 
 
-@helper
+@helper(inline="always")  # inlined in numba IR: as a call, the passes ran 13% slower
 def _star_gather(j, unary, pairwise, edges, n_states, indptr, slots, delta, gamma, total):
     """The first half of node ``j``'s star update: ``gamma[p - lo, b] = max_a [pairwise_e(a, b) - delta_{e->i}(a)]``
     for each edge slot ``p`` of ``j`` and ``total[b] = unary_j(b) + sum gamma``; returns ``deg j``."""
@@ -48,13 +48,13 @@ def _star_gather(j, unary, pairwise, edges, n_states, indptr, slots, delta, gamm
     return hi - lo
 
 
-@helper
+@helper(inline="always")
 def _star_scatter(j, n_states, indptr, slots, delta, gamma, total, scale):
     """The second half: ``delta_{e->j}(b) = gamma_e(b) - scale * total(b)`` (``scale = 1 / (1 + blocks' degree)``)."""
-    lo = indptr[j]
-    for p in range(lo, indptr[j + 1]):
+    lo, hi, nj = indptr[j], indptr[j + 1], n_states[j]
+    for p in range(lo, hi):
         k = slots[p]
-        for b in range(n_states[j]):
+        for b in range(nj):
             delta[k, b] = gamma[p - lo, b] - scale * total[b]
 
 
