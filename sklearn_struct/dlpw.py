@@ -32,7 +32,8 @@ from .oracles.lp import (
     pseudo_marginals,
 )
 from ._dlpw_graph import learned_edges
-from ._dlpw_sets import best_sets, distinct_label_sets, set_max_marginals, sets_objective
+from ._dlpw_sets import (auto_label_sets, best_sets, distinct_label_sets, missing_mass, set_max_marginals,
+                         sets_objective)
 from ._dlpw_subset import n_witness_messages, uses_witness, witness_epoch, witness_objective
 from .oracles.lp_learning import sets_epoch
 from .oracles._lp_fast import _fast_epoch, _tree_hinge_batch, forest_schedule
@@ -42,6 +43,10 @@ from .utils.shards import n_shards
 from .utils.progress import Progress
 
 __all__ = ["DLPWClassifier"]
+
+# edges="auto": the complete graph up to this many labels, the Chow-Liu tree above
+# (benchmarks/product/bench_dlpw_edges_rule.py)
+AUTO_COMPLETE_MAX_LABELS = 15
 
 
 class DLPWClassifier(ClassifierMixin, BaseEstimator):
@@ -71,14 +76,16 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     Two modes:
 
     * multi-label (``y`` a 0/1 indicator matrix with two or more columns): binary labels on a
-      fully connected graph (or the given ``edges``), ``classes_ = [0, 1]``;
+      graph given by ``edges`` (by default all pairs up to 15 labels, the Chow-Liu tree above),
+      ``classes_ = [0, 1]``;
     * general: ``y`` columns with any labels (multi-output multi-class, encoded per column),
       ``n_states`` states per column (inferred, or given with ``y`` coded ``0..n_states-1``), edges
-      given by ``edges`` (default: all pairs). A single column is a one-node model (then the method
+      given by ``edges`` (default as above). A single column is a one-node model (then the method
       is a multi-class SVM trained by Pegasos).
 
-    Prediction (default ``label_sets="train"``) returns the best-scoring label set among those seen
-    in training, exactly. With ``label_sets="all"`` it solves the LP relaxation of MAP by star
+    Prediction (``label_sets="train"``, the default's choice unless many training label sets occur
+    once) returns the best-scoring label set among those seen in training, exactly. With
+    ``label_sets="all"`` it solves the LP relaxation of MAP by star
     updates from zero messages until the dual bound meets the score of the decoded labelling (a
     certificate of optimality) or stops decreasing; uncertified labellings are improved by ICM.
 
@@ -97,12 +104,16 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         The default is chosen by 3-fold CV subset accuracy on the training parts of yeast and scene
         and on two generated sets (``benchmarks/product/bench_dlpw_default_c.py``); on standardised
         features. :class:`DLPWClassifierCV` chooses it by cross-validation.
-    edges : array-like of shape (n_edges, 2), "complete", "tree", int or None, default=None
+    edges : array-like of shape (n_edges, 2), "auto", "complete", "tree", int or None, default="auto"
         Label graph over the columns of ``y``; None or "complete" means all pairs (``L (L - 1) / 2``
         edges for ``L`` labels). Learned from the training labels: ``"tree"``, the Chow-Liu tree
         (maximum spanning tree of the labels' pairwise mutual information, ``L - 1`` edges); an
         integer ``k``, the ``k`` pairs of largest mutual information. Sparse graphs make an epoch's
-        cost grow with ``L`` instead of ``L^2``.
+        cost grow with ``L`` instead of ``L^2``. ``"auto"``: the complete graph up to
+        ``15`` labels (105 edges), the Chow-Liu tree above. By 3-fold CV on training data
+        (``benchmarks/product/bench_dlpw_edges_rule.py``) the complete graph gains 0.010 / 0.007
+        subset accuracy on yeast (14 labels) / scene (6) for 5x / 3x the tree's CPU, and nothing on
+        generated sets of 10 to 50 labels, where it costs 24x (10 labels) to 190x (50 labels) the tree's.
     n_states : int, array-like of shape (n_labels,) or None, default=None
         States per label. None infers them from ``y``; if given, ``y`` must hold integer codes
         ``0 <= y[:, l] < n_states[l]``.
@@ -133,15 +144,25 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     track_objective : bool, default=False
         Also compute the exact eq. 7 objective after each epoch (LP solved to convergence for
         every sample; costs more than an epoch).
-    label_sets : {"train", "all"}, default="train"
+    label_sets : {"auto", "train", "all"}, default="auto"
         The labellings :meth:`predict` chooses from. ``"train"``: the distinct rows of the training
         ``y`` (the best one under the model is found exactly by scoring them all, ``O(K L)`` per
         sample for ``K`` distinct rows), as label powerset does, while every set shares the pairwise
         model's weights: on yeast and scene this raises test subset accuracy by 0.02-0.14 over the
         LP-MAP (``benchmarks/peers/bench_dlpw_multilabel.py``); a label set never seen in training
         (e.g. the empty set when every training sample has a label) is never predicted.
-        ``"all"``: any labelling, by the LP relaxation of MAP (below). :meth:`decision_function`
-        follows the same choice; :meth:`predict_marginals` always describes the LP relaxation.
+        ``"all"``: any labelling, by the LP relaxation of MAP (below). ``"auto"``: ``"all"`` when the
+        Good-Turing estimate of the probability that a new sample's label set was never seen in
+        training, the share of training samples whose label set occurs exactly once
+        (``missing_mass_``), exceeds 0.3, else ``"train"``. In 3-fold CV on training data only
+        (``benchmarks/product/bench_dlpw_label_sets_rule.py``), ``"train"`` wins below a missing mass
+        of 0.06 (scene 0.002: subset accuracy 0.668 against 0.508; yeast 0.04: 0.172 against 0.148,
+        equal Hamming loss), the two tie from 0.1 to 0.45, and ``"all"`` wins on Hamming loss above
+        0.5 (a generated 50-label set whose training label sets are all distinct: 0.206 against
+        0.260); the thresholds from 0.06 to 0.5 are all within 5e-4 of the best on both, 0.3 is their
+        middle. ``loss="subset"`` and ``edge_features=True`` are defined over the training label
+        sets: ``"auto"`` then always picks ``"train"`` (``"all"`` raises). :meth:`decision_function` follows the choice
+        (``label_sets_mode_``); :meth:`predict_marginals` always describes the LP relaxation.
     loss : {"hamming", "subset"}, default="hamming"
         The loss in the structured hinge. ``"hamming"``: the normalised Hamming loss, with the
         loss-augmented MAP relaxed to the local polytope and trained by DLPW (the paper's method).
@@ -157,7 +178,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         (:mod:`sklearn_struct.oracles._lp_subset`). Against the Hamming loss with the same LP-MAP
         decoding it raises test subset accuracy on scene (0.536 against 0.518, tuned 0.561) and
         lowers it on yeast (0.169 against 0.190, Hamming 0.229 against 0.197); decoding over the
-        training sets (the default) is ahead of both (``benchmarks/peers/bench_dlpw_multilabel.py``).
+        training sets (the default's choice on both) is ahead of both (``benchmarks/peers/bench_dlpw_multilabel.py``).
     edge_features : bool, default=False
         Pairwise potentials that depend on the input: each edge's table becomes
         ``pairwise_[e] + x . edge_coef_[e]`` (one weight vector per edge and pair of states, as the
@@ -209,7 +230,12 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
     edge_coef_ : ndarray of shape (n_edges, S, S, n_features) or None
         The edge-feature weights (``edge_features=True``); their intercepts are in ``pairwise_``.
     label_sets_ : ndarray of shape (n_sets, n_labels) or None
-        The distinct training label sets predictions choose from (``label_sets="train"``).
+        The distinct training label sets predictions choose from (``label_sets_mode_ == "train"``).
+    label_sets_mode_ : {"train", "all"}
+        The decoding used: ``label_sets``, or the choice of ``"auto"``.
+    missing_mass_ : float
+        Share of training samples whose label set occurs once (the estimated probability that a new
+        sample's label set was never seen in training; ``label_sets="auto"``'s criterion).
     n_certified_ : int
     n_features_in_ : int
 
@@ -236,8 +262,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
 
     _parameter_constraints = {
         "C": [Interval(numbers.Real, 0, None, closed="neither")],
-        "edges": ["array-like", StrOptions({"complete", "tree"}), Interval(numbers.Integral, 0, None, closed="left"),
-                  None],
+        "edges": ["array-like", StrOptions({"auto", "complete", "tree"}),
+                  Interval(numbers.Integral, 0, None, closed="left"), None],
         "n_states": ["array-like", Interval(numbers.Integral, 1, None, closed="left"), None],
         "n_inner": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -248,7 +274,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "dtype": [StrOptions({"float64", "float32"})],
         "track_objective": ["boolean"],
-        "label_sets": [StrOptions({"train", "all"})],
+        "label_sets": [StrOptions({"auto", "train", "all"})],
         "loss": [StrOptions({"hamming", "subset"})],
         "edge_features": ["boolean"],
         "predict_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -256,9 +282,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         **shared_constraints("n_jobs", "callback", "verbose", "random_state"),
     }
 
-    def __init__(self, *, C=0.001, edges=None, n_states=None, n_inner=10, max_epochs=1000, tol=1e-3, n_iter_no_change=5,
+    def __init__(self, *, C=0.001, edges="auto", n_states=None, n_inner=10, max_epochs=1000, tol=1e-3, n_iter_no_change=5,
                  order="cyclic", average=True, fit_intercept=True, dtype="float64", track_objective=False,
-                 label_sets="train", loss="hamming", edge_features=False,
+                 label_sets="auto", loss="hamming", edge_features=False,
                  predict_max_iter=1000, predict_tol=1e-6, n_jobs=None, callback=None, verbose=0, random_state=None):
         store_init_params(self, locals())
 
@@ -287,9 +313,10 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         ``_warm_state``."""
         if y is None:
             validate_data(self, X, y)  # raises scikit-learn's "requires y" error
-        if self._train_over_sets() and self.label_sets != "train":
+        if self._train_over_sets() and self.label_sets == "all":
             raise ValueError("edge_features=True trains over the training label sets: it needs label_sets='train' "
-                             "(loss='subset' with label_sets='all' trains through the loss-augmented LP).")
+                             "(or 'auto', which then picks it); loss='subset' with label_sets='all' trains through "
+                             "the loss-augmented LP.")
         Y = self._encode_fit_targets(y)
         X = self._check_X(X, reset=True)
         if X.shape[0] != Y.shape[0]:
@@ -315,7 +342,10 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         self.n_steps_ -= t0
         self._warm_state = (model, delta, t0 + self.n_steps_) if keep_warm_state else None
         self._set_weights(model)
-        self._sets = distinct_label_sets(Y) if self.label_sets == "train" else None
+        self.missing_mass_ = missing_mass(Y)
+        self.label_sets_mode_ = self.label_sets if self.label_sets != "auto" else \
+            auto_label_sets(Y, needs_sets=self._train_over_sets())
+        self._sets = distinct_label_sets(Y) if self.label_sets_mode_ == "train" else None
         self.label_sets_ = None if self._sets is None else self._decode_labels(self._sets)
         # decoding over the training sets is exact: every prediction is certified, none is decoded here
         certified = self._predict_codes(Xa)[1] if self._sets is None else np.ones(Y.shape[0], dtype=bool)
@@ -549,9 +579,12 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_edges(self, Y):
         n_labels = Y.shape[1]
-        if (isinstance(self.edges, str) and self.edges == "tree") or isinstance(self.edges, numbers.Integral):
-            return learned_edges(self.edges, Y, self.n_states_)
-        if self.edges is None or (isinstance(self.edges, str) and self.edges == "complete"):
+        edges = self.edges
+        if isinstance(edges, str) and edges == "auto":
+            edges = "complete" if n_labels <= AUTO_COMPLETE_MAX_LABELS else "tree"
+        if (isinstance(edges, str) and edges == "tree") or isinstance(edges, numbers.Integral):
+            return learned_edges(edges, Y, self.n_states_)
+        if edges is None or (isinstance(edges, str) and edges == "complete"):
             i, j = np.triu_indices(n_labels, 1)
             return np.stack([i, j], axis=1).astype(np.int64)
         edges = np.asarray(self.edges)

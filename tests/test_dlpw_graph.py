@@ -8,6 +8,7 @@ from sklearn.metrics import mutual_info_score
 
 from sklearn_struct import DLPWClassifier
 from sklearn_struct._dlpw_graph import chow_liu_edges, label_mutual_information, top_k_edges
+from sklearn_struct.dlpw import AUTO_COMPLETE_MAX_LABELS
 from sklearn_struct.datasets import make_multilabel_pairwise
 
 
@@ -84,3 +85,16 @@ def test_estimator_learns_the_graph_from_training_labels():
         DLPWClassifier(edges="chow-liu").fit(X, Y)
     with pytest.raises(ValueError, match="edges"):
         DLPWClassifier(edges=-1).fit(X, Y)
+
+
+@pytest.mark.parametrize("n_labels", [3, AUTO_COMPLETE_MAX_LABELS, AUTO_COMPLETE_MAX_LABELS + 1])
+def test_auto_edges_are_complete_for_few_labels_and_the_tree_above(n_labels):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 3))
+    Y = _random_labels(rng, 60, n_labels)
+    fitted = DLPWClassifier(max_epochs=2, tol=0).fit(X, Y)  # edges="auto" is the default
+    if n_labels <= AUTO_COMPLETE_MAX_LABELS:
+        i, j = np.triu_indices(n_labels, 1)
+        np.testing.assert_array_equal(fitted.edges_, np.stack([i, j], axis=1))
+    else:
+        np.testing.assert_array_equal(fitted.edges_, chow_liu_edges(label_mutual_information(Y)))

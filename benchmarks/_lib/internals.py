@@ -15,6 +15,7 @@ from sklearn_struct._psi_learning import bind, fit_energy, in_sample_thetas, lea
 from sklearn_struct.datasets._base import find_data_file  # noqa: F401
 from sklearn_struct.datasets._ising import make_ising_grid  # noqa: F401
 from sklearn_struct.dlpw import _augment, _Model  # noqa: F401
+from sklearn_struct._dlpw_sets import MISSING_MASS_THRESHOLD, missing_mass  # noqa: F401
 from sklearn_struct.mle_struct import _LinearMatcherMixin  # noqa: F401
 from sklearn_struct.oracles.lp import _highspy  # noqa: F401
 from sklearn_struct.utils._params import atomic_fit, store_init_params  # noqa: F401

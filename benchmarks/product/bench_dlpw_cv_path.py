@@ -7,7 +7,10 @@ refit=False)`` (the warm-started path on each fold) and, on the same folds, sepa
 every fold and C. Reported: the search's CPU divided by the number of C values and by the mean plain
 fit ("plain fits per C": the goal is about 1, as ``LogisticRegressionCV``), the epochs of the path's
 fits against the cold ones, and the held-out subset accuracies of the path against the separate
-fits (the same choice of C, scores within the noise of the stopping rule). One BLAS thread.
+fits (the same choice of C, scores within the noise of the stopping rule). The refit on the whole
+training part: ``DLPWClassifierCV(refit=True)`` again (its refit starts from the folds' weights at
+``C_``, ``sklearn_struct.dlpw_cv.refit_start``), its CPU beyond the ``refit=False`` search, epochs and
+final eq. 9 bound against the plain (cold) fit at ``C_``. One BLAS thread.
 
 Run: ``python benchmarks/product/bench_dlpw_cv_path.py [--set yeast|scene] [--report-only [--check]]``
 (writes results/dlpw_cv_path.{md,json}; rows cached per data set; the md is rendered from the json only).
@@ -44,21 +47,32 @@ PREVIOUS = {"yeast": 1.61, "scene": "–"}
 def run(name):
     d = (load_yeast if name == "yeast" else load_scene)("train")
     X, Y = StandardScaler().fit_transform(d.data), d.target
-    plain, plain_epochs = [], []
+    plain, plain_epochs, plain_fits = [], [], []
     for C in GRID:
         start = time.process_time()
         clf = DLPWClassifier(C=C).fit(X, Y)
         plain.append(time.process_time() - start)
         plain_epochs.append(int(clf.n_iter_))
+        plain_fits.append(clf)
     start = time.process_time()
     cv = DLPWClassifierCV(Cs=GRID, cv=CV, refit=False).fit(X, Y)
     search = time.process_time() - start
+    start = time.process_time()
+    with_refit = DLPWClassifierCV(Cs=GRID, cv=CV).fit(X, Y)
+    search_refit = time.process_time() - start
+    warm, cold = with_refit.best_estimator_, plain_fits[GRID.index(with_refit.C_)]
+    refit = {"C": with_refit.C_, "warm_cpu_s": search_refit - search, "cold_cpu_s": plain[GRID.index(with_refit.C_)],
+             "warm_epochs": int(warm.n_iter_), "cold_epochs": int(cold.n_iter_),
+             "warm_bound": float(warm.objective_curve_[-1, 2]), "cold_bound": float(cold.objective_curve_[-1, 2]),
+             "warm_train_subset": float(warm.score(X, Y)), "cold_train_subset": float(cold.score(X, Y)),
+             "agree": float(np.mean(np.all(warm.predict(X) == cold.predict(X), axis=1)))}
     folds = list(CV.split(X))
     cold = [[DLPWClassifier(C=C).fit(X[tr], Y[tr]) for C in GRID] for tr, _ in folds]
     sep = np.array([[c.score(X[te], Y[te]) for c in row] for row, (_, te) in zip(cold, folds)])
     sep_epochs = np.array([[c.n_iter_ for c in row] for row in cold])
     return {"plain_cpu_s": plain, "plain_epochs": plain_epochs, "search_cpu_s": search,
-            "plain_fits_per_C": search / len(GRID) / float(np.mean(plain)),
+            "plain_fits_per_C": search / len(GRID) / float(np.mean(plain)), "search_refit_cpu_s": search_refit,
+            "refit": refit,
             "path_epochs": cv.n_iter_.tolist(), "separate_epochs": sep_epochs.tolist(),
             "path_scores": cv.scores_.tolist(), "separate_scores": sep.tolist(),
             "C_path": cv.C_, "C_separate": GRID[int(np.argmax(sep.mean(axis=0)))]}
@@ -70,14 +84,29 @@ def write_md(store):
              "(seed 0). *Plain fits per C*: the search's CPU / (number of C values x mean CPU of a plain fit on the "
              "whole training part); the goal is about 1 (`LogisticRegressionCV`'s warm-started path). *Separate*: "
              "each fold and C fitted cold.", "",
-             "| data | plain fits per C ↓ | before the change | C chosen (path / separate) | mean held-out subset acc, "
-             "path | separate | largest fold difference | epochs per fold: path / separate |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| data | plain fits per C: search + refit ↓ | search + cold refit | search only | search only, before "
+             "the warm-started path | C chosen (path / separate) | mean held-out subset acc, path | separate | "
+             "largest fold difference | epochs per fold: path / separate |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in store.items():
         path, sep = np.array(r["path_scores"]), np.array(r["separate_scores"])
-        lines.append(f"| {name} | {r['plain_fits_per_C']:.2f} | {PREVIOUS.get(name, '–')} | {r['C_path']:g} / "
-                     f"{r['C_separate']:g} | {path.mean():.4f} | {sep.mean():.4f} | {np.abs(path - sep).max():.4f} | "
+        unit = len(GRID) * float(np.mean(r["plain_cpu_s"]))
+        f = r.get("refit")
+        with_refit = f"{r['search_refit_cpu_s'] / unit:.2f}" if f else "–"
+        cold_refit = f"{(r['search_cpu_s'] + f['cold_cpu_s']) / unit:.2f}" if f else "–"
+        lines.append(f"| {name} | {with_refit} | {cold_refit} | {r['plain_fits_per_C']:.2f} | "
+                     f"{PREVIOUS.get(name, '–')} | {r['C_path']:g} / {r['C_separate']:g} | {path.mean():.4f} | "
+                     f"{sep.mean():.4f} | {np.abs(path - sep).max():.4f} | "
                      f"{np.sum(r['path_epochs']) / 3:.0f} / {np.sum(r['separate_epochs']) / 3:.0f} |")
+    lines += ["", "The refit on the whole training part at `C_`: warm (from the folds' weights, `refit_start`) against "
+              "the plain cold fit. Warm CPU: the search with the refit minus the search without it.", "",
+              "| data | C_ | epochs warm / cold | CPU s warm / cold | final eq. 9 bound warm / cold | training subset "
+              "acc warm / cold | same predictions |", "|---|---|---|---|---|---|---|"]
+    for name, r in store.items():
+        f = r.get("refit")
+        if f:
+            lines.append(f"| {name} | {f['C']:g} | {f['warm_epochs']} / {f['cold_epochs']} | {f['warm_cpu_s']:.2f} / "
+                         f"{f['cold_cpu_s']:.2f} | {f['warm_bound']:.4f} / {f['cold_bound']:.4f} | "
+                         f"{f['warm_train_subset']:.4f} / {f['cold_train_subset']:.4f} | {f['agree']:.3f} |")
     lines += ["", "Per C (mean over folds):", ""]
     for name, r in store.items():
         lines += [f"**{name}**", "", "| C | plain fit CPU s | plain epochs | path epochs | separate epochs | "

@@ -8,7 +8,8 @@ configuration at each C of a short grid, and label powerset over its own grid on
 Crammer-Singer ``LinearSVC`` over the label sets, to separate what its free weights per set give from
 what its logistic loss gives; and DLPW's own model, its per-set scores tied to per-label and per-pair
 weights, trained with the logistic loss over the training label sets, with and without a free
-intercept per set: what DLPW's hinge costs).
+intercept per set: what DLPW's hinge costs; and the same plus a free weight vector per label set, a
+model that contains label powerset: whether the pairwise terms add anything to it).
 A configuration's score is its best C's (what a user who tunes C gets); the last column is the mean
 over the two sets of (best CV score / the best label powerset CV score of that set).
 
@@ -69,11 +70,14 @@ class PairwiseSetCRF(LabelPowerset):
     """DLPW's model (unary weights per label and state, a weight vector per edge and pair of states, complete
     graph) over the training label sets, trained with the *logistic* loss instead of the hinge: label powerset
     whose per-set weight vectors are tied to sums of per-label and per-pair ones (``W @ M.T``, ``M`` the sets'
-    incidence). L-BFGS on ``sum_n logloss_n + ||W||^2 / (2 C)``. ``set_bias``: plus a free intercept per set."""
+    incidence). L-BFGS on ``sum_n logloss_n + ||W||^2 / (2 C)``. ``set_bias``: plus a free intercept per set.
+    ``set_weights`` > 0: plus a free weight vector per set (a model that contains label powerset), its columns
+    scaled by ``set_weights`` (so they are regularised as if by ``C * set_weights**2``)."""
 
-    def __init__(self, C=1.0, max_iter=500, set_bias=False):
+    def __init__(self, C=1.0, max_iter=500, set_bias=False, set_weights=0.0):
         super().__init__(C=C, max_iter=max_iter)
         self.set_bias = set_bias
+        self.set_weights = set_weights
 
     def fit(self, X, y):
         Y = np.asarray(y)
@@ -90,6 +94,9 @@ class PairwiseSetCRF(LabelPowerset):
             M = np.hstack([M, np.eye(K)])
             mask = np.hstack([mask, np.zeros((mask.shape[0], K))])
             mask[-1, -K:] = 1.0  # the intercept row only
+        if self.set_weights:
+            M = np.hstack([M, self.set_weights * np.eye(K)])
+            mask = np.hstack([mask, np.ones((mask.shape[0], K))])
         Xa, n = np.hstack([X, np.ones((len(X), 1))]), len(X)
 
         def f(w):
@@ -114,6 +121,10 @@ CONFIGS = {
     "LP with a hinge (LinearSVC, Crammer-Singer)": (lambda C: SetSVM(C=C, max_iter=5000), [1e-3, 1e-2, 0.1]),
     "DLPW's model with edge features, logistic loss (L-BFGS)": (lambda C: PairwiseSetCRF(C=C), [3e-4, 1e-3, 1e-2]),
     "the same, plus a free intercept per label set": (lambda C: PairwiseSetCRF(C=C, set_bias=True), [1e-3, 1e-2]),
+    "the same, plus a free weight vector per label set (contains LP; set weights' C x9)":
+        (lambda C: PairwiseSetCRF(C=C, set_weights=3.0), [1e-4, 3e-4, 1e-3]),
+    "the same, set weights' C x100":
+        (lambda C: PairwiseSetCRF(C=C, set_weights=10.0), [3e-5, 1e-4, 3e-4]),
     "DLPW (defaults: complete graph, Hamming loss)": (lambda C: DLPWClassifier(C=C), GRID),
     "DLPW, loss='subset'": (lambda C: DLPWClassifier(C=C, loss="subset"), GRID),
     "DLPW, edges='tree'": (lambda C: DLPWClassifier(C=C, edges="tree"), GRID),

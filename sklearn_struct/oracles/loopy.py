@@ -233,7 +233,11 @@ def build_adjacency(edges, n_nodes):
     >>> adj.indptr.tolist(), adj.neighbors.tolist()
     ([0, 1, 3, 4], [1, 0, 2, 1])
     """
-    edges = check_edge_list(edges, n_nodes, name="build_adjacency")
+    return _adjacency_of(check_edge_list(edges, n_nodes, name="build_adjacency"), n_nodes)
+
+
+def _adjacency_of(edges, n_nodes):
+    """:func:`build_adjacency` of edges validated already (int64 ``(n_edges, 2)``)."""
     n_edges = edges.shape[0]
     # entry e of (first ends, second ends) is the message edges[e, 0] -> edges[e, 1], entry
     # n_edges + e the reverse one; a node's slots hold its messages in edge order
@@ -361,7 +365,7 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
     n_edges = edges.shape[0]
     rho = _check_rho(rho, n_edges)
     if adjacency is None:
-        adjacency = build_adjacency(edges, n_nodes)
+        adjacency = _adjacency_of(edges, n_nodes) if check_input else build_adjacency(edges, n_nodes)
     elif check_input:
         _check_adjacency(adjacency, n_nodes, n_edges)
     log_tables, exp_tables = _scaled_tables(pairwise, rho, n_edges)
