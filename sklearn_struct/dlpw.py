@@ -178,7 +178,8 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         (:mod:`sklearn_struct.oracles._lp_subset`). Against the Hamming loss with the same LP-MAP
         decoding it raises test subset accuracy on scene (0.536 against 0.518, tuned 0.561) and
         lowers it on yeast (0.169 against 0.190, Hamming 0.229 against 0.197); decoding over the
-        training sets (the default's choice on both) is ahead of both (``benchmarks/peers/bench_dlpw_multilabel.py``).
+        training sets (the default's choice on both) is ahead of both
+        (``benchmarks/peers/bench_dlpw_multilabel.py``).
     edge_features : bool, default=False
         Pairwise potentials that depend on the input: each edge's table becomes
         ``pairwise_[e] + x . edge_coef_[e]`` (one weight vector per edge and pair of states, as the
