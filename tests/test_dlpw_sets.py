@@ -114,7 +114,7 @@ def test_sets_epoch_is_pegasos_on_the_enumerated_set_hinge(zero_one):
     assert sets_objective(W, Pw, Xa, edges, target, sets, C, zero_one) == pytest.approx(want, rel=1e-12)
 
 
-def test_subset_loss_trains_and_needs_training_label_sets():
+def test_subset_loss_trains_and_edge_features_need_training_label_sets():
     X, Y = make_multilabel_pairwise(200, n_features=4, n_labels=5, noise=0.3, random_state=5)
     clf = DLPWClassifier(C=0.05, loss="subset").fit(X[:150], Y[:150])
     curve = clf.objective_curve_[:, 2]
@@ -122,7 +122,7 @@ def test_subset_loss_trains_and_needs_training_label_sets():
     hamming = DLPWClassifier(C=0.05).fit(X[:150], Y[:150])
     assert clf.score(X[:150], Y[:150]) >= hamming.score(X[:150], Y[:150]) - 0.02
     with pytest.raises(ValueError, match="label_sets='train'"):
-        DLPWClassifier(loss="subset", label_sets="all").fit(X, Y)
+        DLPWClassifier(loss="subset", label_sets="all", edge_features=True).fit(X, Y)
 
 
 @pytest.mark.parametrize("zero_one", [True, False])

@@ -83,6 +83,11 @@ METHODS = {
     "DLPW, label_sets='all' (LP-MAP)": (_dlpw(label_sets="all"), None, None),
     "DLPW, previous default (C=0.01, LP-MAP)": (_dlpw(C=0.01, label_sets="all"), None, None),
     "DLPW, loss='subset'": (_dlpw(loss="subset"), "C", DLPW_GRID),
+    # the 0/1 loss over every labelling, through the loss-augmented LP (witness node), with LP-MAP prediction
+    "DLPW, loss='subset', label_sets='all' (subset loss through the LP)": (_dlpw(loss="subset", label_sets="all"),
+                                                                          "C", DLPW_GRID),
+    "DLPW, edges='tree', loss='subset', label_sets='all' (exact on the tree)": (
+        _dlpw(edges="tree", loss="subset", label_sets="all"), None, None),
     "DLPW, edges='tree', edge_features": (_dlpw(edges="tree", edge_features=True), "C", DLPW_GRID),
     "DLPW, edges='tree', edge_features, loss='subset'": (_dlpw(edges="tree", edge_features=True, loss="subset"),
                                                          None, None),
@@ -147,6 +152,8 @@ def cost_rows(previous, force=None):
     for method, repeats in (("BR (LogReg)", COST_REPEATS), ("DLPW, edges='tree'", COST_REPEATS),
                             ("DLPW, edges='tree', label_sets='all'", COST_REPEATS),
                             ("DLPW, edges='tree', label_sets='train'", COST_REPEATS),
+                            ("DLPW, edges='tree', loss='subset', label_sets='all' (exact on the tree)",
+                             COST_REPEATS),
                             ("DLPW, edges='tree', edge_features", 1)):  # the slow one: once
         if method in rows and not (force and _forced(force, method)):
             continue

@@ -238,6 +238,23 @@ def _node_changes(m, Y, yhat, S, qidx, qval):
     return nq
 
 
+@helper
+def _tree_step(m, t, C, Xp, Xi, Xd, Y, yhat, edges, S, qidx, qval, pidx, pval, V, Pf, state, acc, UW, UP, sum_W,
+               sum_Pf):
+    """The step along ``f(yhat) - f(y_m)`` for a labelling ``yhat`` (each edge follows its two nodes)."""
+    npair = 0
+    for e in range(edges.shape[0]):
+        u, v = edges[e, 0], edges[e, 1]
+        if yhat[u] != Y[m, u] or yhat[v] != Y[m, v]:
+            pidx[npair], pval[npair] = (e * S + yhat[u]) * S + yhat[v], 1.0
+            pidx[npair + 1], pval[npair + 1] = (e * S + Y[m, u]) * S + Y[m, v], -1.0
+            npair += 2
+    nq = _node_changes(m, Y, yhat, S, qidx, qval)
+    lo, hi = Xp[m], Xp[m + 1]
+    _full_step(float(t), C, Xi[lo:hi], Xd[lo:hi], qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW,
+               UP, sum_W, sum_Pf)
+
+
 @kernel
 def _tree_epoch(order, t0, C, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_states, tree_order, parent, pedge,
                 side, sum_W, sum_P):
@@ -253,20 +270,53 @@ def _tree_epoch(order, t0, C, loss_weight, Xp, Xi, Xd, Y, V, P, state, edges, n_
         a = state[0]
         _augmented_unary(m, Xp, Xi, Xd, V, a, Y, loss_weight, n_states, flat, unary)
         _tree_map(unary, P, a, edges, n_states, tree_order, parent, pedge, side, bel, arg, yhat)
-        npair = 0
-        for e in range(E):
-            u, v = edges[e, 0], edges[e, 1]
-            if yhat[u] != Y[m, u] or yhat[v] != Y[m, v]:
-                pidx[npair], pval[npair] = (e * S + yhat[u]) * S + yhat[v], 1.0
-                pidx[npair + 1], pval[npair + 1] = (e * S + Y[m, u]) * S + Y[m, v], -1.0
-                npair += 2
-        nq = _node_changes(m, Y, yhat, S, qidx, qval)
-        lo, hi = Xp[m], Xp[m + 1]
-        _full_step(float(t), C, Xi[lo:hi], Xd[lo:hi], qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW,
-                   UP, sum_W, sum_Pf)
+        _tree_step(m, t, C, Xp, Xi, Xd, Y, yhat, edges, S, qidx, qval, pidx, pval, V, Pf, state, acc, UW, UP,
+                   sum_W, sum_Pf)
     if acc[1] > 0.0:
         _flush(V, Pf, state, acc, UW, UP, sum_W, sum_Pf)
     return t
+
+
+@helper
+def _star_buffers(P, n_states, indptr):
+    """Scratch of a star epoch: flat scores, unary, tables, labels, star gammas, subgradient indices."""
+    L, S, E = n_states.shape[0], P.shape[1], P.shape[0]
+    max_deg = 1
+    for i in range(L):
+        max_deg = max(max_deg, indptr[i + 1] - indptr[i])
+    return (np.empty(L * S), np.empty((L, S)), np.empty_like(P), np.zeros(L, dtype=np.int64),
+            np.empty((max_deg, S)), np.empty(S), np.empty(S), np.empty(2 * L, dtype=np.int64), np.empty(2 * L),
+            np.empty(2 * E, dtype=np.int64), np.empty(2 * E))
+
+
+@helper
+def _scaled(P, a, pair):
+    """pair = a * P (the tables at the current scale)."""
+    for e in range(P.shape[0]):
+        for u in range(P.shape[1]):
+            for v in range(P.shape[2]):
+                pair[e, u, v] = a * P[e, u, v]
+
+
+@helper
+def _dual_step(m, t, C, Xp, Xi, Xd, Y, yhat, pair, edges, n_states, dm, qidx, qval, pidx, pval, V, Pf, state, acc,
+               UW, UP, sum_W, sum_Pf):
+    """The Pegasos step of a visit to sample ``m`` along the subgradient of ``g(dm)``: node labels ``yhat`` (the
+    beliefs' maximisers) and each edge's maximiser of its reparametrised table ``pair - dm`` (the edge
+    maximisers need not agree with the node ones)."""
+    S = pair.shape[1]
+    npair = 0
+    for e in range(pair.shape[0]):
+        _, ea, eb = _edge_max(e, pair, edges, n_states, dm)
+        yu, yv = Y[m, edges[e, 0]], Y[m, edges[e, 1]]
+        if ea != yu or eb != yv:
+            pidx[npair], pval[npair] = (e * S + ea) * S + eb, 1.0
+            pidx[npair + 1], pval[npair + 1] = (e * S + yu) * S + yv, -1.0
+            npair += 2
+    nq = _node_changes(m, Y, yhat, S, qidx, qval)
+    lo, hi = Xp[m], Xp[m + 1]
+    _full_step(float(t), C, Xi[lo:hi], Xd[lo:hi], qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW,
+               UP, sum_W, sum_Pf)
 
 
 @kernel
@@ -274,39 +324,19 @@ def _star_epoch(order, t0, C, n_inner, loss_weight, Xp, Xi, Xd, Y, V, P, state, 
                 delta, sum_W, sum_P):
     L, S, E = n_states.shape[0], P.shape[1], P.shape[0]
     UW, UP, acc, Pf, sum_Pf = _epoch_buffers(V, P, L, E, sum_W, sum_P)
-    flat, unary, pair = np.empty(L * S), np.empty((L, S)), np.empty_like(P)
-    yhat = np.zeros(L, dtype=np.int64)
-    max_deg = 1
-    for i in range(L):
-        max_deg = max(max_deg, indptr[i + 1] - indptr[i])
-    gamma, total, buf = np.empty((max_deg, S)), np.empty(S), np.empty(S)
-    qidx, qval = np.empty(2 * L, dtype=np.int64), np.empty(2 * L)
-    pidx, pval = np.empty(2 * E, dtype=np.int64), np.empty(2 * E)
+    flat, unary, pair, yhat, gamma, total, buf, qidx, qval, pidx, pval = _star_buffers(P, n_states, indptr)
     t = t0
     for m in order:
         t += 1
         a = state[0]
         _augmented_unary(m, Xp, Xi, Xd, V, a, Y, loss_weight, n_states, flat, unary)
-        for e in range(E):
-            for u in range(S):
-                for v in range(S):
-                    pair[e, u, v] = a * P[e, u, v]
+        _scaled(P, a, pair)
         dm = delta[m]
         _passes_one(n_inner, unary, pair, edges, n_states, indptr, slots, dm, gamma, total)
         for i in range(L):
             yhat[i] = _belief_argmax(i, unary, n_states, indptr, slots, dm, buf)
-        npair = 0
-        for e in range(E):  # the edge maximisers need not agree with the node ones
-            _, ea, eb = _edge_max(e, pair, edges, n_states, dm)
-            yu, yv = Y[m, edges[e, 0]], Y[m, edges[e, 1]]
-            if ea != yu or eb != yv:
-                pidx[npair], pval[npair] = (e * S + ea) * S + eb, 1.0
-                pidx[npair + 1], pval[npair + 1] = (e * S + yu) * S + yv, -1.0
-                npair += 2
-        nq = _node_changes(m, Y, yhat, S, qidx, qval)
-        lo, hi = Xp[m], Xp[m + 1]
-        _full_step(float(t), C, Xi[lo:hi], Xd[lo:hi], qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW,
-                   UP, sum_W, sum_Pf)
+        _dual_step(m, t, C, Xp, Xi, Xd, Y, yhat, pair, edges, n_states, dm, qidx, qval, pidx, pval, V, Pf, state,
+                   acc, UW, UP, sum_W, sum_Pf)
     if acc[1] > 0.0:
         _flush(V, Pf, state, acc, UW, UP, sum_W, sum_Pf)
     return t
