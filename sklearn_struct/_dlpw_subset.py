@@ -18,8 +18,9 @@ __all__ = ["uses_witness", "n_witness_messages", "witness_epoch", "witness_objec
 
 
 def uses_witness(est):
-    """Whether ``est`` trains the subset loss by DLPW with dual messages (not exactly over the training sets)."""
-    return est.loss == "subset" and est.label_sets == "all" and not est.edge_features
+    """Whether ``est`` trains the subset loss by DLPW with dual messages (not exactly over the training sets):
+    its decoding (``label_sets_mode_``, set by ``fit`` before training) is over every labelling."""
+    return est.loss == "subset" and est.label_sets_mode_ == "all" and not est.edge_features
 
 
 def n_witness_messages(graph):

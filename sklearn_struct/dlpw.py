@@ -160,8 +160,9 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         equal Hamming loss), the two tie from 0.1 to 0.45, and ``"all"`` wins on Hamming loss above
         0.5 (a generated 50-label set whose training label sets are all distinct: 0.206 against
         0.260); the thresholds from 0.06 to 0.5 are all within 5e-4 of the best on both, 0.3 is their
-        middle. ``loss="subset"`` and ``edge_features=True`` are defined over the training label
-        sets: ``"auto"`` then always picks ``"train"`` (``"all"`` raises). :meth:`decision_function` follows the choice
+        middle. ``edge_features=True`` is defined over the training label sets: ``"auto"`` then
+        always picks ``"train"`` (``"all"`` raises). With ``loss="subset"`` the choice is made before
+        training and decides how the loss is trained (over the training sets, or through the LP). :meth:`decision_function` follows the choice
         (``label_sets_mode_``); :meth:`predict_marginals` always describes the LP relaxation.
     loss : {"hamming", "subset"}, default="hamming"
         The loss in the structured hinge. ``"hamming"``: the normalised Hamming loss, with the
@@ -314,7 +315,7 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         ``_warm_state``."""
         if y is None:
             validate_data(self, X, y)  # raises scikit-learn's "requires y" error
-        if self._train_over_sets() and self.label_sets == "all":
+        if self.edge_features and self.label_sets == "all":
             raise ValueError("edge_features=True trains over the training label sets: it needs label_sets='train' "
                              "(or 'auto', which then picks it); loss='subset' with label_sets='all' trains through "
                              "the loss-augmented LP.")
@@ -323,6 +324,10 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         if X.shape[0] != Y.shape[0]:
             raise ValueError(f"X has {X.shape[0]} samples but y has {Y.shape[0]}.")
         self.edges_ = self._check_edges(Y)
+        self.missing_mass_ = missing_mass(Y)
+        # decided before training: loss="subset" trains over the training sets or through the LP accordingly
+        self.label_sets_mode_ = self.label_sets if self.label_sets != "auto" else \
+            auto_label_sets(Y, needs_sets=bool(self.edge_features))
         graph = make_lp_graph(self.edges_, self.n_states_, name="edges")
         self._graph = graph
         Xa = _augment(X, self.fit_intercept)
@@ -343,9 +348,6 @@ class DLPWClassifier(ClassifierMixin, BaseEstimator):
         self.n_steps_ -= t0
         self._warm_state = (model, delta, t0 + self.n_steps_) if keep_warm_state else None
         self._set_weights(model)
-        self.missing_mass_ = missing_mass(Y)
-        self.label_sets_mode_ = self.label_sets if self.label_sets != "auto" else \
-            auto_label_sets(Y, needs_sets=self._train_over_sets())
         self._sets = distinct_label_sets(Y) if self.label_sets_mode_ == "train" else None
         self.label_sets_ = None if self._sets is None else self._decode_labels(self._sets)
         # decoding over the training sets is exact: every prediction is certified, none is decoded here

@@ -62,15 +62,27 @@ def test_auto_matches_train_on_few_label_sets_and_all_on_distinct_ones():
     assert any(tuple(r) not in seen for r in auto.predict(Xt))
 
 
-@pytest.mark.parametrize("kw", [{"loss": "subset"}, {"edge_features": True, "edges": "tree"}])
-def test_auto_picks_training_sets_for_models_defined_over_them(kw):
+def test_auto_picks_training_sets_for_edge_features():
     X, Y = _distinct_sets(40, 6)
+    kw = {"edge_features": True, "edges": "tree"}
     clf = DLPWClassifier(C=0.05, max_epochs=5, tol=0, **kw).fit(X, Y)
     assert clf.missing_mass_ > MISSING_MASS_THRESHOLD and clf.label_sets_mode_ == "train"
     assert {tuple(r) for r in clf.predict(X)} <= {tuple(r) for r in Y}
-    if "edge_features" in kw:
-        with pytest.raises(ValueError, match="label_sets='train' \\(or 'auto'"):
-            DLPWClassifier(label_sets="all", **kw).fit(X, Y)
-    else:  # the subset loss over every labelling trains through the loss-augmented LP (a witness node)
-        every = DLPWClassifier(label_sets="all", C=0.05, max_epochs=5, tol=0, **kw).fit(X, Y)
-        assert every.label_sets_mode_ == "all" and every.label_sets_ is None
+    with pytest.raises(ValueError, match="label_sets='train' \\(or 'auto'"):
+        DLPWClassifier(label_sets="all", **kw).fit(X, Y)
+
+
+def test_auto_subset_loss_follows_the_rule_and_trains_accordingly():
+    """The subset loss is trained over the training sets or through the loss-augmented LP (a witness node), as
+    ``label_sets="auto"`` decides before training: the same fit as the explicit choice."""
+    X, Y = _distinct_sets(40, 6)
+    auto = DLPWClassifier(C=0.05, max_epochs=5, tol=0, loss="subset").fit(X, Y)
+    every = DLPWClassifier(C=0.05, max_epochs=5, tol=0, loss="subset", label_sets="all").fit(X, Y)
+    assert auto.missing_mass_ > MISSING_MASS_THRESHOLD and auto.label_sets_mode_ == "all" and auto.label_sets_ is None
+    np.testing.assert_array_equal(auto.coef_, every.coef_)
+    np.testing.assert_array_equal(auto.objective_curve_[:, 2], every.objective_curve_[:, 2])
+    Xr, Yr = np.random.default_rng(2).normal(size=(40, 4)), np.repeat(Y[:4], 10, axis=0)  # 4 sets, 10 times each
+    few = DLPWClassifier(C=0.05, max_epochs=5, tol=0, loss="subset").fit(Xr, Yr)
+    sets = DLPWClassifier(C=0.05, max_epochs=5, tol=0, loss="subset", label_sets="train").fit(Xr, Yr)
+    assert few.label_sets_mode_ == "train"
+    np.testing.assert_array_equal(few.coef_, sets.coef_)
