@@ -197,7 +197,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         runs on the chain with the forbidden transitions, starts and ends at log-potential
         ``-inf``: each Bethe projection is a forward-backward on that chain, so the non-local
         marginals give them exactly 0 and no prediction contains them. Training sequences must
-        obey them. Not with :meth:`infer_tree` (a ValueError says so). See
+        obey them (unless ``allowed_transitions_in_fit=False``). Not with :meth:`infer_tree` (a ValueError says so). See
         ``allowed_transitions_in_fit`` to keep them out of the base CRF's training.
     allowed_transitions_in_fit : bool, default=True
         Whether the base CRF (and the held-out base CRFs of ``psi_holdout``) is trained with
