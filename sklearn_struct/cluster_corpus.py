@@ -33,6 +33,7 @@ from sklearn.base import clone
 from sklearn.feature_extraction import DictVectorizer
 
 from ._chain_crf import ChainData, ChainObjective, _add_l2, _chunk_loss, warm_start_params
+from ._chain_crf_constrained import structure_from
 from ._chain_crf_fit import check_solver_options, minimize_chain_objective, DEFAULT_MAX_ITER
 from .oracles.linear import LinearFeatures, all_pairs
 from .preprocessing import SequenceVectorizer, WindowFeaturizer, _call_on_tokens, _check_dict_sequences
@@ -49,6 +50,8 @@ class ClusterCorpus:
     Pass it to :meth:`sklearn_struct.ChainCRF.fit` in place of ``X`` (``y`` None: the labels are
     in the corpus). Each bag partition (or loader) is one shard, resident on one worker for the
     whole fit; ``ChainCRF``'s ``n_jobs`` does not apply (repartition the bag to choose the count).
+    ``allowed_transitions`` needs ``allowed_transitions_in_fit=False``: the cluster fits the plain
+    model and the mask applies at prediction (training with it is a ValueError).
 
     Parameters
     ----------
@@ -174,11 +177,15 @@ def fit_chain_crf_from_corpus(estimator, corpus, y=None, X_dev=None, y_dev=None,
     """``ChainCRF.fit`` on a :class:`ClusterCorpus` (called by it); sets the fitted attributes."""
     params = estimator.get_params()
     given = {"y": y, "X_dev": X_dev, "y_dev": y_dev, "sample_weight": sample_weight,
-             "class_weight": params["class_weight"], "allowed_transitions": params["allowed_transitions"]}
+             "class_weight": params["class_weight"]}
     for name, value in given.items():
         if value is not None:
             raise ValueError(f"ChainCRF.fit on a ClusterCorpus: {name} is not supported (got {type(value).__name__}); "
                              "the labels are in the corpus" + (" (pass y=None)." if name == "y" else "."))
+    if params["allowed_transitions"] is not None and params["allowed_transitions_in_fit"]:
+        raise ValueError("ChainCRF.fit on a ClusterCorpus: allowed_transitions in training is not supported; set "
+                         "allowed_transitions_in_fit=False to fit the plain model on the cluster and apply "
+                         "allowed_transitions at prediction only.")
     if params["algorithm"] != "lbfgs":
         raise ValueError(f"ChainCRF.fit on a ClusterCorpus needs algorithm='lbfgs', got {params['algorithm']!r}.")
     options = check_solver_options("lbfgs", params["solver_options"])
@@ -187,6 +194,7 @@ def fit_chain_crf_from_corpus(estimator, corpus, y=None, X_dev=None, y_dev=None,
     objective, classes, transitions = corpus._objective(params["c2"], params["all_possible_states"],
                                                         params["min_freq"])
     with objective:  # resident shards released at the end of the fit, even on an error
+        structure = structure_from(params["allowed_transitions"], classes)  # at prediction only: checked first
         previous = warm_start_params(estimator, objective.n_features, classes)
         L = len(classes)
         counts = transitions.ravel()
@@ -197,7 +205,7 @@ def fit_chain_crf_from_corpus(estimator, corpus, y=None, X_dev=None, y_dev=None,
     estimator.classes_, estimator.n_features_in_ = classes, objective.n_features
     estimator.__dict__.pop("_online_state", None)
     estimator.coef_, estimator.intercept_, estimator.transition_, estimator.n_iter_, estimator.objective_ = fitted
-    estimator.training_log_, estimator.allowed_transitions_ = log, None
+    estimator.training_log_, estimator.allowed_transitions_ = log, structure
     return estimator
 
 

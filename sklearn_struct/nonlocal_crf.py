@@ -197,7 +197,19 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         runs on the chain with the forbidden transitions, starts and ends at log-potential
         ``-inf``: each Bethe projection is a forward-backward on that chain, so the non-local
         marginals give them exactly 0 and no prediction contains them. Training sequences must
-        obey them. Not with :meth:`infer_tree` (a ValueError says so).
+        obey them (unless ``allowed_transitions_in_fit=False``). Not with :meth:`infer_tree` (a ValueError says so). See
+        ``allowed_transitions_in_fit`` to keep them out of the base CRF's training.
+    allowed_transitions_in_fit : bool, default=True
+        Whether the base CRF (and the held-out base CRFs of ``psi_holdout``) is trained with
+        ``allowed_transitions`` (True: ``log Z`` sums over the allowed sequences only) or is the
+        plain model, exactly the weights of a fit without ``allowed_transitions`` (False; the
+        training sequences need not obey the mask then), as in
+        :class:`~sklearn_struct.ChainCRF`. Either way every inference applies the mask: the psi
+        step of ``fit`` (Algorithm 3, with ``learn_theta=True`` its theta steps too, and the
+        gate's samples) learns under the inference the model predicts with, and
+        :meth:`predict`, :meth:`predict_marginals`, :meth:`infer`, :meth:`predict_topk`,
+        :meth:`sequence_log_proba` and ``fixed=`` never give a forbidden transition. Ignored
+        without ``allowed_transitions``.
     warm_start : bool, default=False
         When True and the model is fitted, the next ``fit`` (same features and labels) starts
         the base CRF's L-BFGS from the fitted parameters, so a converged base model is reused
@@ -323,6 +335,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         "theta_learning_rate": [None, Interval(numbers.Real, 0, None, closed="neither")],
         **shared_constraints("warm_start", "callback", "random_state", "n_jobs", "verbose"),
         "allowed_transitions": [str, "array-like", None],
+        "allowed_transitions_in_fit": ["boolean"],
     }
 
     def __init__(
@@ -359,6 +372,7 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         n_jobs=None,
         verbose=0,
         allowed_transitions=None,
+        allowed_transitions_in_fit=True,
     ):
         store_init_params(self, locals())
 
@@ -397,9 +411,9 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
                              "weights; use it with energy=None.")
         progress, X, y_enc, previous = start_chain_fit(self, X, y)  # sets classes_, n_features_in_
         structure = structure_from(self.allowed_transitions, self.classes_)
-        if structure is not None:
+        if structure is not None and self.allowed_transitions_in_fit:
             check_feasible([len(v) for v in y_enc], onehot_masks(y_enc, len(self.classes_)), structure)
-        self.allowed_transitions_ = structure  # read by _lbfgs_crf (the held-out base CRFs too)
+        self.allowed_transitions_ = structure  # read by _lbfgs_crf (the held-out base CRFs too); psi infers with it
         weights = sequence_weights(sample_weight, None, y_enc, self.classes_)
         theta, n_iter, objective = self._lbfgs_crf(X, y_enc, previous, progress=progress, sample_weight=weights)
         fitted = dict(classes_=self.classes_, n_features_in_=self.n_features_in_, coef_=theta[0],
@@ -446,7 +460,8 @@ class NonLocalCRF(ChainTagsMixin, BaseEstimator):
         params = ChainCRF(algorithm="lbfgs", c2=self.c2, max_iter=self.max_iter, tol=self.tol,
                           all_possible_states=self.all_possible_states, all_possible_transitions=True,
                           n_jobs=self.n_jobs).get_params()
-        structure = getattr(self, "allowed_transitions_", None)
+        # allowed_transitions_in_fit=False: the plain model's fit, the mask at inference only
+        structure = getattr(self, "allowed_transitions_", None) if self.allowed_transitions_in_fit else None
         *theta, n_iter, objective, _ = fit_chain_algorithm(X, y_enc, len(self.classes_), params,
                                                            previous=previous, progress=progress, what=what,
                                                            sample_weight=sample_weight,

@@ -321,6 +321,16 @@ def probe_explain(p):
              "allowed_transitions_in_fit",
              [("string", "no", False), ("number", 0, False), ("none", None, False), ("array", np.array([True]), False),
               ("nan", math.nan, False)], ("allowed_transitions_in_fit",))
+    from sklearn_struct import NonLocalCRF  # the same option: the plain base CRF, the mask in every inference
+
+    first = (np.ones((2, 2), bool), np.array([True, False]), np.ones(2, bool))  # label 1 may not start
+    nl_decode = NonLocalCRF(c2=0.1, allowed_transitions=first, allowed_transitions_in_fit=False).fit(X, y)
+    p.valid("NonLocalCRF (decode only)", lambda: (nl_decode.predict([X[1]]), nl_decode.predict_topk([X[1]], 4)),
+            lambda out: out[0][0][0] == 0 and all(row[0] == 0 for row in out[1][0][0]))
+    p.mutate("NonLocalCRF", lambda **k: NonLocalCRF(allowed_transitions="BIO", **k).fit(X, y), {},
+             "allowed_transitions_in_fit",
+             [("string", "no", False), ("number", 0, False), ("none", None, False), ("array", np.array([True]), False),
+              ("nan", math.nan, False)], ("allowed_transitions_in_fit",))
     kw = {"estimator": crf, "X_one": X[0]}
     p.mutate("explain_prediction", explain_prediction, kw, "estimator",
              [("unfitted", ChainCRF(), False), ("none", None, False), ("a-string", "abc", False),
@@ -509,6 +519,10 @@ def probe_cluster_corpus(p):
              [("none", None, False), ("a-string", "abc", False), ("dense", SequenceVectorizer(sparse=False), False)],
              ("featurizer", "sparse"))
     p.mutate("ClusterCorpus", make, {}, "client", [("string", "abc", False), ("number", 3, False)], ("client",))
+    from sklearn_struct import ChainCRF  # training with allowed_transitions: refused before any cluster is needed
+
+    p.run("ChainCRF.fit (ClusterCorpus)", "allowed_transitions in fit",
+          lambda: ChainCRF(allowed_transitions="BIO").fit(make()), ("allowed_transitions_in_fit",))
 
 
 SECTIONS = {

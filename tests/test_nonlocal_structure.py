@@ -150,7 +150,11 @@ def test_without_energy_it_is_chain_crf_with_the_same_structure(models):
 @settings(max_examples=40, deadline=None)
 @given(_inputs())
 def test_base_model_against_enumeration(models, problem):
-    _, _, plain, _ = models
+    check_base_against_enumeration(models[2], problem)
+
+
+def check_base_against_enumeration(plain, problem):
+    """The NonLocalCRF without energy ``plain`` (under BIO) against enumeration on ``problem`` of :func:`_inputs`."""
     x, fixed, mask = problem
     n = x.shape[0]
     paths = _paths(n)
@@ -178,7 +182,12 @@ def test_base_model_against_enumeration(models, problem):
 @settings(max_examples=15, deadline=None)
 @given(_inputs())
 def test_nonlocal_model_against_enumeration(models, converged, problem):
-    _, _, _, model = models
+    check_nonlocal_against_enumeration(models[3], converged, problem)
+
+
+def check_nonlocal_against_enumeration(model, converged, problem):
+    """The NonLocalCRF with energy ``model`` (under BIO; ``converged``: its copy with inference run to
+    convergence) against enumeration on ``problem`` of :func:`_inputs`."""
     x, fixed, mask = problem
     n = x.shape[0]
     fixed_arg = None if fixed is None else [fixed]

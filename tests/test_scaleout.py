@@ -360,6 +360,37 @@ def test_chain_crf_fits_conll_files_loaded_on_the_workers_and_survives_a_lost_wo
         np.testing.assert_allclose(model.transition_, local.transition_, rtol=1e-9, atol=1e-10)
 
 
+def _invalid_bio(predictions):
+    return sum(lab.startswith("I-") and prev[2:] != lab[2:] for p in predictions for prev, lab in zip(["O", *p], p))
+
+
+def test_chain_crf_fits_a_corpus_plain_and_decodes_within_allowed_transitions(healthy):
+    db = pytest.importorskip("dask.bag")
+    from sklearn_struct.cluster_corpus import ClusterCorpus
+    from sklearn_struct.preprocessing import SequenceVectorizer
+
+    X, y = _tagged_corpus(n_seq=60, seed=2)  # the labels break BIO: an I-NP after O
+    X = _as_dicts(X)
+    vectorizer = SequenceVectorizer()
+    Xl = vectorizer.fit_transform(X)
+    params = dict(max_iter=8, c2=0.1, allowed_transitions="BIO", allowed_transitions_in_fit=False)
+    plain = _fit_quiet(ChainCRF(max_iter=8, c2=0.1), Xl, y)
+    local = _fit_quiet(ChainCRF(**params), Xl, y)
+    corpus = ClusterCorpus(db.from_sequence(list(zip(X, y)), npartitions=2), SequenceVectorizer())
+    with joblib.parallel_backend("dask"):
+        remote = _fit_quiet(ChainCRF(**params), corpus, None)
+    assert np.array_equal(remote.classes_, plain.classes_) and remote.n_iter_ == plain.n_iter_
+    for name in ("coef_", "intercept_", "transition_"):  # the plain model's weights
+        np.testing.assert_allclose(getattr(remote, name), getattr(plain, name), rtol=1e-9, atol=1e-10)
+    for mask in ("transitions", "start", "end"):
+        assert np.array_equal(getattr(remote.allowed_transitions_, mask), getattr(local.allowed_transitions_, mask))
+    Xt = corpus.featurizer_.transform(X)
+    assert _invalid_bio(plain.predict(Xt)) > 0 and _invalid_bio(remote.predict(Xt)) == 0
+    assert [p.tolist() for p in remote.predict(Xt)] == [p.tolist() for p in local.predict(Xt)]
+    for a, b in zip(remote.predict_marginals(Xt[:10]), local.predict_marginals(Xt[:10])):
+        np.testing.assert_allclose(a, b, atol=1e-8)
+
+
 def test_cluster_corpus_rejects_bad_input(healthy):
     db = pytest.importorskip("dask.bag")
     from sklearn_struct.cluster_corpus import ClusterCorpus
@@ -378,7 +409,10 @@ def test_cluster_corpus_rejects_bad_input(healthy):
     with joblib.parallel_backend("dask"):
         for est, kwargs, match in [(ChainCRF(), {"y": y}, "y is not supported"),
                                    (ChainCRF(algorithm="ap"), {}, "algorithm='lbfgs'"),
-                                   (ChainCRF(class_weight="balanced"), {}, "class_weight")]:
+                                   (ChainCRF(class_weight="balanced"), {}, "class_weight"),
+                                   (ChainCRF(allowed_transitions="BIO"), {}, "allowed_transitions_in_fit=False"),
+                                   (ChainCRF(allowed_transitions=np.ones((9, 9), bool), allowed_transitions_in_fit=False),
+                                    {}, "allowed_transitions must be")]:
             with pytest.raises(ValueError, match=match):
                 est.fit(good, **kwargs)
         cases = [(db.from_sequence([], npartitions=1), "the corpus is empty"),
