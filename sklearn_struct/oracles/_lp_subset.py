@@ -140,6 +140,16 @@ def _dual_batch(unary, pairwise, edges, n_states, indptr, slots, delta, Y, loss,
         out[m] = _dual(unary[m], pairwise, edges, n_states, indptr, slots, delta[m], Y[m], loss, ubuf, buf, A, B, D)
 
 
+@helper
+def _augmented_primal(u, pairwise, edges, yh, y, loss):
+    """Score of the labelling ``yh`` plus the subset loss ``loss`` if it differs from ``y`` anywhere."""
+    p = _primal_one(u, pairwise, edges, yh)
+    for i in range(y.shape[0]):
+        if yh[i] != y[i]:
+            return p + loss
+    return p
+
+
 @kernel
 def _solve_batch(unary, pairwise, edges, n_states, indptr, slots, delta, Y, loss, max_deg, max_iter, tol, labels,
                  dual, primal):
@@ -152,11 +162,7 @@ def _solve_batch(unary, pairwise, edges, n_states, indptr, slots, delta, Y, loss
         g = _dual(u, pairwise, edges, n_states, indptr, slots, dm, y, loss, ubuf, buf, A, B, D)
         for it in range(max_iter + 1):
             _decode(u, n_states, indptr, slots, dm, ubuf, buf, yh)
-            p = _primal_one(u, pairwise, edges, yh)
-            for i in range(L):
-                if yh[i] != y[i]:
-                    p += loss
-                    break
+            p = _augmented_primal(u, pairwise, edges, yh, y, loss)
             scale = max(1.0, abs(g))
             if g - p <= tol * scale or it == max_iter:
                 break
@@ -166,11 +172,7 @@ def _solve_batch(unary, pairwise, edges, n_states, indptr, slots, delta, Y, loss
             g = g_new
             if stalled:
                 _decode(u, n_states, indptr, slots, dm, ubuf, buf, yh)
-                p = _primal_one(u, pairwise, edges, yh)
-                for i in range(L):
-                    if yh[i] != y[i]:
-                        p += loss
-                        break
+                p = _augmented_primal(u, pairwise, edges, yh, y, loss)
                 break
         dual[m], primal[m] = g, p
 
