@@ -10,7 +10,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.multioutput import MultiOutputClassifier
 
 from sklearn_struct.datasets import make_multilabel_pairwise
-from sklearn_struct.dlpw import DLPWClassifier, _augment, _Model, loss_augmented, objective_eq7, objective_eq9
+from sklearn_struct._dlpw_model import _augment, _Model, loss_augmented, objective_eq7, objective_eq9
+from sklearn_struct.dlpw import DLPWClassifier
 from sklearn_struct.oracles.lp import dual_values, make_lp_graph, primal_values, star_passes
 from sklearn_struct.oracles.lp_learning import dlpw_epoch
 

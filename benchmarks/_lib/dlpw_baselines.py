@@ -25,7 +25,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.multioutput import ClassifierChain
 
-from sklearn_struct.dlpw import loss_augmented
+from sklearn_struct._dlpw_model import loss_augmented
 from sklearn_struct.oracles.lp import LocalPolytopeLP, lp_map, primal_values
 from sklearn_struct.oracles.lp_learning import dlpw_epoch, pegasos_step
 
