@@ -14,17 +14,20 @@ from sklearn_struct.crfsuite import CRF
 from sklearn_struct.crfsuite._features import AttributeVocabulary
 
 
-def _corpus(n=40, seed=0):
-    """Feature dicts with strings, negative and positive numbers, bools, nested dicts and lists."""
+def _corpus(n=40, seed=0, numbers=True):
+    """Feature dicts with strings, negative and positive numbers, bools, nested dicts and lists
+    (strings and lists only, all values 1, without ``numbers``)."""
     rng = np.random.default_rng(seed)
     X, y = [], []
     for _ in range(n):
         labels, tokens, prev = [], [], "A"
         for _ in range(rng.integers(1, 9)):
             label = prev if rng.random() < 0.6 else str(rng.choice(["A", "B", "C"]))
-            tokens.append({"w": f"{label.lower()}{rng.integers(3)}", "x": float(rng.normal(label == "B")),
-                           "flag": bool(rng.random() < 0.5), "n": {"k": int(rng.integers(-2, 3))},
-                           "tags": ["t"] if rng.random() < 0.3 else []})
+            token = {"w": f"{label.lower()}{rng.integers(3)}", "tags": ["t"] if rng.random() < 0.3 else []}
+            if numbers:
+                token.update({"x": float(rng.normal(label == "B")), "flag": bool(rng.random() < 0.5),
+                              "n": {"k": int(rng.integers(-2, 3))}})
+            tokens.append(token)
             labels.append(label)
             prev = label
         X.append(tokens)
@@ -32,8 +35,8 @@ def _corpus(n=40, seed=0):
     return X, y
 
 
-def _fit_both(monkeypatch, params, **fit_params):
-    X, y = _corpus()
+def _fit_both(monkeypatch, params, numbers=True, **fit_params):
+    X, y = _corpus(numbers=numbers)
     lean = CRF(**params).fit(X, y, **fit_params)
     with monkeypatch.context() as m:
         m.setattr(estimator, "lean_fit_applies", lambda *args: False)
@@ -47,6 +50,8 @@ def _without_seconds(log):
 
 @pytest.mark.parametrize("params, fit_params", [
     ({"c2": 0.1, "max_iterations": 30}, {}),
+    ({"c2": 0.1, "max_iterations": 30}, {"numbers": False}),  # all values 1: min_freq 0 without the counts
+    ({"c2": 0.1, "max_iterations": 30, "all_possible_states": True}, {"numbers": False}),
     ({"c1": 0.05, "c2": 0.01, "max_iterations": 25, "all_possible_states": True}, {}),
     ({"c2": 0.5, "min_freq": 1.5, "all_possible_transitions": True, "max_iterations": 20,
       "class_weight": {"B": 2.0}}, {"sample_weight": np.linspace(0.5, 2.0, 40)}),

@@ -31,11 +31,12 @@ def lean_fit_applies(chain, data, structure):
 def fit_releasing_features(chain, data, sample_weight=None):
     """``chain.fit(data.X, data.y, **data.dev, sample_weight=sample_weight)``, dropping ``data.X`` early.
 
-    ``data`` is the drop-in's vectorised training set (its ``X``: per-sequence CSR views of one
-    packed matrix with sorted indices, ``y``: label codes ``0 .. L-1`` in first-appearance
-    order, every code present); ``data.X`` is deleted once the objective is built, so that the
-    last reference to the matrix goes. Sets the fitted attributes ``chain.fit`` sets, with the
-    same values.
+    ``data`` is the drop-in's vectorised training set: ``X``, per-sequence CSR views of one
+    packed matrix with sorted indices; ``y``, label codes ``0 .. L-1`` in first-appearance
+    order, every code present; ``positive``, whether every value in ``X`` is > 0 (then
+    ``min_freq=0`` keeps exactly the pairs seen, and the pair counts are skipped); ``dev``.
+    ``data.X`` is deleted once the objective is built, so that the last reference to the
+    matrix goes. Sets the fitted attributes ``chain.fit`` sets, with the same values.
 
     Examples
     --------
@@ -44,7 +45,7 @@ def fit_releasing_features(chain, data, sample_weight=None):
     >>> from sklearn_struct import ChainCRF
     >>> X = [sp.csr_matrix(np.eye(2)), sp.csr_matrix(np.eye(2)[::-1])]
     >>> y = [np.array([0, 1]), np.array([1, 0])]
-    >>> data = SimpleNamespace(X=X, y=y, dev={}, partial=False)
+    >>> data = SimpleNamespace(X=X, y=y, dev={}, partial=False, positive=True)
     >>> chain = fit_releasing_features(ChainCRF(fit_intercept=False), data)
     >>> hasattr(data, "X"), chain.predict(X)[1].tolist()
     (False, [1, 0])
@@ -60,14 +61,17 @@ def fit_releasing_features(chain, data, sample_weight=None):
     dev = None
     if data.dev:
         dev = (data.dev["X_dev"], data.dev["y_dev"])
+    min_freq = params["min_freq"]
+    if min_freq == 0 and data.positive:  # minfreq 0 keeps every pair seen (its frequency > 0): no counts needed
+        min_freq = None
     weights = sequence_weights(sample_weight, params["class_weight"], y_enc, classes)
     objective = ChainObjective(X, y_enc, n_labels, params["c2"], n_chunks=n_shards(params["n_jobs"]),
                                n_jobs=params["n_jobs"], all_possible_states=params["all_possible_states"],
-                               min_freq=params["min_freq"], sample_weight=weights)
+                               min_freq=min_freq, sample_weight=weights)
     del X, data.X  # the objective holds what it reads: the last reference to the matrix goes here
     y = np.concatenate(y_enc)
     offsets = np.concatenate([[0], np.cumsum([len(v) for v in y_enc])])
-    transitions = transition_mask(y, offsets, n_labels, params["all_possible_transitions"], params["min_freq"])
+    transitions = transition_mask(y, offsets, n_labels, params["all_possible_transitions"], min_freq)
     del y, offsets
     *fitted, log = minimize_chain_objective(objective, transitions, params, options, max_iter, None, progress, dev)
     chain.classes_, chain.n_features_in_ = classes, n_features

@@ -282,7 +282,8 @@ class CRF(BaseEstimator):
             dev = {"X_dev": split_rows(dev_rows, dev_offsets), "y_dev": _encode(holdout[1], codes, "y_dev")}
         y_coded = _encode(y, codes, "y") if partial is None else partial[1]
         return SimpleNamespace(X=split_rows(rows, offsets), y=y_coded, names=vocabulary.names(),
-                               labels=labels, dev=dev, holdout=holdout, partial=partial is not None)
+                               labels=labels, dev=dev, holdout=holdout, partial=partial is not None,
+                               positive=rows.nnz == 0 or bool(rows.data.min() > 0))
 
     def _chain_params(self):
         algorithm = self.algorithm or "lbfgs"
