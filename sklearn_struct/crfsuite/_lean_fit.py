@@ -35,8 +35,8 @@ def fit_releasing_features(chain, data, sample_weight=None):
     packed matrix with sorted indices; ``y``, label codes ``0 .. L-1`` in first-appearance
     order, every code present; ``positive``, whether every value in ``X`` is > 0 (then
     ``min_freq=0`` keeps exactly the pairs seen, and the pair counts are skipped); ``dev``.
-    ``data.X`` is deleted once the objective is built, so that the last reference to the
-    matrix goes. Sets the fitted attributes ``chain.fit`` sets, with the same values.
+    ``data.X`` (and ``data.y``) are deleted once the objective is built, so that the last
+    reference to the matrix goes. Sets the fitted attributes ``chain.fit`` sets, with the same values.
 
     Examples
     --------
@@ -47,8 +47,8 @@ def fit_releasing_features(chain, data, sample_weight=None):
     >>> y = [np.array([0, 1]), np.array([1, 0])]
     >>> data = SimpleNamespace(X=X, y=y, dev={}, partial=False, positive=True)
     >>> chain = fit_releasing_features(ChainCRF(fit_intercept=False), data)
-    >>> hasattr(data, "X"), chain.predict(X)[1].tolist()
-    (False, [1, 0])
+    >>> hasattr(data, "X"), hasattr(data, "y"), chain.predict(X)[1].tolist()
+    (False, False, [1, 0])
     """
     chain._validate_params()  # as ChainCRF.fit's _fit_context does
     params = chain.get_params()
@@ -72,7 +72,7 @@ def fit_releasing_features(chain, data, sample_weight=None):
     y = np.concatenate(y_enc)
     offsets = np.concatenate([[0], np.cumsum([len(v) for v in y_enc])])
     transitions = transition_mask(y, offsets, n_labels, params["all_possible_transitions"], min_freq)
-    del y, offsets
+    del y, offsets, y_enc, data.y  # the objective holds its own copy of the labels
     *fitted, log = minimize_chain_objective(objective, transitions, params, options, max_iter, None, progress, dev)
     chain.classes_, chain.n_features_in_ = classes, n_features
     chain.coef_, chain.intercept_, chain.transition_, chain.n_iter_, chain.objective_ = fitted
