@@ -114,3 +114,16 @@ def test_feature_matrix_is_freed_before_the_first_evaluation(monkeypatch):
     crf = CRF(c2=0.1, max_iterations=5).fit(X, y)
     assert alive == [[False, False, False]]
     assert crf.predict(X[:2]) == CRF(c2=0.1, max_iterations=5).fit(X, y).predict(X[:2])
+
+
+@pytest.mark.parametrize("X, y", [
+    ([[{"a": "x"}, {"a": "y"}], [], [{"a": "x"}]], [["A", "B"], [], ["A"]]),
+    ([[]], [[]]),
+])
+def test_lean_fit_refuses_what_chain_crf_fit_refuses(monkeypatch, X, y):
+    with pytest.raises(ValueError) as lean:
+        CRF(max_iterations=3).fit(X, y)
+    monkeypatch.setattr(estimator, "lean_fit_applies", lambda *args: False)
+    with pytest.raises(ValueError) as full:
+        CRF(max_iterations=3).fit(X, y)
+    assert str(lean.value) == str(full.value) and "is empty" in str(lean.value)

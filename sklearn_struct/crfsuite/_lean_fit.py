@@ -19,6 +19,7 @@ from .._chain_crf_online import transition_mask
 from .._chain_crf_weights import sequence_weights
 from ..utils.progress import Progress
 from ..utils.shards import n_shards
+from ..utils.validation import check_sequences
 
 __all__ = ["lean_fit_applies", "fit_releasing_features"]
 
@@ -55,7 +56,7 @@ def fit_releasing_features(chain, data, sample_weight=None):
     options = check_solver_options("lbfgs", params["solver_options"])
     max_iter = params["max_iter"] if params["max_iter"] is not None else DEFAULT_MAX_ITER["lbfgs"]
     progress = Progress(type(chain).__name__, chain.verbose, chain.callback)
-    X, y_enc = data.X, data.y
+    X, y_enc = check_sequences(data.X, data.y)  # ChainCRF.fit's checks and errors (e.g. an empty sequence)
     n_labels, n_features = int(max(int(v.max()) for v in y_enc)) + 1, X[0].shape[1]
     classes = np.arange(n_labels, dtype=np.int64)  # ChainCRF's LabelEncoder on the codes 0 .. L-1
     dev = None
