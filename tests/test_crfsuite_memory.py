@@ -4,11 +4,13 @@ dicts is released before the first objective evaluation, and the fitted model is
 
 import gc
 import weakref
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import sklearn_struct.crfsuite._lean_fit as lean_fit
+from sklearn_struct import ChainCRF
 import sklearn_struct.crfsuite.estimator as estimator
 from sklearn_struct.crfsuite import CRF
 from sklearn_struct.crfsuite._features import AttributeVocabulary
@@ -87,6 +89,9 @@ def test_lean_fit_is_used_only_where_it_is_the_same_fit():
         assert len(calls) == 1
         CRF(algorithm="ap", max_iterations=2).fit(X, y)  # online algorithms: ChainCRF.fit
         CRF(max_iterations=3, allowed_transitions=np.ones((3, 3), bool)).fit(X, y)  # constraints: ChainCRF.fit
+        chain = ChainCRF(fit_intercept=False, warm_start=True)
+        assert not lean_fit.lean_fit_applies(chain, SimpleNamespace(partial=False), None)  # a parameter it ignores
+        assert lean_fit.lean_fit_applies(ChainCRF(fit_intercept=False, c2=0.5), SimpleNamespace(partial=False), None)
         partial = [list(labels) for labels in y]
         partial[0][0] = None
         CRF(max_iterations=3).fit(X, partial)  # partial labels: ChainCRF.fit

@@ -24,9 +24,27 @@ from ..utils.validation import check_sequences
 __all__ = ["lean_fit_applies", "fit_releasing_features"]
 
 
+# the ChainCRF parameters fit_releasing_features reads; any other one must be at its default
+_HANDLED = {"algorithm", "c1", "c2", "max_iter", "tol", "period", "epsilon", "all_possible_states",
+            "all_possible_transitions", "min_freq", "fit_intercept", "solver_options", "n_jobs", "verbose",
+            "callback", "class_weight"}
+
+
 def lean_fit_applies(chain, data, structure):
-    """Whether :func:`fit_releasing_features` fits ``chain`` on the drop-in's ``data`` as ``chain.fit`` would."""
-    return chain.algorithm == "lbfgs" and not data.partial and structure is None and not chain.warm_start
+    """Whether :func:`fit_releasing_features` fits ``chain`` on the drop-in's ``data`` as ``chain.fit`` would:
+    L-BFGS on full labels, no allowed transitions, no warm start, no parameter it does not read."""
+    defaults = type(chain)().get_params()
+    others = {name: value for name, value in chain.get_params().items() if name not in _HANDLED}
+    return (chain.algorithm == "lbfgs" and not data.partial and structure is None
+            and all(_at_default(value, defaults.get(name, _MISSING)) for name, value in others.items()))
+
+
+_MISSING = object()
+
+
+def _at_default(value, default):
+    return value is default or (isinstance(value, (bool, int, float, str)) and type(value) is type(default)
+                                and value == default)
 
 
 def fit_releasing_features(chain, data, sample_weight=None):
