@@ -28,6 +28,7 @@ __all__ = ["lean_fit_applies", "fit_releasing_features"]
 _HANDLED = {"algorithm", "c1", "c2", "max_iter", "tol", "period", "epsilon", "all_possible_states",
             "all_possible_transitions", "min_freq", "fit_intercept", "solver_options", "n_jobs", "verbose",
             "callback", "class_weight"}
+_MISSING = object()  # a parameter ChainCRF() does not have
 
 
 def lean_fit_applies(chain, data, structure):
@@ -37,9 +38,6 @@ def lean_fit_applies(chain, data, structure):
     others = {name: value for name, value in chain.get_params().items() if name not in _HANDLED}
     return (chain.algorithm == "lbfgs" and not data.partial and structure is None
             and all(_at_default(value, defaults.get(name, _MISSING)) for name, value in others.items()))
-
-
-_MISSING = object()
 
 
 def _at_default(value, default):
