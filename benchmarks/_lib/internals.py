@@ -21,3 +21,7 @@ from sklearn_struct.oracles.lp import _highspy  # noqa: F401
 from sklearn_struct.utils._params import atomic_fit, store_init_params  # noqa: F401
 from sklearn_struct.gp_struct import _fresh_kernels  # noqa: F401
 from sklearn_struct.oracles.chain_samples import _marginals_kernel  # noqa: F401
+# modules whose functions memory_stages wraps (the drop-in's fit split into stages)
+from sklearn_struct import _chain_crf_fit as chain_crf_fit_module  # noqa: F401,E402
+from sklearn_struct.crfsuite import _lean_fit as crfsuite_lean_fit_module  # noqa: F401,E402
+from sklearn_struct.crfsuite import estimator as crfsuite_estimator_module  # noqa: F401,E402

@@ -23,6 +23,10 @@ The corpus is CoNLL-2000's training set (211,727 tokens) and the same list of se
 Writes ``benchmarks/results/memory_per_token/memory_per_token.{md,json}``. Goal (issue #33): our peak per token at
 most 1.2x sklearn-crfsuite's. Needs ``SKLEARN_STRUCT_DATA`` (CoNLL-2000) and sklearn-crfsuite.
 Run: ``SKLEARN_STRUCT_DATA=../shared/data python benchmarks/product/bench_memory_per_token.py [--factors 1 4]``.
+
+``--stages`` fits only the drop-in, its fit split into stages by the probes of
+``_lib/memory_stages.py`` (the high-water mark reset at each stage's end), and writes
+``stages.{md,json}``: where the bytes per token go (``--before-stages`` adds an earlier run's table).
 """
 
 import argparse
@@ -55,7 +59,7 @@ FITTERS = {
 CHILD = r"""
 import gc, json, pickle, resource, sys, time, warnings
 sys.path.insert(0, {root!r})
-fitter, store, factor = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fitter, store, factor, stages = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "stages"
 from sklearn.exceptions import ConvergenceWarning
 warnings.simplefilter("ignore", ConvergenceWarning)
 
@@ -82,6 +86,9 @@ def make(fitter, max_iter):
     return sklearn_crfsuite.CRF(algorithm="lbfgs", c2={c2}, max_iterations=max_iter)
 
 
+if stages:  # imported before the baseline is read
+    sys.path.insert(0, {benchmarks!r})
+    from _lib.memory_stages import install
 with open(store, "rb") as fh:
     X, y = pickle.load(fh)
 X, y = X * factor, y * factor
@@ -95,19 +102,31 @@ try:
     reset = True
 except OSError:
     reset = False
+marks = []
+if stages:  # the drop-in's fit split into stages: each one's peak and the memory in use at its end
+    def mark(stage):
+        marks.append({{"stage": stage, "peak_bytes": status("VmHWM") - baseline, "end_bytes": status("VmRSS") - baseline}})
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+
+    install(mark)
 start = time.perf_counter()
 model = make(fitter, {max_iter}).fit(X, y)
 seconds = time.perf_counter() - start
 peak = status("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+if stages:
+    mark("the model and the training log")
+    peak = baseline + max(m["peak_bytes"] for m in marks)
 print(json.dumps({{"fitter": fitter, "factor": factor, "n_sequences": len(y), "n_tokens": n_tokens,
                   "baseline_bytes": baseline, "peak_bytes": peak, "hwm_reset": reset, "seconds": seconds,
-                  "bytes_per_token": (peak - baseline) / n_tokens}}))
+                  "bytes_per_token": (peak - baseline) / n_tokens, "stages": marks}}))
 """
 
 
-def run(fitter, store, factor):
-    code = CHILD.format(root=str(ROOT), c2=C2, max_iter=MAX_ITER)
-    proc = subprocess.run([sys.executable, "-c", code, fitter, store, str(factor)], capture_output=True, text=True)
+def run(fitter, store, factor, stages=False):
+    code = CHILD.format(root=str(ROOT), benchmarks=str(ROOT / "benchmarks"), c2=C2, max_iter=MAX_ITER)
+    proc = subprocess.run([sys.executable, "-c", code, fitter, store, str(factor), "stages" if stages else "-"],
+                          capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{fitter} x{factor} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -170,13 +189,22 @@ def main():
     parser.add_argument("--before", help="the json of an earlier run (other code), shown beside this one")
     parser.add_argument("--update", action="store_true",
                         help="keep the other fits of the last results (and their 'before'); rerun only these")
+    parser.add_argument("--before-stages", help="with --stages: the stages json of an earlier run (other code), "
+                                                "shown as a second table")
+    parser.add_argument("--stages", action="store_true",
+                        help="only the drop-in, its fit split into stages (memory at each one's peak and end): "
+                             "writes stages.{md,json}")
     add_report_only(parser)
     args = parse_args(parser)
     if args.report_only:
         report(load_json(RESULTS / "memory_per_token.json"))
+        if (RESULTS / "stages.json").exists():
+            report_stages(load_json(RESULTS / "stages.json"))
         return finish()
     if not os.environ.get("SKLEARN_STRUCT_DATA"):
         sys.exit("Set SKLEARN_STRUCT_DATA to the folder holding conll2000/.")
+    if args.stages:
+        return run_stages(args)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         stores, info = prepare(tmp)
@@ -205,6 +233,43 @@ def main():
         "before": before, "setup": dict(machine=platform.machine(), cpu_count=os.cpu_count(),
                                         python=platform.python_version())}, indent=2)
     report(load_json(RESULTS / "memory_per_token.json"))
+
+
+def run_stages(args):
+    """The drop-in's fit at each factor in a fresh process, its stages probed (``_lib.memory_stages``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stores, info = prepare(tmp)
+        runs = [dict(run("crfsuite.CRF", stores["dicts"], factor, stages=True), label=args.label)
+                for factor in args.factors]
+    before = load_json(Path(args.before_stages))["runs"] if args.before_stages else None
+    save_json(RESULTS / "stages.json", {"info": info, "max_iter": MAX_ITER, "c2": C2, "runs": runs, "before": before})
+    report_stages(load_json(RESULTS / "stages.json"))
+
+
+def report_stages(payload):
+    """The stages tables (this run's, and an earlier one's): bytes per token over the baseline at
+    each stage's peak and at its end."""
+    lines = ["# The drop-in's fit by stage", "",
+             "Bytes per token over the baseline (the dicts loaded), in a fresh process as in the main table: at the "
+             "peak of each stage and at its end.", ""]
+    for runs in (payload["runs"], payload.get("before")):
+        if runs:
+            lines += _stage_table(runs)
+    text = "\n".join(lines)
+    write_text(RESULTS / "stages.md", text)
+    print(text)
+
+
+def _stage_table(runs):
+    lines = ["Code: " + "; ".join(f"x{r['factor']}: {r['label']}" for r in runs) + ".", "",
+             "| stage | " + " | ".join(f"x{r['factor']}: peak | x{r['factor']}: at its end" for r in runs) + " |",
+             "|---|" + "---|---|" * len(runs)]
+    for i, stage in enumerate(m["stage"] for m in runs[0]["stages"]):
+        cells = [f"{r['stages'][i][key] / r['n_tokens']:.0f}" for r in runs for key in ("peak_bytes", "end_bytes")]
+        lines.append(f"| {stage} | " + " | ".join(cells) + " |")
+    peaks = [cell for r in runs for cell in (f"**{r['bytes_per_token']:.0f}**", "")]
+    lines.append("| **the fit's peak** | " + " | ".join(peaks) + " |")
+    return lines + [""]
 
 
 def report(payload):

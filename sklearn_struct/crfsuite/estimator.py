@@ -18,6 +18,7 @@ from ..utils._params import atomic_fit, store_init_params
 from . import _structure
 from ._extensions import chain_class_weight, partial_fit_crf
 from ._features import AttributeVocabulary, split_rows
+from ._lean_fit import fit_releasing_features, lean_fit_applies
 from ._model import CRFModel, Tagger
 from ._trainlog import TrainingLog, format_iteration, format_scores, holdout_scores
 
@@ -234,7 +235,10 @@ class CRF(BaseEstimator):
                          allowed_transitions_in_fit=self.allowed_transitions_in_fit is not False)
         with warnings.catch_warnings():  # max_iterations is a budget in CRFsuite: reaching it is no failure
             warnings.filterwarnings("ignore", message=".*did not converge.*max_iter", category=ConvergenceWarning)
-            chain.fit(data.X, data.y, **data.dev, sample_weight=sample_weight)
+            if lean_fit_applies(chain, data, structure):  # the same fit, the feature matrix freed early
+                fit_releasing_features(chain, data, sample_weight)
+            else:
+                chain.fit(data.X, data.y, **data.dev, sample_weight=sample_weight)
         model = CRFModel.from_weights(data.names, data.labels, chain.coef_, chain.intercept_, chain.transition_)
         log = self._training_log(chain, model, data.holdout, featgen_seconds,
                                  time.perf_counter() - start - featgen_seconds)
@@ -288,7 +292,8 @@ class CRF(BaseEstimator):
             dev = {"X_dev": split_rows(dev_rows, dev_offsets), "y_dev": _encode(holdout[1], codes, "y_dev")}
         y_coded = _encode(y, codes, "y") if partial is None else partial[1]
         return SimpleNamespace(X=split_rows(rows, offsets), y=y_coded, names=vocabulary.names(),
-                               labels=labels, dev=dev, holdout=holdout)
+                               labels=labels, dev=dev, holdout=holdout, partial=partial is not None,
+                               positive=rows.nnz == 0 or bool(rows.data.min() > 0))
 
     def _chain_params(self):
         algorithm = self.algorithm or "lbfgs"
