@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 
@@ -115,3 +116,18 @@ def test_pipeline_from_token_dicts():
     y = [["D", "N", "V"]] * 3
     model = make_pipeline(SequenceVectorizer(), ChainCRF(c2=0.01)).fit(X, y)
     assert [list(p) for p in model.predict([[{"w": "a"}, {"w": "cat"}, {"w": "ran"}]])] == [["D", "N", "V"]]
+
+
+def test_a_corpus_without_features_fits_the_transitions_alone():
+    """No attribute at all (CRFsuite trains its transition weights then): the model learns the label sequence
+    structure from the transitions and intercepts (was an internal 'pair_ptr' error)."""
+    from sklearn_struct.crfsuite import CRF
+
+    X = [sp.csr_matrix((n, 0)) for n in (4, 5, 6)]
+    y = [np.arange(n) % 2 for n in (4, 5, 6)]  # 0, 1, 0, 1, ...: always starts at 0 and alternates
+    model = ChainCRF().fit(X, y)
+    assert model.coef_.shape == (0, 2)
+    np.testing.assert_array_equal(model.predict([sp.csr_matrix((5, 0))])[0], [0, 1, 0, 1, 0])
+    crf = CRF().fit([[{}] * n for n in (4, 5, 6)], [
+        [["a", "b"][i % 2] for i in range(n)] for n in (4, 5, 6)])
+    assert crf.predict([[{}] * 3]) == [["a", "b", "a"]]

@@ -270,7 +270,11 @@ def _check_pairs(pairs, n_features, n_labels):
         pair_ptr, pair_label = pairs
     except (TypeError, ValueError):
         raise ValueError("pairs must be a tuple (pair_ptr, pair_label).") from None
-    pair_ptr = check_offsets(pair_ptr, "pair_ptr")
+    arr = np.asarray(pair_ptr)
+    if n_features == 0 and arr.shape == (1,) and arr.dtype.kind in "iu" and arr[0] == 0:
+        pair_ptr = arr.astype(np.int64)  # no features, no pairs (a model of transitions and intercepts only)
+    else:
+        pair_ptr = check_offsets(pair_ptr, "pair_ptr")
     if pair_ptr.shape[0] != n_features + 1:
         raise ValueError(f"pair_ptr must have n_features + 1 = {n_features + 1} entries, got {pair_ptr.shape[0]}.")
     pair_label = check_int_array(pair_label, "pair_label", ndim=1, low=0, high=n_labels)
