@@ -18,6 +18,10 @@ in four steps, each shard staying on one worker from the first to the last
 4. L-BFGS (OWL-QN with ``c1 > 0``) on the resident shards: only ``theta`` out, each shard's
    (value, gradient) back.
 
+The crfsuite drop-in (:class:`sklearn_struct.crfsuite.CRF`) runs the same steps with its own
+attribute rules and labels in order of first appearance (a featurizer that brings its shard
+methods, see :func:`_is_shard_featurizer`).
+
 The driver holds vocabularies and counts, never a sequence. The model is the one ``ChainCRF``
 fits locally on ``featurizer.fit_transform(X)`` (up to the order of floating-point sums over
 the shards). A worker lost during the fit has its shard made again on a live worker by its
@@ -63,9 +67,11 @@ class ClusterCorpus:
         on the worker that will hold it (``scheduler="sync"``), so build the bag from files
         (``dask.bag.read_text(...).map(...)``, ``dask.bag.from_delayed``) rather than from
         data already persisted on the cluster.
-    featurizer : SequenceVectorizer or WindowFeaturizer
+    featurizer : SequenceVectorizer, WindowFeaturizer or None, default=None
         How tokens become features (token feature dicts, or CoNLL (word, POS) tokens); cloned,
-        its vocabulary learnt from the whole corpus. ``sparse=True`` only.
+        its vocabulary learnt from the whole corpus. ``sparse=True`` only. Needed by
+        ``ChainCRF``; None for :class:`sklearn_struct.crfsuite.CRF`, which featurises
+        python-crfsuite feature dicts by its own rules (``CRF().fit(ClusterCorpus(bag))``).
     client : distributed.Client, default=None
         The cluster; by default the client of joblib's active ``"dask"`` backend
         (``with joblib.parallel_backend("dask"):``). A fit without either is a ValueError.
@@ -74,7 +80,8 @@ class ClusterCorpus:
     ----------
     featurizer_ : SequenceVectorizer or WindowFeaturizer
         The featurizer fitted on the whole corpus by the last fit (its vocabulary merged from the
-        workers'): ``crf.predict(corpus.featurizer_.transform(X_test))``.
+        workers'): ``crf.predict(corpus.featurizer_.transform(X_test))``. After a
+        ``crfsuite.CRF`` fit, the attribute names (``names_``) and labels (``labels_``) instead.
     n_sequences_, n_tokens_ : int
         Size of the corpus, counted on the workers by the last fit.
 

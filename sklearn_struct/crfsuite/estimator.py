@@ -63,8 +63,11 @@ class CRF(BaseEstimator):
 
     Extensions (what sklearn-crfsuite does not have): ``fit(..., sample_weight=)`` (one weight per
     sequence), the keyword-only ``class_weight``, :meth:`partial_fit` for the online algorithms,
-    :meth:`predict_proba` (the marginals as arrays, reachable through a ``Pipeline``) and
-    :func:`sklearn_struct.explain.explain_prediction` (per-token attributions by attribute name).
+    :meth:`predict_proba` (the marginals as arrays, reachable through a ``Pipeline``),
+    :func:`sklearn_struct.explain.explain_prediction` (per-token attributions by attribute name) and
+    ``fit(ClusterCorpus(bag))``: a :class:`~sklearn_struct.cluster_corpus.ClusterCorpus` of
+    ``(xseq, yseq)`` pairs on a dask cluster, featurised there by the same rules, gives the model
+    of the local ``fit(X, y)`` on the same sequences (``"lbfgs"`` only; see the Scaling out page).
 
     Parameters
     ----------
