@@ -304,7 +304,7 @@ def _merge_counts(counts, n_features, n_labels, all_possible_states, min_freq):
             seen = sp.csr_matrix(seen)
             seen.eliminate_zeros()
             rows, cols = seen.nonzero()
-            keep = np.asarray(freq[rows, cols]).ravel() >= min_freq
+            keep = np.asarray(freq[rows, cols]).ravel() >= min_freq if rows.size else np.zeros(0, dtype=bool)
             kept = sp.csr_matrix((np.ones(int(keep.sum())), (rows[keep], cols[keep])), shape=(n_features, L))
         kept.sort_indices()
         return (kept.indptr.astype(np.int64), kept.indices.astype(np.int64)), transitions

@@ -505,6 +505,13 @@ def test_crfsuite_crf_on_a_corpus_rejects_what_the_cluster_cannot_do(healthy):
             CRF().fit(ClusterCorpus(db.from_sequence(list(zip(X, partial_labels)), npartitions=2)))
         with pytest.raises(ValueError, match=r"shard 1: y, sequence 0: 1 labels for \d+ tokens"):
             CRF().fit(ClusterCorpus(db.from_sequence(list(zip(X, y[:5] + [["O"]] + y[6:])), npartitions=2)))
+        # no attribute at all: transitions only, as the local fit
+        X_empty, y_ab = [[{}] * 3, [{}] * 2] * 3, [["a", "b", "a"], ["b", "a"]] * 3
+        remote = CRF(c2=0.1).fit(ClusterCorpus(db.from_sequence(list(zip(X_empty, y_ab)), npartitions=2)))
+    local = CRF(c2=0.1).fit(X_empty, y_ab)
+    assert remote.attributes_ == [] and remote.transition_features_.keys() == local.transition_features_.keys()
+    np.testing.assert_allclose(list(remote.transition_features_.values()), list(local.transition_features_.values()),
+                               rtol=1e-9)
 
 
 _DOC = Path(__file__).resolve().parents[1] / "doc" / "scaling_out.md"
