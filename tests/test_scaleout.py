@@ -474,7 +474,8 @@ def test_crfsuite_crf_fits_a_bag_of_feature_dicts_as_it_fits_locally(healthy, mo
         assert _invalid_bio(remote.predict(X_test)) == 0
     # the model files: as after a local fit
     mask = {k: params[k] for k in ("allowed_transitions",) if k in params}
-    reloaded, reloaded_local = (CRF(model_filename=str(tmp_path / f"{name}.npz"), **mask) for name in ("remote", "local"))
+    reloaded, reloaded_local = (CRF(model_filename=str(tmp_path / f"{name}.npz"), **mask)
+                                for name in ("remote", "local"))
     assert reloaded.predict(X_test) == remote.predict(X_test) == reloaded_local.predict(X_test)
     assert reloaded.classes_ == local.classes_ and reloaded.attributes_ == local.attributes_
     assert reloaded.size_ == remote.size_ == local.size_
