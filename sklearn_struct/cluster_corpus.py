@@ -18,6 +18,10 @@ in four steps, each shard staying on one worker from the first to the last
 4. L-BFGS (OWL-QN with ``c1 > 0``) on the resident shards: only ``theta`` out, each shard's
    (value, gradient) back.
 
+The crfsuite drop-in (:class:`sklearn_struct.crfsuite.CRF`) runs the same steps with its own
+attribute rules and labels in order of first appearance (a featurizer that brings its shard
+methods, see :func:`_is_shard_featurizer`).
+
 The driver holds vocabularies and counts, never a sequence. The model is the one ``ChainCRF``
 fits locally on ``featurizer.fit_transform(X)`` (up to the order of floating-point sums over
 the shards). A worker lost during the fit has its shard made again on a live worker by its
@@ -63,9 +67,11 @@ class ClusterCorpus:
         on the worker that will hold it (``scheduler="sync"``), so build the bag from files
         (``dask.bag.read_text(...).map(...)``, ``dask.bag.from_delayed``) rather than from
         data already persisted on the cluster.
-    featurizer : SequenceVectorizer or WindowFeaturizer
+    featurizer : SequenceVectorizer, WindowFeaturizer or None, default=None
         How tokens become features (token feature dicts, or CoNLL (word, POS) tokens); cloned,
-        its vocabulary learnt from the whole corpus. ``sparse=True`` only.
+        its vocabulary learnt from the whole corpus. ``sparse=True`` only. Needed by
+        ``ChainCRF``; None for :class:`sklearn_struct.crfsuite.CRF`, which featurises
+        python-crfsuite feature dicts by its own rules (``CRF().fit(ClusterCorpus(bag))``).
     client : distributed.Client, default=None
         The cluster; by default the client of joblib's active ``"dask"`` backend
         (``with joblib.parallel_backend("dask"):``). A fit without either is a ValueError.
@@ -74,7 +80,8 @@ class ClusterCorpus:
     ----------
     featurizer_ : SequenceVectorizer or WindowFeaturizer
         The featurizer fitted on the whole corpus by the last fit (its vocabulary merged from the
-        workers'): ``crf.predict(corpus.featurizer_.transform(X_test))``.
+        workers'): ``crf.predict(corpus.featurizer_.transform(X_test))``. After a
+        ``crfsuite.CRF`` fit, the attribute names (``names_``) and labels (``labels_``) instead.
     n_sequences_, n_tokens_ : int
         Size of the corpus, counted on the workers by the last fit.
 
@@ -97,14 +104,15 @@ class ClusterCorpus:
             crf = ChainCRF(c2=0.1).fit(ClusterCorpus(bag, SequenceVectorizer()))
     """
 
-    def __init__(self, source, featurizer, *, client=None):
+    def __init__(self, source, featurizer=None, *, client=None):
         self.loaders = _loaders(source)
-        if not isinstance(featurizer, (SequenceVectorizer, WindowFeaturizer)):
-            raise ValueError("ClusterCorpus: featurizer must be a SequenceVectorizer or a WindowFeaturizer, got "
-                             f"{type(featurizer).__name__}.")
-        if getattr(featurizer, "sparse", True) is not True:
-            raise ValueError("ClusterCorpus: the featurizer must give sparse features (sparse=True).")
-        featurizer._validate_params()
+        if featurizer is not None and not _is_shard_featurizer(featurizer):
+            if not isinstance(featurizer, (SequenceVectorizer, WindowFeaturizer)):
+                raise ValueError("ClusterCorpus: featurizer must be a SequenceVectorizer or a WindowFeaturizer (or "
+                                 f"None for sklearn_struct.crfsuite.CRF), got {type(featurizer).__name__}.")
+            if getattr(featurizer, "sparse", True) is not True:
+                raise ValueError("ClusterCorpus: the featurizer must give sparse features (sparse=True).")
+            featurizer._validate_params()
         self.featurizer = featurizer
         self.client = _check_client(client, ("nthreads", "submit", "scatter"))
 
@@ -120,20 +128,28 @@ class ClusterCorpus:
                              "(with a distributed.Client) or pass ClusterCorpus(..., client=client).")
         return client
 
-    def _objective(self, c2, all_possible_states, min_freq):
-        """Steps 1-3 on the cluster: the resident objective and the transition counts (L, L)."""
+    def _objective(self, c2, all_possible_states, min_freq, featurizer=None):
+        """Steps 1-3 on the cluster: the resident objective, the classes and the transition counts (L, L).
+
+        ``featurizer`` (default: the corpus's) is a SequenceVectorizer, a WindowFeaturizer or an
+        object with the shard-featurizer methods (see :func:`_is_shard_featurizer`)."""
+        featurizer = self.featurizer if featurizer is None else featurizer
+        if featurizer is None:
+            raise ValueError("ChainCRF.fit on a ClusterCorpus needs its featurizer: ClusterCorpus(source, "
+                             "featurizer), a SequenceVectorizer or a WindowFeaturizer (featurizer=None is for "
+                             "sklearn_struct.crfsuite.CRF, which turns feature dicts into attributes itself).")
         client = self._client()
-        proto = clone(self.featurizer)
+        proto = clone(featurizer)
         load = [partial(_featurized, loader, i, proto) for i, loader in enumerate(self.loaders)]
         # always through the cluster, even for one shard: the driver must not load it
         shards = ResidentShards.from_loaders(load, client=client)
         try:
             stats = shards.map(_vocabulary_stats, None)
-            names, classes = self._merge_vocabulary(stats)
+            names, classes, label_codes = self._merge_vocabulary(stats, featurizer)
             # each shard gets its own columns' numbers in the corpus's vocabulary, not the vocabulary
             index = {name: i for i, name in enumerate(names)}
             columns = [(np.array([index.get(n, -1) for n in s["names"]], dtype=_int_type(len(names))), len(names),
-                        classes) for s in stats]
+                        len(classes), codes) for s, codes in zip(stats, label_codes)]
             del stats, index
             shards._loaders = [partial(_coded, f, c) for f, c in zip(load, columns)]
             counts = shards._map_each(_encode, columns)
@@ -147,9 +163,9 @@ class ClusterCorpus:
             raise
         return _CorpusObjective(shards, len(names), len(classes), c2, pairs), classes, transitions
 
-    def _merge_vocabulary(self, stats):
-        """The whole corpus's feature names (the featurizer's order and ``min_freq``) and labels;
-        sets ``featurizer_``, ``n_sequences_``, ``n_tokens_``."""
+    def _merge_vocabulary(self, stats, featurizer):
+        """The whole corpus's feature names (the featurizer's order and ``min_freq``), classes and
+        each shard's label codes in them; sets ``featurizer_``, ``n_sequences_``, ``n_tokens_``."""
         self.n_sequences_ = sum(s["n_sequences"] for s in stats)
         self.n_tokens_ = sum(s["n_tokens"] for s in stats)
         if self.n_sequences_ == 0:
@@ -158,8 +174,15 @@ class ClusterCorpus:
         for s in stats:  # first appearance over the shards in order: DictVectorizer's order with sort=False
             for name, c in zip(s["names"], s["counts"]):
                 counts[name] = counts.get(name, 0) + int(c)
+        if _is_shard_featurizer(featurizer):  # e.g. the crfsuite drop-in's: its own orders
+            names = featurizer._corpus_names(counts)
+            labels = featurizer._corpus_labels([s["labels"] for s in stats])
+            index = {label: k for k, label in enumerate(labels)}
+            codes = [np.array([index[label] for label in s["labels"]], dtype=np.int64) for s in stats]
+            self.featurizer_ = featurizer._fitted(names, labels)
+            return names, np.arange(len(labels)), codes
         names = list(counts)
-        vectorizer = _vectorizer_of(self.featurizer)
+        vectorizer = _vectorizer_of(featurizer)
         if vectorizer.sort:
             names.sort()
         if vectorizer.min_freq > 1:
@@ -169,12 +192,16 @@ class ClusterCorpus:
                              + (f" or every feature occurs in fewer than min_freq={vectorizer.min_freq} tokens."
                                 if vectorizer.min_freq > 1 else "."))
         classes = np.unique(np.concatenate([s["labels"] for s in stats if len(s["labels"])]))
-        self.featurizer_ = _fitted_featurizer(self.featurizer, names)
-        return names, classes
+        self.featurizer_ = _fitted_featurizer(featurizer, names)
+        return names, classes, [np.searchsorted(classes, s["labels"]).astype(np.int64) for s in stats]
 
 
-def fit_chain_crf_from_corpus(estimator, corpus, y=None, X_dev=None, y_dev=None, sample_weight=None):
-    """``ChainCRF.fit`` on a :class:`ClusterCorpus` (called by it); sets the fitted attributes."""
+def fit_chain_crf_from_corpus(estimator, corpus, y=None, X_dev=None, y_dev=None, sample_weight=None, *,
+                              featurizer=None):
+    """``ChainCRF.fit`` on a :class:`ClusterCorpus` (called by it); sets the fitted attributes.
+
+    ``featurizer`` replaces the corpus's (the crfsuite drop-in passes its attribute rules); then
+    the classes are the label codes ``0 .. L-1`` and ``corpus.featurizer_.labels_`` their labels."""
     params = estimator.get_params()
     given = {"y": y, "X_dev": X_dev, "y_dev": y_dev, "sample_weight": sample_weight,
              "class_weight": params["class_weight"]}
@@ -192,7 +219,7 @@ def fit_chain_crf_from_corpus(estimator, corpus, y=None, X_dev=None, y_dev=None,
     max_iter = params["max_iter"] if params["max_iter"] is not None else DEFAULT_MAX_ITER["lbfgs"]
     progress = Progress(type(estimator).__name__, estimator.verbose, estimator.callback)
     objective, classes, transitions = corpus._objective(params["c2"], params["all_possible_states"],
-                                                        params["min_freq"])
+                                                        params["min_freq"], featurizer)
     with objective:  # resident shards released at the end of the fit, even on an error
         structure = structure_from(params["allowed_transitions"], classes)  # at prediction only: checked first
         previous = warm_start_params(estimator, objective.n_features, classes)
@@ -230,6 +257,16 @@ def _loaders(source):
     return list(source)
 
 
+def _is_shard_featurizer(featurizer):
+    """Whether ``featurizer`` brings its own shard methods (a featurizer protocol, used by the crfsuite
+    drop-in): ``_shard_features(X) -> (rows, offsets, names)`` and ``_shard_labels(y, offsets) ->
+    (labels, codes)`` on a worker (names and labels in the shard's order, codes into its labels);
+    ``_corpus_names(counts)`` (``{name: token count}`` in first-appearance order over the shards),
+    ``_corpus_labels(shard_labels)`` and ``_fitted(names, labels)`` on the driver."""
+    return all(hasattr(featurizer, m) for m in ("_shard_features", "_shard_labels", "_corpus_names",
+                                                  "_corpus_labels", "_fitted"))
+
+
 def _vectorizer_of(featurizer):
     """The SequenceVectorizer settings that name and keep the columns."""
     if isinstance(featurizer, WindowFeaturizer):
@@ -257,12 +294,18 @@ def _merge_counts(counts, n_features, n_labels, all_possible_states, min_freq):
     seen = sum((c["seen"] for c in counts), sp.csr_matrix((n_features, L)))
     transitions = sum(c["transitions"] for c in counts)
     if min_freq is not None:
-        freq = sum((c["freq"] for c in counts), sp.csr_matrix((n_features, L))).toarray()
-        support = seen.toarray() > 0
-        keep = np.ones((n_features, L), dtype=bool) if all_possible_states and min_freq <= 0 else \
-            np.zeros((n_features, L), dtype=bool)
-        keep[support] = freq[support] >= min_freq
-        kept = sp.csr_matrix(keep)
+        freq = sum((c["freq"] for c in counts), sp.csr_matrix((n_features, L))).tocsr()
+        if all_possible_states and min_freq <= 0:  # every pair but the seen ones below min_freq: dense anyway
+            keep = np.ones((n_features, L), dtype=bool)
+            support = seen.toarray() > 0
+            keep[support] = freq.toarray()[support] >= min_freq
+            kept = sp.csr_matrix(keep)
+        else:  # the seen pairs at min_freq or more, never a dense (n_features, L) array
+            seen = sp.csr_matrix(seen)
+            seen.eliminate_zeros()
+            rows, cols = seen.nonzero()
+            keep = np.asarray(freq[rows, cols]).ravel() >= min_freq if rows.size else np.zeros(0, dtype=bool)
+            kept = sp.csr_matrix((np.ones(int(keep.sum())), (rows[keep], cols[keep])), shape=(n_features, L))
         kept.sort_indices()
         return (kept.indptr.astype(np.int64), kept.indices.astype(np.int64)), transitions
     if all_possible_states:
@@ -314,6 +357,13 @@ def _featurized(load, index, featurizer):
              "labels": np.zeros(0)}
     if not X:
         return shard
+    if _is_shard_featurizer(featurizer):
+        try:
+            packed, offsets, names = featurizer._shard_features(X)
+            labels, y = featurizer._shard_labels(y, offsets)
+        except ValueError as exc:
+            raise ValueError(f"ClusterCorpus shard {index}: {exc}") from None
+        return _featurized_shard(shard, packed, offsets, names, labels, y)
     y = [np.asarray(lab) for lab in y]
     for j, (tokens, lab) in enumerate(zip(X, y)):
         if lab.ndim != 1 or len(tokens) != lab.shape[0]:
@@ -335,9 +385,14 @@ def _featurized(load, index, featurizer):
     y = np.concatenate(y)
     if any(v is None for v in y.tolist()):
         raise ValueError(f"ClusterCorpus shard {index}: a label is None (partial labels need a local fit).")
-    shard.update(packed=packed, offsets=offsets, y=y, n_tokens=packed.shape[0],
-                 names=vectorizer.vectorizer_.feature_names_,
-                 counts=np.bincount(packed.indices, minlength=packed.shape[1]), labels=np.unique(y))
+    labels, y = np.unique(y, return_inverse=True)
+    return _featurized_shard(shard, packed, offsets, vectorizer.vectorizer_.feature_names_, labels, y)
+
+
+def _featurized_shard(shard, packed, offsets, names, labels, y):
+    """The shard of step 1: its rows, its names and labels (in its own order) and its tokens' label codes."""
+    shard.update(packed=packed, offsets=offsets, y=np.asarray(y, dtype=np.int64).ravel(), n_tokens=packed.shape[0],
+                 names=names, counts=np.bincount(packed.indices, minlength=packed.shape[1]), labels=labels)
     return shard
 
 
@@ -357,9 +412,9 @@ def _coded(load, columns):
 
 
 def _encode(shard, columns):
-    """``columns``: (this shard's column -> the corpus's, -1 for a dropped one; n_features; classes)."""
-    column, n_features, classes = columns
-    L = len(classes)
+    """``columns``: (this shard's column -> the corpus's, -1 for a dropped one; n_features; n_labels;
+    this shard's label codes -> the corpus's)."""
+    column, n_features, L, label_codes = columns
     out = {"seen": sp.csr_matrix((n_features, L)), "freq": sp.csr_matrix((n_features, L)),
            "transitions": np.zeros((L, L))}
     if "packed" not in shard:
@@ -373,7 +428,7 @@ def _encode(shard, columns):
         kept = np.concatenate([[0], np.cumsum(keep)])
         X = sp.csr_matrix((packed.data[keep], cols[keep], kept[packed.indptr]), shape=(packed.shape[0], n_features))
     X.sort_indices()
-    y = np.searchsorted(classes, shard["y"]).astype(np.int64)
+    y = label_codes[shard["y"]]
     Y = sp.csr_matrix((np.ones(len(y)), (np.arange(len(y)), y)), shape=(len(y), L))
     pattern = sp.csr_matrix((np.ones(X.nnz), X.indices, X.indptr), shape=X.shape)
     src, dst = transition_pairs(y, shard["offsets"])

@@ -516,13 +516,27 @@ def probe_cluster_corpus(p):
              [("none", None, False), ("nan", math.nan, False), ("a-string", "abc", False), ("empty", [], False),
               ("a-dict", {"a": 1}, False), ("not-callable", [1, 2], True)], ("source",))
     p.mutate("ClusterCorpus", make, {}, "featurizer",
-             [("none", None, False), ("a-string", "abc", False), ("dense", SequenceVectorizer(sparse=False), False)],
+             [("a-string", "abc", False), ("dense", SequenceVectorizer(sparse=False), False)],
              ("featurizer", "sparse"))
     p.mutate("ClusterCorpus", make, {}, "client", [("string", "abc", False), ("number", 3, False)], ("client",))
     from sklearn_struct import ChainCRF  # training with allowed_transitions: refused before any cluster is needed
 
     p.run("ChainCRF.fit (ClusterCorpus)", "allowed_transitions in fit",
           lambda: ChainCRF(allowed_transitions="BIO").fit(make()), ("allowed_transitions_in_fit",))
+    p.run("ChainCRF.fit (ClusterCorpus)", "featurizer None", lambda: ChainCRF().fit(make(featurizer=None)),
+          ("featurizer",))
+    from sklearn_struct.crfsuite import CRF  # the drop-in's corpus checks, refused before any cluster is needed
+
+    for label, crf, kwargs, names in [("algorithm", CRF(algorithm="ap"), {}, ("algorithm",)),
+                                      ("class_weight", CRF(class_weight="balanced"), {}, ("class_weight",)),
+                                      ("allowed_transitions in fit", CRF(allowed_transitions="BIO"), {},
+                                       ("allowed_transitions_in_fit",)),
+                                      ("sample_weight", CRF(), {"sample_weight": [1.0]}, ("sample_weight",)),
+                                      ("y", CRF(), {"y": [["a"]]}, ("y",)),
+                                      ("featurizer", CRF(), {"featurizer": SequenceVectorizer()}, ("featurizer",))]:
+        featurizer = kwargs.pop("featurizer", None)
+        p.run("CRF.fit (ClusterCorpus)", label, lambda c=crf, k=kwargs, f=featurizer: c.fit(make(featurizer=f), **k),
+              names)
 
 
 SECTIONS = {

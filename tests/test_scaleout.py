@@ -424,6 +424,97 @@ def test_cluster_corpus_rejects_bad_input(healthy):
                 ChainCRF().fit(ClusterCorpus(bag, WindowFeaturizer()))
 
 
+# ---------------------------------------------------------------------------- the crfsuite drop-in on a corpus
+def _crfsuite_corpus(n_seq=60, seed=3):
+    """python-crfsuite feature dicts (str, number, nested dict, list values) with BIO-like string labels."""
+    X, y = _tagged_corpus(n_seq=n_seq, seed=seed)
+    X = [[{"w": w, "pos": p, "len": len(w), "shape": {"upper": w[:1].isupper(), "digit": w[-1:].isdigit()},
+           "sfx": [w[-1:]], "bias": 1.0} for w, p in seq] for seq in X]
+    return X, y
+
+
+@pytest.mark.parametrize("params", [dict(c2=0.1), dict(c1=0.05, c2=0.01, min_freq=2, all_possible_transitions=True,
+                                                       allowed_transitions="BIO", allowed_transitions_in_fit=False)],
+                         ids=["default", "owlqn-minfreq-bio"])
+def test_crfsuite_crf_fits_a_bag_of_feature_dicts_as_it_fits_locally(healthy, monkeypatch, tmp_path, params):
+    db = pytest.importorskip("dask.bag")
+    from sklearn_struct.cluster_corpus import ClusterCorpus
+    from sklearn_struct.crfsuite import CRF
+
+    X, y = _crfsuite_corpus()
+    params = dict(params, max_iterations=10)
+    local = CRF(**params, model_filename=str(tmp_path / "local.npz")).fit(X, y)
+    corpus = ClusterCorpus(db.from_sequence(list(zip(X, y)), npartitions=3))
+    meter = _Meter(healthy, monkeypatch)
+    with joblib.parallel_backend("dask"):
+        remote = CRF(**params, model_filename=str(tmp_path / "remote.npz")).fit(corpus)
+    prep, later, theta = _corpus_maps(meter)
+    assert len(later) >= 3 and np.all(later <= 3 * theta + 8000), (later, theta)  # only theta on the wire
+    # labels in first appearance (not sorted), attributes in first appearance, as the local drop-in numbers them
+    assert remote.classes_ == local.classes_ == list(dict.fromkeys(lab for seq in y for lab in seq))
+    assert remote.classes_ != sorted(remote.classes_)
+    assert remote.attributes_ == local.attributes_ and corpus.featurizer_.labels_ == local.classes_
+    assert corpus.n_sequences_ == len(X) and corpus.n_tokens_ == sum(map(len, X))
+    assert remote.estimator_.n_iter_ == local.estimator_.n_iter_
+    for name in ("coef_", "transition_"):
+        np.testing.assert_allclose(getattr(remote.estimator_, name), getattr(local.estimator_, name), rtol=1e-9,
+                                   atol=1e-10)
+    assert np.array_equal(remote.estimator_.classes_, local.estimator_.classes_)
+    for name in ("state_features_", "transition_features_"):
+        ours, theirs = getattr(remote, name), getattr(local, name)
+        assert ours.keys() == theirs.keys()
+        np.testing.assert_allclose([ours[k] for k in theirs], list(theirs.values()), rtol=1e-9, atol=1e-10)
+    X_test, _ = _crfsuite_corpus(n_seq=15, seed=4)
+    assert remote.predict(X_test) == local.predict(X_test)
+    for a, b in zip(remote.predict_proba(X_test), local.predict_proba(X_test)):
+        np.testing.assert_allclose(a, b, atol=1e-8)
+    if "allowed_transitions" in params:
+        assert np.array_equal(remote.estimator_.allowed_transitions_.transitions,
+                              local.estimator_.allowed_transitions_.transitions)
+        assert _invalid_bio(remote.predict(X_test)) == 0
+    # the model files: as after a local fit
+    mask = {k: params[k] for k in ("allowed_transitions",) if k in params}
+    reloaded, reloaded_local = (CRF(model_filename=str(tmp_path / f"{name}.npz"), **mask)
+                                for name in ("remote", "local"))
+    assert reloaded.predict(X_test) == remote.predict(X_test) == reloaded_local.predict(X_test)
+    assert reloaded.classes_ == local.classes_ and reloaded.attributes_ == local.attributes_
+    assert reloaded.size_ == remote.size_ == local.size_
+
+
+def test_crfsuite_crf_on_a_corpus_rejects_what_the_cluster_cannot_do(healthy):
+    db = pytest.importorskip("dask.bag")
+    from sklearn_struct.cluster_corpus import ClusterCorpus
+    from sklearn_struct.crfsuite import CRF
+    from sklearn_struct.preprocessing import SequenceVectorizer
+
+    X, y = _crfsuite_corpus(n_seq=10)
+    bag = db.from_sequence(list(zip(X, y)), npartitions=2)
+    with joblib.parallel_backend("dask"):
+        for crf, kwargs, match in [(CRF(algorithm="l2sgd"), {}, "algorithm='l2sgd'"),
+                                   (CRF(class_weight="balanced"), {}, "class_weight"),
+                                   (CRF(), {"y": y}, "y is not supported"),
+                                   (CRF(), {"sample_weight": np.ones(10)}, "sample_weight"),
+                                   (CRF(allowed_transitions="BIO"), {}, "allowed_transitions_in_fit=False")]:
+            with pytest.raises(ValueError, match=match):
+                crf.fit(ClusterCorpus(bag), **kwargs)
+        with pytest.raises(ValueError, match="featurizer must be None"):
+            CRF().fit(ClusterCorpus(bag, SequenceVectorizer()))
+        with pytest.raises(ValueError, match="needs its featurizer"):
+            ChainCRF().fit(ClusterCorpus(bag))
+        partial_labels = [list(y[0][:-1]) + [None]] + y[1:]
+        with pytest.raises(ValueError, match=r"shard 0: y, sequence 0: partial labels"):
+            CRF().fit(ClusterCorpus(db.from_sequence(list(zip(X, partial_labels)), npartitions=2)))
+        with pytest.raises(ValueError, match=r"shard 1: y, sequence 0: 1 labels for \d+ tokens"):
+            CRF().fit(ClusterCorpus(db.from_sequence(list(zip(X, y[:5] + [["O"]] + y[6:])), npartitions=2)))
+        # no attribute at all: transitions only, as the local fit
+        X_empty, y_ab = [[{}] * 3, [{}] * 2] * 3, [["a", "b", "a"], ["b", "a"]] * 3
+        remote = CRF(c2=0.1).fit(ClusterCorpus(db.from_sequence(list(zip(X_empty, y_ab)), npartitions=2)))
+    local = CRF(c2=0.1).fit(X_empty, y_ab)
+    assert remote.attributes_ == [] and remote.transition_features_.keys() == local.transition_features_.keys()
+    np.testing.assert_allclose(list(remote.transition_features_.values()), list(local.transition_features_.values()),
+                               rtol=1e-9)
+
+
 _DOC = Path(__file__).resolve().parents[1] / "doc" / "scaling_out.md"
 _SCRIPTS = [b for b in re.findall(r"```python\n(.*?)```", _DOC.read_text(), flags=re.S) if "ClusterCorpus(" in b]
 

@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from .._chain_crf_fit import ALGORITHMS
 from ..chain_crf import ChainCRF
+from ..cluster_corpus import is_cluster_corpus
 from ..utils._params import atomic_fit, store_init_params
 from . import _structure
 from ._extensions import chain_class_weight, partial_fit_crf
@@ -62,8 +63,11 @@ class CRF(BaseEstimator):
 
     Extensions (what sklearn-crfsuite does not have): ``fit(..., sample_weight=)`` (one weight per
     sequence), the keyword-only ``class_weight``, :meth:`partial_fit` for the online algorithms,
-    :meth:`predict_proba` (the marginals as arrays, reachable through a ``Pipeline``) and
-    :func:`sklearn_struct.explain.explain_prediction` (per-token attributions by attribute name).
+    :meth:`predict_proba` (the marginals as arrays, reachable through a ``Pipeline``),
+    :func:`sklearn_struct.explain.explain_prediction` (per-token attributions by attribute name) and
+    ``fit(ClusterCorpus(bag))``: a :class:`~sklearn_struct.cluster_corpus.ClusterCorpus` of
+    ``(xseq, yseq)`` pairs on a dask cluster, featurised there by the same rules, gives the model
+    of the local ``fit(X, y)`` on the same sequences (``"lbfgs"`` only; see the Scaling out page).
 
     Parameters
     ----------
@@ -206,13 +210,17 @@ class CRF(BaseEstimator):
     # ------------------------------------------------------------------ training
     @_fit_context(prefer_skip_nested_validation=True)
     @atomic_fit
-    def fit(self, X, y, X_dev=None, y_dev=None, sample_weight=None):
+    def fit(self, X, y=None, X_dev=None, y_dev=None, sample_weight=None):
         """Train on lists of lists of feature dicts ``X`` and lists of labels ``y``.
 
         Parameters
         ----------
-        X : list of lists of dicts
-            Token features in python-crfsuite's format.
+        X : list of lists of dicts or ClusterCorpus
+            Token features in python-crfsuite's format. Or an extension: a
+            :class:`~sklearn_struct.cluster_corpus.ClusterCorpus` of ``(xseq, yseq)`` pairs made
+            with ``featurizer=None``, featurised and fitted on a dask cluster (``y`` None;
+            ``"lbfgs"`` only; the model of the local fit on the same sequences; see the Scaling
+            out page).
         y : list of lists of str
             Extension: ``None`` at a token whose label is unknown, or a ``set`` of the labels it
             may take (partial labels, ``"lbfgs"`` only).
@@ -227,6 +235,24 @@ class CRF(BaseEstimator):
         self : CRF
         """
         start = time.perf_counter()
+        if is_cluster_corpus(X):  # sequences that live on a dask cluster, featurised there
+            from ._cluster import fit_from_corpus
+
+            chain, names, labels = fit_from_corpus(self, X, self._chain_params(), y, X_dev, y_dev, sample_weight)
+            holdout, featgen_seconds = None, 0.0
+        else:
+            chain, names, labels, holdout, featgen_seconds = self._fit_local(X, y, X_dev, y_dev, sample_weight, start)
+        model = CRFModel.from_weights(names, labels, chain.coef_, chain.intercept_, chain.transition_)
+        log = self._training_log(chain, model, holdout, featgen_seconds,
+                                 time.perf_counter() - start - featgen_seconds)
+        if self.model_filename is not None:
+            model.save(self.model_filename)
+        self.__dict__.pop("_partial_state", None)
+        self._set_fitted(model, chain, log)
+        return self
+
+    def _fit_local(self, X, y, X_dev, y_dev, sample_weight, start):
+        """The fit on feature dicts: (ChainCRF, attribute names, labels, holdout, featgen seconds)."""
         data = self._vectorise(X, y, X_dev, y_dev)
         featgen_seconds = time.perf_counter() - start
         structure = _structure.model_structure(self.allowed_transitions, data.labels)
@@ -239,14 +265,7 @@ class CRF(BaseEstimator):
                 fit_releasing_features(chain, data, sample_weight)
             else:
                 chain.fit(data.X, data.y, **data.dev, sample_weight=sample_weight)
-        model = CRFModel.from_weights(data.names, data.labels, chain.coef_, chain.intercept_, chain.transition_)
-        log = self._training_log(chain, model, data.holdout, featgen_seconds,
-                                 time.perf_counter() - start - featgen_seconds)
-        if self.model_filename is not None:
-            model.save(self.model_filename)
-        self.__dict__.pop("_partial_state", None)
-        self._set_fitted(model, chain, log)
-        return self
+        return chain, data.names, data.labels, data.holdout, featgen_seconds
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
