@@ -75,6 +75,9 @@ __all__ = [
 # Finite potentials above this magnitude are rejected: sums over neighbours and the division
 # by TRW edge probabilities (>= 1e-12) would overflow float64 (the error names the overflow).
 _MAX_POTENTIAL = 1e100
+# Binary sum-product messages take the kernel's unrolled path (the same operations as the
+# generic one, bit for bit; tests set this to False to compare the two).
+_UNROLLED = True
 
 
 @dataclass
@@ -383,7 +386,7 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
     n_iter, delta, n_updates, log_belief = run(
         adjacency.indptr, adjacency.neighbors, adjacency.edge_ids, adjacency.reverse, adjacency.forward,
         unary, rho, log_tables, exp_tables, mode == "max", schedule == "parallel", float(damping),
-        int(max_iter), float(tol), msgs, active, *(() if n_threads == 1 else (n_threads,)),
+        int(max_iter), float(tol), msgs, active, _UNROLLED, *(() if n_threads == 1 else (n_threads,)),
     )
     node = np.exp(_log_softmax_rows(log_belief))
     edge = None
@@ -407,7 +410,7 @@ def loopy_bp(unary, edges, pairwise, *, rho=None, mode="sum", schedule="sequenti
 
 
 def _run_bp_threads(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables, exp_tables,
-                    max_product, flooding, damping, max_iter, tol, msgs, active, n_threads):
+                    max_product, flooding, damping, max_iter, tol, msgs, active, unrolled, n_threads):
     """Flooding BP with each iteration's sweep split over ``n_threads`` chunks of nodes (see ``_run_bp``).
 
     A flooding sweep reads only the previous messages, so the chunks are independent; they
@@ -423,7 +426,7 @@ def _run_bp_threads(indptr, neighbors, edge_ids, reverse, forward, unary, rho, l
         def sweep(c, current=current, other=other, active=active, active_next=active_next):
             return _sweep_range(bounds[c], bounds[c + 1], False, False, indptr, neighbors, edge_ids, reverse,
                                 forward, unary, rho, log_tables, exp_tables, max_product, damping, tol, _LOG_TOL,
-                                current, other, belief, active, active_next)
+                                current, other, belief, active, active_next, unrolled)
 
         parts = run_chunks_in_threads(sweep, bounds.shape[0] - 1)
         delta = max(p[0] for p in parts)
@@ -436,7 +439,7 @@ def _run_bp_threads(indptr, neighbors, edge_ids, reverse, forward, unary, rho, l
     if n_iter % 2 == 1:  # an odd number of swaps left the result in the scratch buffer
         msgs[:] = current
     log_belief = _run_bp(indptr, neighbors, edge_ids, reverse, forward, unary, rho, log_tables, exp_tables,
-                         max_product, flooding, damping, 0, tol, msgs, active)[3]
+                         max_product, flooding, damping, 0, tol, msgs, active, unrolled)[3]
     return n_iter, delta, n_updates, log_belief
 
 
