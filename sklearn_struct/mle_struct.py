@@ -32,12 +32,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .metrics import matching_error
+from .oracles._matching_fw import bcfw_pass
 from .oracles.matching import (
     assignment,
     batched_assignment,
-    bisect_step,
     fw_bethe_marginals,
-    neg_entropy_grad,
     packed_bisect_step,
     packed_neg_entropy,
     packed_neg_entropy_grad,
@@ -318,43 +317,21 @@ def _solve_fw(p, est, rng, progress):
             "converged": converged}
 
 
-def _bcfw_step(p, m, k, est, grad_buf):
-    """One block step on example ``m`` (global step count ``k``); returns the block's gap."""
-    sl, shape = p.block(m)
-    tau_m = p.tau[sl]
-    G_m = p.G[sl]
-    grad = grad_buf[: tau_m.size]
-    neg_entropy_grad(tau_m.reshape(shape), p.rho, grad.reshape(shape))
-    grad -= G_m @ (p.a / p.alpha)
-    d = p.vertex(m, assignment(grad.reshape(shape), check_input=False)) - tau_m
-    gap = -float(d @ grad)
-    if gap <= 0.0:
-        return max(gap, 0.0)
-    b = -(G_m.T @ d)
-    if est.step == "line":
-        lin, quad = float(p.a @ b) / p.alpha, float(b @ b) / p.alpha
-        eta = min(_MAX_STEP, bisect_step(tau_m.reshape(shape), d.reshape(shape), p.rho, lin, quad, _N_BISECT))
-    else:
-        eta = 2.0 * p.n_samples / (2.0 * p.n_samples + k)
-    tau_m += eta * d
-    p.a += eta * b
-    return gap
-
-
 def _solve_bcfw(p, est, rng, progress):
-    """Block-coordinate FW (Lacoste-Julien et al. 2013): one uniformly drawn example per step."""
+    """Block-coordinate FW (Lacoste-Julien et al. 2013): one uniformly drawn example per step, a pass of
+    ``n_samples`` steps per compiled call (:func:`~sklearn_struct.oracles._matching_fw.bcfw_pass`)."""
     start = time.perf_counter()
     threshold = est.tol * p.n_nodes
     _, block_gaps = p.batch_lmo(est.n_jobs)  # exact gaps of the uniform start
     gaps = [float(block_gaps.sum())]
     objectives, times, thetas = [p.objective()], [time.perf_counter() - start], [p.theta()]
-    grad_buf = np.empty(int(np.max(p.shapes[:, 0] * p.shapes[:, 1])))
     converged, k = gaps[0] <= threshold, 0
     n_pass = 0
     while not converged and n_pass < est.max_iter:
-        for m in rng.randint(p.n_samples, size=p.n_samples):
-            k += 1
-            block_gaps[m] = _bcfw_step(p, m, k, est, grad_buf)
+        order = rng.randint(p.n_samples, size=p.n_samples)
+        bcfw_pass(p.G, p.tau, p.a, p.offsets, p.shapes, order, p.alpha, p.rho, est.step == "line", k, _MAX_STEP,
+                  _N_BISECT, block_gaps)
+        k += p.n_samples
         n_pass += 1
         gap = float(block_gaps.sum())
         if gap <= threshold:  # confirm the stale estimate by an exact gap
