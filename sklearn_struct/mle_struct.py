@@ -32,7 +32,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .metrics import matching_error
-from .oracles._matching_fw import bcfw_pass
+from .oracles._matching_fw import bcfw_pass, bcfw_state
 from .oracles.matching import (
     assignment,
     batched_assignment,
@@ -326,11 +326,12 @@ def _solve_bcfw(p, est, rng, progress):
     gaps = [float(block_gaps.sum())]
     objectives, times, thetas = [p.objective()], [time.perf_counter() - start], [p.theta()]
     converged, k = gaps[0] <= threshold, 0
+    caches = bcfw_state(p.G, p.tau, p.offsets, p.shapes, p.rho)  # log tau, log(1 - tau), -H_rho, ...
     n_pass = 0
     while not converged and n_pass < est.max_iter:
         order = rng.randint(p.n_samples, size=p.n_samples)
         bcfw_pass(p.G, p.tau, p.a, p.offsets, p.shapes, order, p.alpha, p.rho, est.step == "line", k, _MAX_STEP,
-                  _N_BISECT, block_gaps)
+                  _N_BISECT, block_gaps, *caches)
         k += p.n_samples
         n_pass += 1
         gap = float(block_gaps.sum())
@@ -338,7 +339,8 @@ def _solve_bcfw(p, est, rng, progress):
             _, block_gaps = p.batch_lmo(est.n_jobs)
             gap = float(block_gaps.sum())
             converged = gap <= threshold
-        gaps.append(gap), objectives.append(p.objective()), times.append(time.perf_counter() - start)
+        objective = float(p.a @ p.a) / (2 * p.alpha) + float(caches[2].sum())
+        gaps.append(gap), objectives.append(objective), times.append(time.perf_counter() - start)
         thetas.append(p.theta())
         if progress(n_pass, objectives[-1], times[-1], gap_per_node=gap / p.n_nodes):
             break

@@ -20,20 +20,36 @@ import numpy as np
 from ..utils._jit import helper, kernel
 from .matching import _TINY, _safe_log
 
-__all__ = ["lsap", "bcfw_pass"]
+__all__ = ["lsap", "lsap_warm", "bcfw_state", "bcfw_pass"]
 
 
 @helper
-def _lsap_into(cost, col4row, u, v, shortest, path, row4col, remaining, in_rows, in_cols):
-    """Minimum-cost assignment of every row of ``cost`` (``n_left <= n_right``) into ``col4row``."""
+def _lsap_into(cost, col4row, u, v, shortest, path, row4col, remaining, in_rows, in_cols, warm):
+    """Minimum-cost assignment of every row of ``cost`` (``n_left <= n_right``) into ``col4row``.
+
+    Column duals ``v``: 0, or with ``warm`` (square problems only) the ones passed in (those of the
+    last solve of a nearby cost matrix, updated in place). Starts from ``u[i] = min_j cost[i, j] - v[j]``
+    (feasible duals) with each row on its argmin column when that column is still free (reduced cost
+    0: complementary slackness holds), then one shortest augmenting path per row left unassigned."""
     n_left, n_right = cost.shape
-    for i in range(n_left):
-        u[i] = 0.0
-        col4row[i] = -1
+    warm = warm and n_left == n_right
     for j in range(n_right):
-        v[j] = 0.0
+        if not warm:
+            v[j] = 0.0
         row4col[j] = -1
+    for i in range(n_left):
+        best_j = 0
+        for j in range(1, n_right):
+            if cost[i, j] - v[j] < cost[i, best_j] - v[best_j]:
+                best_j = j
+        u[i] = cost[i, best_j] - v[best_j]
+        col4row[i] = -1
+        if row4col[best_j] < 0:
+            col4row[i] = best_j
+            row4col[best_j] = i
     for cur in range(n_left):
+        if col4row[cur] >= 0:
+            continue
         for j in range(n_right):
             shortest[j] = np.inf
             remaining[j] = n_right - 1 - j
@@ -83,31 +99,65 @@ def _lsap_into(cost, col4row, u, v, shortest, path, row4col, remaining, in_rows,
                 break
 
 
+
+_LOG_TINY = float(np.log(_TINY))
+_SERIES_MAX = 0.02  # log1p by its series below this: 11 terms, truncation < 1e-17 relative
+
+
 @helper
-def _grad_and_logs(tau, n_left, n_right, rho, out, log1mt):
-    """``grad(-H_rho)(tau)`` into ``out`` (as :func:`~sklearn_struct.oracles.matching.neg_entropy_grad`),
-    ``log(1 - tau)`` into ``log1mt``."""
+def _log1p(x):
+    """``log(1 + x)`` for ``x >= 0``: the alternating series (Horner) when small, else the library call."""
+    if x >= _SERIES_MAX:
+        return np.log1p(x)
+    acc = 1.0 / 11.0
+    for k in range(10, 0, -1):
+        acc = 1.0 / k - x * acc
+    return x * acc
+
+
+@helper
+def _block_grad(logt, log1mt, tau, n_left, n_right, rho, out):
+    """``grad(-H_rho)`` of one block (as :func:`~sklearn_struct.oracles.matching.neg_entropy_grad`)
+    from the cached ``log tau`` and ``log(1 - tau)``."""
     w = 2.0 * rho - 1.0
     for j in range(n_right):
-        c = 0.0
-        for i in range(n_left):
-            c += tau[i * n_right + j]
-        col = rho * (1.0 + _safe_log(1.0 - c)) if n_left < n_right else 0.0
+        col = 0.0
+        if n_left < n_right:
+            c = 0.0
+            for i in range(n_left):
+                c += tau[i * n_right + j]
+            col = rho * (1.0 + _safe_log(1.0 - c))
         for i in range(n_left):
             r = i * n_right + j
-            t = tau[r]
-            log1mt[r] = _safe_log(1.0 - t)
-            out[r] = 1.0 + _safe_log(t) + w * (1.0 + log1mt[r]) - col
+            out[r] = 1.0 + logt[r] + w * (1.0 + log1mt[r]) - col
 
 
 @helper
-def _vertex_slope_curv(tau, log1mt, y, n_left, n_right, eta, rho, lin, quad, s0, s0_log, c, dc):
+def _block_neg_entropy(logt, log1mt, tau, n_left, n_right, rho):
+    """``-H_rho`` of one block (as :func:`~sklearn_struct.oracles.matching.neg_entropy`) from the caches."""
+    w = 2.0 * rho - 1.0
+    total = 0.0
+    for r in range(n_left * n_right):
+        total += tau[r] * logt[r] - w * (1.0 - tau[r]) * log1mt[r]
+    if n_left < n_right:
+        for j in range(n_right):
+            c = 0.0
+            for i in range(n_left):
+                c += tau[i * n_right + j]
+            if c < 1.0:
+                total += rho * (1.0 - c) * np.log(1.0 - c)
+    return total
+
+
+@helper
+def _vertex_slope_curv(tau, log1mt, ratio, y, n_left, n_right, eta, rho, lin, quad, s0, s0_log, c, dc):
     """Slope and curvature of ``lin eta + quad eta^2 / 2 - H_rho(tau + eta d)`` for a FW direction to
-    a vertex, ``d = s - tau`` (``s[i, y[i]] = 1``), the terms of
+    a vertex, ``d = s - tau`` (``s[i, y[i]] = 1``): the terms of
     :func:`~sklearn_struct.oracles.matching.neg_entropy_slope_curv` rewritten with ``d = -tau`` off the
-    vertex: there ``t = tau (1 - eta)``, so ``sum d log t`` and ``sum d^2 / t`` are the sums ``s0 = sum tau``,
-    ``s0_log = sum tau log tau`` of the entries off the vertex plus ``log(1 - eta)``; on it
-    ``1 - t = (1 - tau)(1 - eta)``. One log per entry instead of two. ``eta < 1``."""
+    vertex. There ``t = tau (1 - eta)``, so ``sum d log t`` and ``sum d^2 / t`` are the sums
+    ``s0 = sum tau``, ``s0_log = sum tau log tau`` of the entries off the vertex and ``log(1 - eta)``, and
+    ``log(1 - t) = log(1 - tau) + log1p(eta ratio)``, ``ratio = tau / (1 - tau)``; on the vertex
+    ``1 - t = (1 - tau)(1 - eta)``. ``eta < 1``."""
     w = 2.0 * rho - 1.0
     om = 1.0 - eta
     log_om = np.log(om)
@@ -123,9 +173,9 @@ def _vertex_slope_curv(tau, log1mt, y, n_left, n_right, eta, rho, lin, quad, s0,
                 slope += dd * (_safe_log(t) + w * (1.0 + log1mt[r] + log_om))
                 curv += dd * dd / max(t, _TINY) - w * dd / om
             elif w != 0.0:
-                q = 1.0 - t0 * om
-                slope -= w * t0 * (1.0 + _safe_log(q))
-                curv -= w * t0 * t0 / max(q, _TINY)
+                x = eta * ratio[r]
+                slope -= w * t0 * (1.0 + max(_LOG_TINY, log1mt[r] + _log1p(x)))
+                curv -= w * t0 * ratio[r] / (1.0 + x)
     if n_left < n_right:
         for j in range(n_right):
             cc = c[j] + eta * dc[j]
@@ -135,7 +185,7 @@ def _vertex_slope_curv(tau, log1mt, y, n_left, n_right, eta, rho, lin, quad, s0,
 
 
 @helper
-def _vertex_line_search(tau, log1mt, y, n_left, n_right, rho, lin, quad, max_step, n_max, c, dc):
+def _vertex_line_search(tau, logt, log1mt, ratio, y, n_left, n_right, rho, lin, quad, max_step, n_max, c, dc):
     """:func:`~sklearn_struct.oracles.matching.packed_bisect_step` (the same safeguarded Newton and
     stopping rule) for a direction to a vertex, capped at ``max_step``: once the root is known to be
     above the cap, the cap is returned."""
@@ -143,20 +193,22 @@ def _vertex_line_search(tau, log1mt, y, n_left, n_right, rho, lin, quad, max_ste
     s0_log = 0.0
     for i in range(n_left):
         for j in range(n_right):
+            r = i * n_right + j
+            ratio[r] = tau[r] / max(1.0 - tau[r], _TINY)
             if j != y[i]:
-                t0 = tau[i * n_right + j]
-                s0 += t0
-                s0_log += t0 * _safe_log(t0)
-    for j in range(n_right):
-        c[j] = 0.0
-    for i in range(n_left):
+                s0 += tau[r]
+                s0_log += tau[r] * logt[r]
+    if n_left < n_right:
         for j in range(n_right):
-            c[j] += tau[i * n_right + j]
-    for j in range(n_right):
-        dc[j] = -c[j]
-    for i in range(n_left):
-        dc[y[i]] += 1.0
-    g0, h = _vertex_slope_curv(tau, log1mt, y, n_left, n_right, 0.0, rho, lin, quad, s0, s0_log, c, dc)
+            c[j] = 0.0
+        for i in range(n_left):
+            for j in range(n_right):
+                c[j] += tau[i * n_right + j]
+        for j in range(n_right):
+            dc[j] = -c[j]
+        for i in range(n_left):
+            dc[y[i]] += 1.0
+    g0, h = _vertex_slope_curv(tau, log1mt, ratio, y, n_left, n_right, 0.0, rho, lin, quad, s0, s0_log, c, dc)
     if g0 >= 0.0:
         return 0.0
     lo, hi = 0.0, 1.0
@@ -172,14 +224,43 @@ def _vertex_line_search(tau, log1mt, y, n_left, n_right, rho, lin, quad, max_ste
             break
         nxt = eta - g / h if h > 0.0 else -1.0
         eta = nxt if lo < nxt < hi else 0.5 * (lo + hi)
-        g, h = _vertex_slope_curv(tau, log1mt, y, n_left, n_right, eta, rho, lin, quad, s0, s0_log, c, dc)
+        g, h = _vertex_slope_curv(tau, log1mt, ratio, y, n_left, n_right, eta, rho, lin, quad, s0, s0_log, c, dc)
     return min(max_step, eta if (hi < 1.0 or g <= 0.0) else lo)
+
+
+@helper
+def _vertex_update(tau, logt, log1mt, ratio, y, n_left, n_right, eta):
+    """``tau += eta (s - tau)`` and its caches: off the vertex ``log t`` gains ``log(1 - eta)`` and
+    ``log(1 - t)`` gains ``log1p(eta ratio)``; on it the other way round."""
+    log_om = np.log(1.0 - eta)
+    for i in range(n_left):
+        for j in range(n_right):
+            r = i * n_right + j
+            if j == y[i]:
+                tau[r] += eta * (1.0 - tau[r])
+                logt[r] = _safe_log(tau[r])
+                log1mt[r] = max(_LOG_TINY, log1mt[r] + log_om)
+            else:
+                tau[r] -= eta * tau[r]
+                logt[r] = max(_LOG_TINY, logt[r] + log_om)
+                log1mt[r] = max(_LOG_TINY, log1mt[r] + _log1p(eta * ratio[r]))
 
 
 @helper
 def _lsap_buffers(n):
     return (np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64),
             np.empty(n, np.int64), np.empty(n, np.bool_), np.empty(n, np.bool_))
+
+
+@kernel
+def lsap_warm(cost, v):
+    """:func:`lsap` of a square ``cost`` started from the column duals ``v`` (any values; updated in
+    place to optimal duals, a warm start for the next, nearby, cost matrix)."""
+    n_left, n_right = cost.shape
+    y = np.empty(n_left, np.int64)
+    u, _, shortest, path, row4col, remaining, in_rows, in_cols = _lsap_buffers(n_right)
+    _lsap_into(cost, y, u, v, shortest, path, row4col, remaining, in_rows, in_cols, True)
+    return y
 
 
 @kernel
@@ -196,17 +277,61 @@ def lsap(cost):
     n_left, n_right = cost.shape
     y = np.empty(n_left, np.int64)
     u, v, shortest, path, row4col, remaining, in_rows, in_cols = _lsap_buffers(n_right)
-    _lsap_into(cost, y, u, v, shortest, path, row4col, remaining, in_rows, in_cols)
+    _lsap_into(cost, y, u, v, shortest, path, row4col, remaining, in_rows, in_cols, False)
     return y
 
 
+
+@helper
+def _sub_scores(G, lo, hi, a, alpha, out):
+    """``out -= G[lo:hi] @ a / alpha``, four partial sums per row (one streaming read of the block)."""
+    n_feat = a.shape[0]
+    for r in range(hi - lo):
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        f = 0
+        while f + 4 <= n_feat:
+            s0 += G[lo + r, f] * a[f]
+            s1 += G[lo + r, f + 1] * a[f + 1]
+            s2 += G[lo + r, f + 2] * a[f + 2]
+            s3 += G[lo + r, f + 3] * a[f + 3]
+            f += 4
+        while f < n_feat:
+            s0 += G[lo + r, f] * a[f]
+            f += 1
+        out[r] -= ((s0 + s1) + (s2 + s3)) / alpha
+
 @kernel
-def bcfw_pass(G, tau, a, offsets, shapes, order, alpha, rho, line_search, k0, max_step, n_bisect, block_gaps):
+def bcfw_state(G, tau, offsets, shapes, rho):
+    """Caches of :func:`bcfw_pass` for the packed ``tau``: ``log tau``, ``log(1 - tau)``, each block's
+    ``-H_rho``, each block's ``G_m^T tau_m``, each block's assignment column duals (warm starts)."""
+    logt = np.empty_like(tau)
+    log1mt = np.empty_like(tau)
+    neg_h = np.empty(shapes.shape[0])
+    for r in range(tau.shape[0]):
+        logt[r] = _safe_log(tau[r])
+        log1mt[r] = _safe_log(1.0 - tau[r])
+    for m in range(shapes.shape[0]):
+        lo, hi = offsets[m], offsets[m + 1]
+        neg_h[m] = _block_neg_entropy(logt[lo:hi], log1mt[lo:hi], tau[lo:hi], shapes[m, 0], shapes[m, 1], rho)
+    gt_tau = np.empty((shapes.shape[0], G.shape[1]))
+    for m in range(shapes.shape[0]):
+        gt_tau[m] = np.dot(G[offsets[m] : offsets[m + 1]].T, tau[offsets[m] : offsets[m + 1]])
+    duals = np.zeros((shapes.shape[0], max(1, np.max(shapes[:, 1]))))
+    return logt, log1mt, neg_h, gt_tau, duals
+
+
+@kernel
+def bcfw_pass(G, tau, a, offsets, shapes, order, alpha, rho, line_search, k0, max_step, n_bisect, block_gaps,
+              logt, log1mt, neg_h, gt_tau, duals):
     """Block-coordinate FW steps on the examples ``order`` (in turn) of the packed dual, in place.
 
-    ``tau`` (packed pseudo-marginals), ``a = sum_m G_m^T (y_m - tau_m)`` and ``block_gaps[m]`` (the
-    FW gap of block ``m`` before its step) are updated. ``line_search``: exact line search capped at
-    ``max_step``, else the step ``2 M / (2 M + k)``, ``k = k0 + 1, ...`` the global step count.
+    ``tau`` (packed pseudo-marginals), ``a = sum_m G_m^T (y_m - tau_m)``, ``block_gaps[m]`` (the FW gap
+    of block ``m`` before its step) and the caches of :func:`bcfw_state` are updated.
+    ``line_search``: exact line search capped at ``max_step``, else the step ``2 M / (2 M + k)``,
+    ``k = k0 + 1, ...`` the global step count.
     """
     n_samples = shapes.shape[0]
     size = 0
@@ -216,24 +341,24 @@ def bcfw_pass(G, tau, a, offsets, shapes, order, alpha, rho, line_search, k0, ma
         width = max(width, shapes[m, 1])
     grad_buf = np.empty(size)
     d_buf = np.empty(size)
+    ratio_buf = np.empty(size)
     y = np.empty(width, np.int64)
-    u, v, shortest, path, row4col, remaining, in_rows, in_cols = _lsap_buffers(width)
-    log1mt = np.empty(size)
+    u, _, shortest, path, row4col, remaining, in_rows, in_cols = _lsap_buffers(width)
     c = np.empty(width)
     dc = np.empty(width)
+    b = np.empty(a.shape[0])
     k = k0
     for m in order:
         k += 1
         lo, hi = offsets[m], offsets[m + 1]
         n_left, n_right = shapes[m, 0], shapes[m, 1]
-        tau_m = tau[lo:hi]
-        G_m = G[lo:hi]
+        tau_m, logt_m, log1mt_m = tau[lo:hi], logt[lo:hi], log1mt[lo:hi]
         grad = grad_buf[: hi - lo]
-        _grad_and_logs(tau_m, n_left, n_right, rho, grad, log1mt)
-        scores = np.dot(G_m, a)
-        for r in range(hi - lo):
-            grad[r] -= scores[r] / alpha
-        _lsap_into(grad.reshape((n_left, n_right)), y, u, v, shortest, path, row4col, remaining, in_rows, in_cols)
+        _block_grad(logt_m, log1mt_m, tau_m, n_left, n_right, rho, grad)
+        _sub_scores(G, lo, hi, a, alpha, grad)
+        v = duals[m, :n_right]
+        _lsap_into(grad.reshape((n_left, n_right)), y, u, v, shortest, path, row4col, remaining, in_rows, in_cols,
+                   True)
         d = d_buf[: hi - lo]
         for r in range(hi - lo):
             d[r] = -tau_m[r]
@@ -242,18 +367,31 @@ def bcfw_pass(G, tau, a, offsets, shapes, order, alpha, rho, line_search, k0, ma
         gap = 0.0
         for r in range(hi - lo):
             gap -= d[r] * grad[r]
+        block_gaps[m] = max(gap, 0.0)
         if gap <= 0.0:
-            block_gaps[m] = max(gap, 0.0)
             continue
-        b = -np.dot(G_m.T, d)
+        # b = -G_m^T d = G_m^T tau_m - sum_i G_m[i, y_i]: one row per left node instead of all of G_m
+        n_feat = a.shape[0]
+        for f in range(n_feat):
+            b[f] = gt_tau[m, f]
+        for i in range(n_left):
+            row = lo + i * n_right + y[i]
+            for f in range(n_feat):
+                b[f] -= G[row, f]
+        ratio = ratio_buf[: hi - lo]
         if line_search:
             lin = np.dot(a, b) / alpha
             quad = np.dot(b, b) / alpha
-            eta = _vertex_line_search(tau_m, log1mt, y, n_left, n_right, rho, lin, quad, max_step, n_bisect, c, dc)
+            eta = _vertex_line_search(tau_m, logt_m, log1mt_m, ratio, y, n_left, n_right, rho, lin, quad, max_step,
+                                      n_bisect, c, dc)
         else:
+            for r in range(hi - lo):
+                ratio[r] = tau_m[r] / max(1.0 - tau_m[r], _TINY)
             eta = 2.0 * n_samples / (2.0 * n_samples + k)
-        for r in range(hi - lo):
-            tau_m[r] += eta * d[r]
-        for f in range(a.shape[0]):
+        if eta <= 0.0:
+            continue
+        _vertex_update(tau_m, logt_m, log1mt_m, ratio, y, n_left, n_right, eta)
+        for f in range(n_feat):
             a[f] += eta * b[f]
-        block_gaps[m] = gap
+            gt_tau[m, f] -= eta * b[f]
+        neg_h[m] = _block_neg_entropy(logt_m, log1mt_m, tau_m, n_left, n_right, rho)
