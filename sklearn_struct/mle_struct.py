@@ -322,21 +322,26 @@ def _solve_bcfw(p, est, rng, progress):
     ``n_samples`` steps per compiled call (:func:`~sklearn_struct.oracles._matching_fw.bcfw_pass`)."""
     start = time.perf_counter()
     threshold = est.tol * p.n_nodes
-    _, block_gaps = p.batch_lmo(est.n_jobs)  # exact gaps of the uniform start
+    caches = bcfw_state(p.G, p.tau, p.offsets, p.shapes, p.rho)  # log tau, log(1 - tau), -H_rho, ...
+    block_gaps = np.zeros(p.n_samples)
+
+    def bcfw_pass_(order, k, gaps_only):
+        bcfw_pass(p.G, p.tau, p.a, p.offsets, p.shapes, order, p.alpha, p.rho, est.step == "line", k, _MAX_STEP,
+                  _N_BISECT, gaps_only, block_gaps, *caches)
+
+    every = np.arange(p.n_samples)
+    bcfw_pass_(every, 0, True)  # exact gaps of the uniform start
     gaps = [float(block_gaps.sum())]
     objectives, times, thetas = [p.objective()], [time.perf_counter() - start], [p.theta()]
     converged, k = gaps[0] <= threshold, 0
-    caches = bcfw_state(p.G, p.tau, p.offsets, p.shapes, p.rho)  # log tau, log(1 - tau), -H_rho, ...
     n_pass = 0
     while not converged and n_pass < est.max_iter:
-        order = rng.randint(p.n_samples, size=p.n_samples)
-        bcfw_pass(p.G, p.tau, p.a, p.offsets, p.shapes, order, p.alpha, p.rho, est.step == "line", k, _MAX_STEP,
-                  _N_BISECT, block_gaps, *caches)
+        bcfw_pass_(rng.randint(p.n_samples, size=p.n_samples), k, False)
         k += p.n_samples
         n_pass += 1
         gap = float(block_gaps.sum())
         if gap <= threshold:  # confirm the stale estimate by an exact gap
-            _, block_gaps = p.batch_lmo(est.n_jobs)
+            bcfw_pass_(every, k, True)
             gap = float(block_gaps.sum())
             converged = gap <= threshold
         objective = float(p.a @ p.a) / (2 * p.alpha) + float(caches[2].sum())

@@ -105,7 +105,7 @@ def test_compiled_pass_follows_the_python_block_steps(shape, rho, line):
         for i, m in enumerate(order):
             gaps_ref[m] = _reference_step(ref, m, k + i + 1, line, grad_buf)
         bcfw_pass(new.G, new.tau, new.a, new.offsets, new.shapes, order, new.alpha, new.rho, line, k, _MAX_STEP,
-                  _N_BISECT, gaps_new, *caches)
+                  _N_BISECT, False, gaps_new, *caches)
         k += len(order)
         logt, log1mt, neg_h, gt_tau, _ = caches
         np.testing.assert_allclose(np.exp(logt), new.tau, rtol=1e-10, atol=1e-13)  # up to the rounding of tau

@@ -115,6 +115,15 @@ def _log1p(x):
     return x * acc
 
 
+
+@helper
+def _ratio(t, log1mt):
+    """``t / (1 - t)``; near 1, where ``1 - t`` has lost its digits to rounding, from the cached
+    ``log(1 - t)`` (exact there)."""
+    if t <= 0.5:
+        return t / (1.0 - t)
+    return t * np.exp(-log1mt)
+
 @helper
 def _block_grad(logt, log1mt, tau, n_left, n_right, rho, out):
     """``grad(-H_rho)`` of one block (as :func:`~sklearn_struct.oracles.matching.neg_entropy_grad`)
@@ -194,7 +203,7 @@ def _vertex_line_search(tau, logt, log1mt, ratio, y, n_left, n_right, rho, lin, 
     for i in range(n_left):
         for j in range(n_right):
             r = i * n_right + j
-            ratio[r] = tau[r] / max(1.0 - tau[r], _TINY)
+            ratio[r] = _ratio(tau[r], log1mt[r])
             if j != y[i]:
                 s0 += tau[r]
                 s0_log += tau[r] * logt[r]
@@ -243,7 +252,7 @@ def _vertex_update(tau, logt, log1mt, ratio, y, n_left, n_right, eta):
             else:
                 tau[r] -= eta * tau[r]
                 logt[r] = max(_LOG_TINY, logt[r] + log_om)
-                log1mt[r] = max(_LOG_TINY, log1mt[r] + _log1p(eta * ratio[r]))
+                log1mt[r] = min(0.0, max(_LOG_TINY, log1mt[r] + _log1p(eta * ratio[r])))
 
 
 @helper
@@ -324,12 +333,14 @@ def bcfw_state(G, tau, offsets, shapes, rho):
 
 
 @kernel
-def bcfw_pass(G, tau, a, offsets, shapes, order, alpha, rho, line_search, k0, max_step, n_bisect, block_gaps,
-              logt, log1mt, neg_h, gt_tau, duals):
+def bcfw_pass(G, tau, a, offsets, shapes, order, alpha, rho, line_search, k0, max_step, n_bisect, gaps_only,
+              block_gaps, logt, log1mt, neg_h, gt_tau, duals):
     """Block-coordinate FW steps on the examples ``order`` (in turn) of the packed dual, in place.
 
     ``tau`` (packed pseudo-marginals), ``a = sum_m G_m^T (y_m - tau_m)``, ``block_gaps[m]`` (the FW gap
-    of block ``m`` before its step) and the caches of :func:`bcfw_state` are updated.
+    of block ``m`` before its step) and the caches of :func:`bcfw_state` are updated. ``gaps_only``:
+    only the gaps, no step (the exact gap with ``order`` all examples). The gradient's entropy part
+    is the cached one: accurate where ``1 - tau`` is below the rounding of ``tau``.
     ``line_search``: exact line search capped at ``max_step``, else the step ``2 M / (2 M + k)``,
     ``k = k0 + 1, ...`` the global step count.
     """
@@ -368,7 +379,7 @@ def bcfw_pass(G, tau, a, offsets, shapes, order, alpha, rho, line_search, k0, ma
         for r in range(hi - lo):
             gap -= d[r] * grad[r]
         block_gaps[m] = max(gap, 0.0)
-        if gap <= 0.0:
+        if gap <= 0.0 or gaps_only:
             continue
         # b = -G_m^T d = G_m^T tau_m - sum_i G_m[i, y_i]: one row per left node instead of all of G_m
         n_feat = a.shape[0]
@@ -386,7 +397,7 @@ def bcfw_pass(G, tau, a, offsets, shapes, order, alpha, rho, line_search, k0, ma
                                       n_bisect, c, dc)
         else:
             for r in range(hi - lo):
-                ratio[r] = tau_m[r] / max(1.0 - tau_m[r], _TINY)
+                ratio[r] = _ratio(tau_m[r], log1mt_m[r])
             eta = 2.0 * n_samples / (2.0 * n_samples + k)
         if eta <= 0.0:
             continue
