@@ -14,7 +14,8 @@ is a saddle point; eliminating ``theta`` in closed form gives the convex dual ov
 with ``tau^m`` row-stochastic, column-substochastic. ``grad_m h = -G^(m) theta* + grad(-H_rho)(tau^m)``,
 so one Frank-Wolfe step is one assignment problem per example (the LMO), no inner inference loop.
 ``a`` is kept up to date (``a += eta G^T (tau^m - s^m)``), so a step costs two matrix-vector products
-with ``G^(m)`` plus the assignment. The exact line search minimises
+with ``G^(m)`` plus the assignment (bcfw: one, ``G^(m)T tau^m`` being cached per block; a whole pass
+is one compiled call, see ``oracles/_matching_fw.py``). The exact line search minimises
 ``||a + eta b||^2 / (2 alpha) - H(tau + eta d)`` (App. D.2, "(1 - tau)" read as "(1 - eta)") by
 safeguarded Newton on its slope, the step capped at 1/2 (see ``_MAX_STEP``). The FW duality gap ``<tau - s, grad h(tau)> >= h(tau) - h*``
 is the stopping rule.
@@ -94,7 +95,8 @@ class MLEStructMatcher(MarginalsAsProbaMixin, _LinearMatcherMixin, BaseEstimator
     ``y`` of the left nodes to distinct right nodes, maximising the training log-likelihood with the
     partition function replaced by its rho-reweighted Bethe approximation, minus
     ``alpha / 2 ||coef_||^2``. The convex dual over pseudo-marginals is minimised by Frank-Wolfe, one
-    assignment problem (``scipy.optimize.linear_sum_assignment``) per example and step; the
+    assignment problem (shortest augmenting paths, warm-started from the example's last duals) per
+    example and step; the
     weights are the closed-form ``coef_ = sum_m G_m^T (y_m - tau_m) / alpha`` (Tang et al. 2016).
 
     Parameters
@@ -121,7 +123,8 @@ class MLEStructMatcher(MarginalsAsProbaMixin, _LinearMatcherMixin, BaseEstimator
     random_state : int, RandomState instance or None, default=None
         Block order of bcfw.
     n_jobs : int, default=None
-        Parallel assignment problems (joblib) in batch passes.
+        Parallel assignment problems (joblib) in the batch passes of ``solver="fw"`` (bcfw steps run
+        one after another in a compiled loop).
     callback : callable or None, default=None
         Called after every pass as ``callback(pass, dual_objective, seconds)`` (the entries of
         ``objective_curve_`` and ``time_curve_``); returning True stops the solver there (no
