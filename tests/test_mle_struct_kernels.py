@@ -119,3 +119,33 @@ def test_compiled_pass_follows_the_python_block_steps(shape, rho, line):
         np.testing.assert_allclose(gaps_new, gaps_ref, rtol=1e-5, atol=1e-6)  # differences of large terms
     assert np.abs(new.tau - tau0).max() > 0.1  # the steps moved (not all zero)
 
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from([(4, 4), (3, 6), (5, 5)]), st.sampled_from([1.0, 0.5, 0.3]), st.integers(0, 2**31 - 1),
+       st.floats(-7, 1))
+def test_vertex_line_search_is_the_exact_line_search(shape, rho, seed, log_scale):
+    """Series (moments) and entry-by-entry evaluations against the packed bisection of the Python path."""
+    from sklearn_struct.oracles._matching_fw import _vertex_line_search
+    from sklearn_struct.oracles.matching import packed_bisect_step
+
+    rng = np.random.default_rng(seed)
+    n_left, n_right = shape
+    weights = rng.dirichlet(np.full(4, 0.3))
+    if rng.random() < 0.5:  # near a vertex: entries close to 1 (the ratio > 1 branch)
+        weights = 0.999 * np.eye(4)[0] + 0.001 * weights
+    tau = sum(w * np.eye(n_right)[rng.permutation(n_right)[:n_left]] for w in weights).ravel()
+    tau = 0.999 * tau + 0.001 / n_right  # interior
+    y = rng.permutation(n_right)[:n_left]
+    d = -tau.copy()
+    d[np.arange(n_left) * n_right + y] += 1.0
+    quad = rng.uniform(0.1, 10.0)
+    entropy_grad = np.empty(shape)
+    neg_entropy_grad(tau.reshape(shape), rho, entropy_grad)
+    lin = -(10.0 ** log_scale) - d @ entropy_grad.ravel()  # slope -10^log_scale at 0: tiny to large steps
+    expected = min(_MAX_STEP, packed_bisect_step(tau, d, np.array([0, tau.size]), np.array([shape]), rho, lin, quad,
+                                                 _N_BISECT))
+    got = _vertex_line_search(tau, np.log(tau), np.log1p(-tau), np.empty(tau.size), y, n_left, n_right, rho, lin,
+                              quad, _MAX_STEP, _N_BISECT, np.empty(n_right), np.empty(n_right))
+    assert 0.0 < expected
+    assert got == pytest.approx(expected, rel=1e-8, abs=1e-12)

@@ -193,13 +193,62 @@ def _vertex_slope_curv(tau, log1mt, ratio, y, n_left, n_right, eta, rho, lin, qu
     return slope, curv
 
 
+_N_MOMENTS = 10  # series terms of the small entries: truncation < 0.02^11 / 11 relative
+
+
+@helper
+def _slope_curv_by_moments(tau, log1mt, y, big, n_big, n_left, n_right, eta, rho, lin, quad, s0, s0_log, c_small,
+                           moments, c, dc):
+    """:func:`_vertex_slope_curv` for ``eta <= _SERIES_MAX``, the off-vertex entries with ``ratio <= 1``
+    summed by series in ``eta`` over their precomputed moments ``sum tau ratio^k``
+    (``sum tau log1p(eta ratio) = sum_k (-1)^(k+1) eta^k / k moments[k-1]``): ``O(n_left + n_big)``."""
+    w = 2.0 * rho - 1.0
+    om = 1.0 - eta
+    log_om = np.log(om)
+    slope = lin + quad * eta - (s0_log + log_om * s0)
+    curv = quad + s0 / om
+    for i in range(n_left):
+        r = i * n_right + y[i]
+        dd = 1.0 - tau[r]
+        t = tau[r] + eta * dd
+        slope += dd * (_safe_log(t) + w * (1.0 + log1mt[r] + log_om))
+        curv += dd * dd / max(t, _TINY) - w * dd / om
+    if w != 0.0:
+        for k in range(n_big):
+            r = big[k]
+            t0 = tau[r]
+            ratio = _ratio(t0, log1mt[r])
+            x = eta * ratio
+            slope -= w * t0 * (1.0 + max(_LOG_TINY, log1mt[r] + _log1p(x)))
+            curv -= w * t0 * ratio / (1.0 + x)
+        series = 0.0
+        series_curv = 0.0
+        for k in range(_N_MOMENTS - 1, -1, -1):  # Horner in eta
+            series = moments[k] / (k + 1) - eta * series
+            series_curv = moments[k] - eta * series_curv
+        slope += c_small - w * eta * series
+        curv -= w * series_curv
+    if n_left < n_right:
+        for j in range(n_right):
+            cc = c[j] + eta * dc[j]
+            slope -= rho * dc[j] * (1.0 + _safe_log(1.0 - cc))
+            curv += rho * dc[j] * dc[j] / max(1.0 - cc, _TINY)
+    return slope, curv
+
+
 @helper
 def _vertex_line_search(tau, logt, log1mt, ratio, y, n_left, n_right, rho, lin, quad, max_step, n_max, c, dc):
     """:func:`~sklearn_struct.oracles.matching.packed_bisect_step` (the same safeguarded Newton and
     stopping rule) for a direction to a vertex, capped at ``max_step``: once the root is known to be
-    above the cap, the cap is returned."""
+    above the cap, the cap is returned. Trial steps ``eta <= _SERIES_MAX`` (late in a fit, nearly all)
+    are evaluated by :func:`_slope_curv_by_moments`, the others entry by entry."""
+    w = 2.0 * rho - 1.0
     s0 = 0.0
     s0_log = 0.0
+    c_small = 0.0
+    moments = np.zeros(_N_MOMENTS)
+    big = np.empty(n_left * n_right, np.int64)
+    n_big = 0
     for i in range(n_left):
         for j in range(n_right):
             r = i * n_right + j
@@ -207,6 +256,15 @@ def _vertex_line_search(tau, logt, log1mt, ratio, y, n_left, n_right, rho, lin, 
             if j != y[i]:
                 s0 += tau[r]
                 s0_log += tau[r] * logt[r]
+                if ratio[r] > 1.0:
+                    big[n_big] = r
+                    n_big += 1
+                else:
+                    c_small -= w * tau[r] * (1.0 + log1mt[r])
+                    term = tau[r]
+                    for k in range(_N_MOMENTS):
+                        term *= ratio[r]
+                        moments[k] += term
     if n_left < n_right:
         for j in range(n_right):
             c[j] = 0.0
@@ -217,7 +275,8 @@ def _vertex_line_search(tau, logt, log1mt, ratio, y, n_left, n_right, rho, lin, 
             dc[j] = -c[j]
         for i in range(n_left):
             dc[y[i]] += 1.0
-    g0, h = _vertex_slope_curv(tau, log1mt, ratio, y, n_left, n_right, 0.0, rho, lin, quad, s0, s0_log, c, dc)
+    g0, h = _slope_curv_by_moments(tau, log1mt, y, big, n_big, n_left, n_right, 0.0, rho, lin, quad, s0, s0_log,
+                                   c_small, moments, c, dc)
     if g0 >= 0.0:
         return 0.0
     lo, hi = 0.0, 1.0
@@ -233,7 +292,11 @@ def _vertex_line_search(tau, logt, log1mt, ratio, y, n_left, n_right, rho, lin, 
             break
         nxt = eta - g / h if h > 0.0 else -1.0
         eta = nxt if lo < nxt < hi else 0.5 * (lo + hi)
-        g, h = _vertex_slope_curv(tau, log1mt, ratio, y, n_left, n_right, eta, rho, lin, quad, s0, s0_log, c, dc)
+        if eta <= _SERIES_MAX:
+            g, h = _slope_curv_by_moments(tau, log1mt, y, big, n_big, n_left, n_right, eta, rho, lin, quad, s0,
+                                          s0_log, c_small, moments, c, dc)
+        else:
+            g, h = _vertex_slope_curv(tau, log1mt, ratio, y, n_left, n_right, eta, rho, lin, quad, s0, s0_log, c, dc)
     return min(max_step, eta if (hi < 1.0 or g <= 0.0) else lo)
 
 
