@@ -335,7 +335,8 @@ def _solve_bcfw(p, est, rng, progress):
     every = np.arange(p.n_samples)
     bcfw_pass_(every, 0, True)  # exact gaps of the uniform start
     gaps = [float(block_gaps.sum())]
-    objectives, times, thetas = [p.objective()], [time.perf_counter() - start], [p.theta()]
+    objective = lambda: float(p.a @ p.a) / (2 * p.alpha) + float(caches[2].sum())  # noqa: E731
+    objectives, times, thetas = [objective()], [time.perf_counter() - start], [p.theta()]
     converged, k = gaps[0] <= threshold, 0
     n_pass = 0
     while not converged and n_pass < est.max_iter:
@@ -347,8 +348,7 @@ def _solve_bcfw(p, est, rng, progress):
             bcfw_pass_(every, k, True)
             gap = float(block_gaps.sum())
             converged = gap <= threshold
-        objective = float(p.a @ p.a) / (2 * p.alpha) + float(caches[2].sum())
-        gaps.append(gap), objectives.append(objective), times.append(time.perf_counter() - start)
+        gaps.append(gap), objectives.append(objective()), times.append(time.perf_counter() - start)
         thetas.append(p.theta())
         if progress(n_pass, objectives[-1], times[-1], gap_per_node=gap / p.n_nodes):
             break

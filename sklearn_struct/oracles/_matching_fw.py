@@ -379,23 +379,23 @@ def _sub_scores(G, lo, hi, a, alpha, out):
             f += 1
         out[r] -= ((s0 + s1) + (s2 + s3)) / alpha
 
-@kernel
 def bcfw_state(G, tau, offsets, shapes, rho):
     """Caches of :func:`bcfw_pass` for the packed ``tau``: ``log tau``, ``log(1 - tau)``, each block's
-    ``-H_rho``, each block's ``G_m^T tau_m``, each block's assignment column duals (warm starts)."""
-    logt = np.empty_like(tau)
-    log1mt = np.empty_like(tau)
-    neg_h = np.empty(shapes.shape[0])
-    for r in range(tau.shape[0]):
-        logt[r] = _safe_log(tau[r])
-        log1mt[r] = _safe_log(1.0 - tau[r])
-    for m in range(shapes.shape[0]):
-        lo, hi = offsets[m], offsets[m + 1]
-        neg_h[m] = _block_neg_entropy(logt[lo:hi], log1mt[lo:hi], tau[lo:hi], shapes[m, 0], shapes[m, 1], rho)
-    gt_tau = np.empty((shapes.shape[0], G.shape[1]))
-    for m in range(shapes.shape[0]):
-        gt_tau[m] = np.dot(G[offsets[m] : offsets[m + 1]].T, tau[offsets[m] : offsets[m + 1]])
-    duals = np.zeros((shapes.shape[0], max(1, np.max(shapes[:, 1]))))
+    ``-H_rho``, each block's ``G_m^T tau_m``, each block's assignment column duals (warm starts).
+    numpy, once per fit (no kernel to compile)."""
+    with np.errstate(divide="ignore"):
+        logt = np.maximum(np.log(tau), _LOG_TINY)
+        log1mt = np.maximum(np.log1p(-tau), _LOG_TINY)
+    starts = offsets[:-1]
+    w = 2.0 * rho - 1.0
+    neg_h = np.add.reduceat(tau * logt - w * (1.0 - tau) * log1mt, starts)
+    gt_tau = np.stack([G[a:b].T @ tau[a:b] for a, b in zip(offsets[:-1], offsets[1:])])
+    for m, (n_left, n_right) in enumerate(shapes):
+        if n_left < n_right:
+            free = 1.0 - tau[offsets[m] : offsets[m + 1]].reshape(n_left, n_right).sum(axis=0)
+            free = free[free > 0.0]
+            neg_h[m] += rho * float(free @ np.log(free))
+    duals = np.zeros((len(shapes), max(1, int(shapes[:, 1].max()))))
     return logt, log1mt, neg_h, gt_tau, duals
 
 
@@ -458,8 +458,13 @@ def bcfw_pass(G, tau, a, offsets, shapes, order, alpha, rho, line_search, k0, ma
                 b[f] -= G[row, f]
         ratio = ratio_buf[: hi - lo]
         if line_search:
-            lin = np.dot(a, b) / alpha
-            quad = np.dot(b, b) / alpha
+            lin = 0.0
+            quad = 0.0
+            for f in range(n_feat):
+                lin += a[f] * b[f]
+                quad += b[f] * b[f]
+            lin /= alpha
+            quad /= alpha
             eta = _vertex_line_search(tau_m, logt_m, log1mt_m, ratio, y, n_left, n_right, rho, lin, quad, max_step,
                                       n_bisect, c, dc)
         else:
