@@ -14,7 +14,8 @@ is a saddle point; eliminating ``theta`` in closed form gives the convex dual ov
 with ``tau^m`` row-stochastic, column-substochastic. ``grad_m h = -G^(m) theta* + grad(-H_rho)(tau^m)``,
 so one Frank-Wolfe step is one assignment problem per example (the LMO), no inner inference loop.
 ``a`` is kept up to date (``a += eta G^T (tau^m - s^m)``), so a step costs two matrix-vector products
-with ``G^(m)`` plus the assignment. The exact line search minimises
+with ``G^(m)`` plus the assignment (bcfw: one, ``G^(m)T tau^m`` being cached per block; a whole pass
+is one compiled call, see ``oracles/_matching_fw.py``). The exact line search minimises
 ``||a + eta b||^2 / (2 alpha) - H(tau + eta d)`` (App. D.2, "(1 - tau)" read as "(1 - eta)") by
 safeguarded Newton on its slope, the step capped at 1/2 (see ``_MAX_STEP``). The FW duality gap ``<tau - s, grad h(tau)> >= h(tau) - h*``
 is the stopping rule.
@@ -32,12 +33,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .metrics import matching_error
+from .oracles._matching_fw import bcfw_pass, bcfw_state
 from .oracles.matching import (
     assignment,
     batched_assignment,
-    bisect_step,
     fw_bethe_marginals,
-    neg_entropy_grad,
     packed_bisect_step,
     packed_neg_entropy,
     packed_neg_entropy_grad,
@@ -95,7 +95,8 @@ class MLEStructMatcher(MarginalsAsProbaMixin, _LinearMatcherMixin, BaseEstimator
     ``y`` of the left nodes to distinct right nodes, maximising the training log-likelihood with the
     partition function replaced by its rho-reweighted Bethe approximation, minus
     ``alpha / 2 ||coef_||^2``. The convex dual over pseudo-marginals is minimised by Frank-Wolfe, one
-    assignment problem (``scipy.optimize.linear_sum_assignment``) per example and step; the
+    assignment problem (shortest augmenting paths, warm-started from the example's last duals) per
+    example and step; the
     weights are the closed-form ``coef_ = sum_m G_m^T (y_m - tau_m) / alpha`` (Tang et al. 2016).
 
     Parameters
@@ -122,7 +123,8 @@ class MLEStructMatcher(MarginalsAsProbaMixin, _LinearMatcherMixin, BaseEstimator
     random_state : int, RandomState instance or None, default=None
         Block order of bcfw.
     n_jobs : int, default=None
-        Parallel assignment problems (joblib) in batch passes.
+        Parallel assignment problems (joblib) in the batch passes of ``solver="fw"`` (bcfw steps run
+        one after another in a compiled loop).
     callback : callable or None, default=None
         Called after every pass as ``callback(pass, dual_objective, seconds)`` (the entries of
         ``objective_curve_`` and ``time_curve_``); returning True stops the solver there (no
@@ -318,50 +320,35 @@ def _solve_fw(p, est, rng, progress):
             "converged": converged}
 
 
-def _bcfw_step(p, m, k, est, grad_buf):
-    """One block step on example ``m`` (global step count ``k``); returns the block's gap."""
-    sl, shape = p.block(m)
-    tau_m = p.tau[sl]
-    G_m = p.G[sl]
-    grad = grad_buf[: tau_m.size]
-    neg_entropy_grad(tau_m.reshape(shape), p.rho, grad.reshape(shape))
-    grad -= G_m @ (p.a / p.alpha)
-    d = p.vertex(m, assignment(grad.reshape(shape), check_input=False)) - tau_m
-    gap = -float(d @ grad)
-    if gap <= 0.0:
-        return max(gap, 0.0)
-    b = -(G_m.T @ d)
-    if est.step == "line":
-        lin, quad = float(p.a @ b) / p.alpha, float(b @ b) / p.alpha
-        eta = min(_MAX_STEP, bisect_step(tau_m.reshape(shape), d.reshape(shape), p.rho, lin, quad, _N_BISECT))
-    else:
-        eta = 2.0 * p.n_samples / (2.0 * p.n_samples + k)
-    tau_m += eta * d
-    p.a += eta * b
-    return gap
-
-
 def _solve_bcfw(p, est, rng, progress):
-    """Block-coordinate FW (Lacoste-Julien et al. 2013): one uniformly drawn example per step."""
+    """Block-coordinate FW (Lacoste-Julien et al. 2013): one uniformly drawn example per step, a pass of
+    ``n_samples`` steps per compiled call (:func:`~sklearn_struct.oracles._matching_fw.bcfw_pass`)."""
     start = time.perf_counter()
     threshold = est.tol * p.n_nodes
-    _, block_gaps = p.batch_lmo(est.n_jobs)  # exact gaps of the uniform start
+    caches = bcfw_state(p.G, p.tau, p.offsets, p.shapes, p.rho)  # log tau, log(1 - tau), -H_rho, ...
+    block_gaps = np.zeros(p.n_samples)
+
+    def bcfw_pass_(order, k, gaps_only):
+        bcfw_pass(p.G, p.tau, p.a, p.offsets, p.shapes, order, p.alpha, p.rho, est.step == "line", k, _MAX_STEP,
+                  _N_BISECT, gaps_only, block_gaps, *caches)
+
+    every = np.arange(p.n_samples)
+    bcfw_pass_(every, 0, True)  # exact gaps of the uniform start
     gaps = [float(block_gaps.sum())]
-    objectives, times, thetas = [p.objective()], [time.perf_counter() - start], [p.theta()]
-    grad_buf = np.empty(int(np.max(p.shapes[:, 0] * p.shapes[:, 1])))
+    objective = lambda: float(p.a @ p.a) / (2 * p.alpha) + float(caches[2].sum())  # noqa: E731
+    objectives, times, thetas = [objective()], [time.perf_counter() - start], [p.theta()]
     converged, k = gaps[0] <= threshold, 0
     n_pass = 0
     while not converged and n_pass < est.max_iter:
-        for m in rng.randint(p.n_samples, size=p.n_samples):
-            k += 1
-            block_gaps[m] = _bcfw_step(p, m, k, est, grad_buf)
+        bcfw_pass_(rng.randint(p.n_samples, size=p.n_samples), k, False)
+        k += p.n_samples
         n_pass += 1
         gap = float(block_gaps.sum())
         if gap <= threshold:  # confirm the stale estimate by an exact gap
-            _, block_gaps = p.batch_lmo(est.n_jobs)
+            bcfw_pass_(every, k, True)
             gap = float(block_gaps.sum())
             converged = gap <= threshold
-        gaps.append(gap), objectives.append(p.objective()), times.append(time.perf_counter() - start)
+        gaps.append(gap), objectives.append(objective()), times.append(time.perf_counter() - start)
         thetas.append(p.theta())
         if progress(n_pass, objectives[-1], times[-1], gap_per_node=gap / p.n_nodes):
             break
