@@ -47,9 +47,7 @@ def test_results_are_grouped_by_benchmark():
 
 # --report-only: every script rewrites its tables from its saved results without fitting
 # (benchmarks/_lib/report.py); the check re-renders each committed md and compares it byte for byte.
-NEEDS_RERUN = {  # the committed table predates the json its script now saves: rerun the script to save it
-    "peers/bench_loopy_vs_pgmpy.py",  # its rerun needs pgmpy installed
-}
+NEEDS_RERUN = set()  # scripts whose committed table predates the json they now save (rerun them to save it)
 STALE = {"papers/bench_ocr_table4.py"}  # the committed md has an older settings text than the script writes
 REPORT_ONLY_API = ("add_report_only", "report_only_args", "report_only_requested")
 
