@@ -329,8 +329,11 @@ def _solve_bcfw(p, est, rng, progress):
     block_gaps = np.zeros(p.n_samples)
 
     def bcfw_pass_(order, k, gaps_only):
-        bcfw_pass(p.G, p.tau, p.a, p.offsets, p.shapes, order, p.alpha, p.rho, est.step == "line", k, _MAX_STEP,
-                  _N_BISECT, gaps_only, block_gaps, *caches)
+        bad = bcfw_pass(p.G, p.tau, p.a, p.offsets, p.shapes, order, p.alpha, p.rho, est.step == "line", k,
+                        _MAX_STEP, _N_BISECT, gaps_only, block_gaps, *caches)
+        if bad >= 0:
+            raise ValueError(f"assignment: the matching scores are not finite (they overflow float64) at sample "
+                             f"{bad}; rescale the pair features X or the weights.")
 
     every = np.arange(p.n_samples)
     bcfw_pass_(every, 0, True)  # exact gaps of the uniform start

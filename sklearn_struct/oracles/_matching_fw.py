@@ -410,6 +410,8 @@ def bcfw_pass(G, tau, a, offsets, shapes, order, alpha, rho, line_search, k0, ma
     is the cached one: accurate where ``1 - tau`` is below the rounding of ``tau``.
     ``line_search``: exact line search capped at ``max_step``, else the step ``2 M / (2 M + k)``,
     ``k = k0 + 1, ...`` the global step count.
+    Returns -1, or the first example whose scores are not finite (then stops there, before its
+    assignment).
     """
     n_samples = shapes.shape[0]
     size = 0
@@ -434,6 +436,9 @@ def bcfw_pass(G, tau, a, offsets, shapes, order, alpha, rho, line_search, k0, ma
         grad = grad_buf[: hi - lo]
         _block_grad(logt_m, log1mt_m, tau_m, n_left, n_right, rho, grad)
         _sub_scores(G, lo, hi, a, alpha, grad)
+        for r in range(hi - lo):
+            if not np.isfinite(grad[r]):  # scores that overflowed: the assignment would follow garbage
+                return m
         v = duals[m, :n_right]
         _lsap_into(grad.reshape((n_left, n_right)), y, u, v, shortest, path, row4col, remaining, in_rows, in_cols,
                    True)
@@ -478,3 +483,4 @@ def bcfw_pass(G, tau, a, offsets, shapes, order, alpha, rho, line_search, k0, ma
             a[f] += eta * b[f]
             gt_tau[m, f] -= eta * b[f]
         neg_h[m] = _block_neg_entropy(logt_m, log1mt_m, tau_m, n_left, n_right, rho)
+    return -1
