@@ -245,10 +245,26 @@ def _tree_step(m, t, C, Xp, Xi, Xd, Y, yhat, edges, S, qidx, qval, pidx, pval, V
     npair = 0
     for e in range(edges.shape[0]):
         u, v = edges[e, 0], edges[e, 1]
-        if yhat[u] != Y[m, u] or yhat[v] != Y[m, v]:
-            pidx[npair], pval[npair] = (e * S + yhat[u]) * S + yhat[v], 1.0
-            pidx[npair + 1], pval[npair + 1] = (e * S + Y[m, u]) * S + Y[m, v], -1.0
-            npair += 2
+        npair = _edge_change(e, S, yhat[u], yhat[v], Y[m, u], Y[m, v], pidx, pval, npair)
+    _changes_step(m, t, C, Xp, Xi, Xd, Y, yhat, S, qidx, qval, pidx, pval, npair, V, Pf, state, acc, UW, UP,
+                  sum_W, sum_Pf)
+
+
+@helper
+def _edge_change(e, S, a, b, yu, yv, pidx, pval, npair):
+    """Record edge ``e``'s coefficients of f(yhat) - f(y_m) when its maximiser ``(a, b)`` is not the truth
+    ``(yu, yv)``; returns the new count."""
+    if a != yu or b != yv:
+        pidx[npair], pval[npair] = (e * S + a) * S + b, 1.0
+        pidx[npair + 1], pval[npair + 1] = (e * S + yu) * S + yv, -1.0
+        npair += 2
+    return npair
+
+
+@helper
+def _changes_step(m, t, C, Xp, Xi, Xd, Y, yhat, S, qidx, qval, pidx, pval, npair, V, Pf, state, acc, UW, UP,
+                  sum_W, sum_Pf):
+    """The Pegasos step of sample ``m`` along the recorded edge changes and the node changes of ``yhat``."""
     nq = _node_changes(m, Y, yhat, S, qidx, qval)
     lo, hi = Xp[m], Xp[m + 1]
     _full_step(float(t), C, Xi[lo:hi], Xd[lo:hi], qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW,
@@ -308,15 +324,9 @@ def _dual_step(m, t, C, Xp, Xi, Xd, Y, yhat, pair, edges, n_states, dm, qidx, qv
     npair = 0
     for e in range(pair.shape[0]):
         _, ea, eb = _edge_max(e, pair, edges, n_states, dm)
-        yu, yv = Y[m, edges[e, 0]], Y[m, edges[e, 1]]
-        if ea != yu or eb != yv:
-            pidx[npair], pval[npair] = (e * S + ea) * S + eb, 1.0
-            pidx[npair + 1], pval[npair + 1] = (e * S + yu) * S + yv, -1.0
-            npair += 2
-    nq = _node_changes(m, Y, yhat, S, qidx, qval)
-    lo, hi = Xp[m], Xp[m + 1]
-    _full_step(float(t), C, Xi[lo:hi], Xd[lo:hi], qidx, qval, nq, pidx, pval, npair, V, Pf, state, acc, UW,
-               UP, sum_W, sum_Pf)
+        npair = _edge_change(e, S, ea, eb, Y[m, edges[e, 0]], Y[m, edges[e, 1]], pidx, pval, npair)
+    _changes_step(m, t, C, Xp, Xi, Xd, Y, yhat, S, qidx, qval, pidx, pval, npair, V, Pf, state, acc, UW, UP,
+                  sum_W, sum_Pf)
 
 
 @kernel
